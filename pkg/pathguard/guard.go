@@ -1,0 +1,188 @@
+// Package pathguard confines file operations to one workspace folder. It is the only way a goalbox server touches
+// files.
+//
+// It is built on os.Root, which resolves every path component with openat and refuses "..", absolute symlinks and
+// symlinks that lead out of the root without the check-then-open race of realpath-based guards. On top of os.Root it
+// accepts client paths in the forms the tool contract allows (workspace-relative, or absolute under the advertised
+// root or the workspace's real path), refuses NUL bytes, refuses anything that is not a regular file or a folder
+// (a FIFO would block a reader forever), refuses creating symlinks that point out, and caps sizes.
+//
+// Errors are *Error values whose messages name only workspace-relative paths.
+package pathguard
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Options tune a Guard. Zero values take the defaults.
+type Options struct {
+	// AdvertisedRoot is the absolute path clients see for the workspace, "/workspace" by default.
+	AdvertisedRoot string
+	// MaxReadBytes caps how much of one file is read into memory (default 10 MiB).
+	MaxReadBytes int64
+	// MaxWriteBytes caps the size of one write (default 10 MiB).
+	MaxWriteBytes int64
+}
+
+// Defaults for Options.
+const (
+	DefaultAdvertisedRoot = "/workspace"
+	DefaultMaxReadBytes   = 10 << 20
+	DefaultMaxWriteBytes  = 10 << 20
+)
+
+// Guard is an open workspace. It is safe for concurrent use.
+type Guard struct {
+	root     *os.Root
+	realDir  string // the workspace's real (symlink-free) host path
+	opts     Options
+	tempName func() string
+}
+
+// Open opens dir as a workspace, creating it if it is missing.
+func Open(dir string, opts Options) (*Guard, error) {
+	if opts.AdvertisedRoot == "" {
+		opts.AdvertisedRoot = DefaultAdvertisedRoot
+	}
+	opts.AdvertisedRoot = path.Clean(opts.AdvertisedRoot)
+	if !path.IsAbs(opts.AdvertisedRoot) {
+		return nil, fmt.Errorf("advertised root %q must be an absolute path", opts.AdvertisedRoot)
+	}
+	if opts.MaxReadBytes <= 0 {
+		opts.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if opts.MaxWriteBytes <= 0 {
+		opts.MaxWriteBytes = DefaultMaxWriteBytes
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create workspace: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace path: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace path: %w", err)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return &Guard{root: root, realDir: real, opts: opts, tempName: randomTempName}, nil
+}
+
+// Close releases the workspace handle.
+func (g *Guard) Close() error { return g.root.Close() }
+
+// Dir is the workspace's real host path. Commands on the local backend see the workspace under this path.
+func (g *Guard) Dir() string { return g.realDir }
+
+// AdvertisedRoot is the absolute path clients see for the workspace.
+func (g *Guard) AdvertisedRoot() string { return g.opts.AdvertisedRoot }
+
+// Options returns the options in force, defaults filled in.
+func (g *Guard) Options() Options { return g.opts }
+
+// Clean turns a client path into a clean workspace-relative path ("." for the workspace itself). It refuses empty
+// names where a file is needed only at the operation, not here; it refuses NUL bytes, backslash-free tricks are left
+// to os.Root, absolute paths outside the advertised root and the real path, and ".." that climbs out lexically.
+// Clean does not touch the file system: symlinks are judged when the path is opened.
+func (g *Guard) Clean(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", &Error{Path: printable(p), Reason: ReasonInvalid, Detail: "the path contains a NUL byte"}
+	}
+	if p == "" {
+		return ".", nil
+	}
+	if path.IsAbs(p) {
+		rel, ok := g.underRoot(p)
+		if !ok {
+			return "", &Error{Path: printable(p), Reason: ReasonOutside,
+				Detail: fmt.Sprintf("absolute paths must be under %s", g.opts.AdvertisedRoot)}
+		}
+		p = rel
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", &Error{Path: printable(p), Reason: ReasonOutside, Detail: "\"..\" may not climb out of the workspace"}
+	}
+	return c, nil
+}
+
+// underRoot maps an absolute client path under the advertised root or the real workspace path to a relative one.
+// The comparison is by whole path elements, so "/workspace_evil" is not under "/workspace" (CVE-2025-53110).
+func (g *Guard) underRoot(p string) (string, bool) {
+	c := path.Clean(p)
+	for _, base := range []string{g.opts.AdvertisedRoot, filepath.ToSlash(g.realDir)} {
+		if c == base {
+			return ".", true
+		}
+		prefix := base
+		if !strings.HasSuffix(prefix, "/") {
+			prefix += "/"
+		}
+		if strings.HasPrefix(c, prefix) {
+			return c[len(prefix):], true
+		}
+	}
+	return "", false
+}
+
+// printable keeps a refused path fit for an error message: no NUL bytes, bounded length.
+func printable(p string) string {
+	p = strings.ReplaceAll(p, "\x00", `\x00`)
+	if len(p) > 200 {
+		p = p[:200] + "..."
+	}
+	return p
+}
+
+// Reasons an operation is refused.
+const (
+	ReasonInvalid     = "invalid path"
+	ReasonOutside     = "outside the workspace"
+	ReasonNotFound    = "not found"
+	ReasonExists      = "already exists"
+	ReasonNotRegular  = "not a regular file"
+	ReasonIsDir       = "is a folder"
+	ReasonNotDir      = "not a folder"
+	ReasonTooLarge    = "too large"
+	ReasonNotEmpty    = "folder not empty"
+	ReasonUnsupported = "unsupported"
+)
+
+// Error is a refused or failed operation. Path is workspace-relative (or the client's own input when that was
+// refused); no other host path ever appears in it.
+type Error struct {
+	Op     string
+	Path   string
+	Reason string
+	Detail string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(" ")
+	}
+	fmt.Fprintf(&b, "%q: %s", e.Path, e.Reason)
+	if e.Detail != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Detail)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// IsReason reports whether err is an *Error with the given reason.
+func IsReason(err error, reason string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Reason == reason
+}
