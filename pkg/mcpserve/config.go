@@ -1,0 +1,97 @@
+// Package mcpserve is what the two goalbox servers share around their tools: configuration from flags and the
+// environment, the streamable HTTP endpoint with its Host, Origin and token checks, the health endpoint, stdio, the
+// audit log, and graceful shutdown. A server builds its *mcp.Server and hands it to Run (for a main) or Start (to
+// embed it in-process, as the agent and tests do).
+package mcpserve
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is what both servers take. Flags win over the environment, which wins over the defaults; each field's
+// environment variable is the server's prefix (GOALBOX_FS_ or GOALBOX_EXEC_) plus the env tag.
+type Config struct {
+	// Addr is the HTTP listen address.
+	Addr string `env:"ADDR"`
+	// Workspace is the folder the server is confined to; created if missing.
+	Workspace string `env:"WORKSPACE"`
+	// Stdio serves one client on stdin/stdout instead of HTTP.
+	Stdio bool `env:"STDIO"`
+	// Token, when set, is required as "Authorization: Bearer <token>" on the MCP endpoint.
+	Token string `env:"TOKEN"`
+	// AuditLog, when set, is a file that gets one JSON line per tool call ("-" for stderr).
+	AuditLog string `env:"AUDIT_LOG"`
+	// AllowedHosts are extra Host header names (without port) accepted besides localhost, 127.0.0.1 and [::1].
+	// A server listening on all interfaces (in a container) needs the names clients use to reach it.
+	AllowedHosts []string `env:"ALLOWED_HOSTS" envSeparator:","`
+	// AllowedOrigins are extra browser origins (scheme://host[:port]) trusted for cross-origin requests.
+	AllowedOrigins []string `env:"ALLOWED_ORIGINS" envSeparator:","`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `env:"LOG_LEVEL"`
+	// MaxRequestBytes caps one HTTP request body.
+	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES"`
+}
+
+// DefaultMaxRequestBytes is large enough for a 10 MiB file write encoded as JSON.
+const DefaultMaxRequestBytes = 24 << 20
+
+// Load fills cfg from the environment (variables named prefix+tag) and then from args, starting from the values
+// already in cfg as defaults. extra registers a server's own flags on the same flag set; its own environment
+// variables are read by the caller with env.ParseWithOptions before calling Load, so that flags win there too.
+func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) (*flag.FlagSet, error) {
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "info"
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if err := env.ParseWithOptions(cfg, env.Options{Prefix: prefix}); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address (env "+prefix+"ADDR)")
+	fs.StringVar(&cfg.Workspace, "workspace", cfg.Workspace, "workspace folder, created if missing (env "+prefix+"WORKSPACE)")
+	fs.BoolVar(&cfg.Stdio, "stdio", cfg.Stdio, "serve one client on stdin/stdout instead of HTTP (env "+prefix+"STDIO)")
+	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token required on the MCP endpoint (env "+prefix+"TOKEN; prefer the env: flags show in ps)")
+	fs.StringVar(&cfg.AuditLog, "audit-log", cfg.AuditLog, "file for a JSON line per tool call, - for stderr (env "+prefix+"AUDIT_LOG)")
+	fs.Func("allowed-hosts", "comma-separated extra Host names accepted besides loopback (env "+prefix+"ALLOWED_HOSTS)", func(s string) error {
+		cfg.AllowedHosts = splitList(s)
+		return nil
+	})
+	fs.Func("allowed-origins", "comma-separated browser origins trusted for cross-origin requests (env "+prefix+"ALLOWED_ORIGINS)", func(s string) error {
+		cfg.AllowedOrigins = splitList(s)
+		return nil
+	})
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (env "+prefix+"LOG_LEVEL)")
+	fs.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest HTTP request body accepted (env "+prefix+"MAX_REQUEST_BYTES)")
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return fs, err
+	}
+	if fs.NArg() > 0 {
+		return fs, fmt.Errorf("unexpected arguments %q: all options are flags", fs.Args())
+	}
+	if cfg.Workspace == "" {
+		return fs, fmt.Errorf("no workspace: give -workspace DIR or %sWORKSPACE", prefix)
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)
+	}
+	return fs, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
