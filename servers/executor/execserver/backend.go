@@ -1,0 +1,46 @@
+// Package execserver is the executor MCP server: one tool, sandbox_run_command, that runs a shell command confined
+// to the workspace on a pluggable backend (local processes or Docker containers).
+package execserver
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Request is one command for a backend to run.
+type Request struct {
+	// Command is run by sh -c.
+	Command string
+	// Dir is the working folder, workspace-relative and already checked by pathguard ("." for the workspace).
+	Dir string
+	// Stdin is given on standard input; the command sees EOF after it.
+	Stdin string
+	// Timeout kills the command when it runs longer. Always set.
+	Timeout time.Duration
+	// Stdout and Stderr receive the output as it comes. The server passes capped writers that keep head and tail.
+	Stdout, Stderr io.Writer
+}
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 when it was killed (timeout, cancellation, signal).
+	ExitCode int
+	// TimedOut says the command was killed because it ran past Request.Timeout.
+	TimedOut bool
+}
+
+// Backend runs commands confined to the workspace. When Run returns, no process the command started is left
+// running: a backend must kill the whole tree (or container), including processes that double-forked or called
+// setsid. Cancelling ctx kills at once and Run returns with ExitCode -1. An error means the backend could not run
+// the command at all (e.g. Docker is down), not that the command failed.
+type Backend interface {
+	// Name is "local" or "docker".
+	Name() string
+	// Run runs one command.
+	Run(ctx context.Context, req Request) (Result, error)
+	// Confinement describes what confinement is active, for the health endpoint and the start-up log.
+	Confinement() map[string]any
+	// Close releases the backend's resources.
+	Close() error
+}
