@@ -119,7 +119,12 @@ func (g *Guard) Clean(p string) (string, error) {
 // The comparison is by whole path elements, so "/workspace_evil" is not under "/workspace" (CVE-2025-53110).
 func (g *Guard) underRoot(p string) (string, bool) {
 	c := path.Clean(p)
-	for _, base := range []string{g.opts.AdvertisedRoot, filepath.ToSlash(g.realDir)} {
+	bases := []string{g.opts.AdvertisedRoot, filepath.ToSlash(g.realDir)}
+	if len(bases[1]) > len(bases[0]) {
+		// When one contains the other (a workspace at /workspace/ws), the longer, more specific one wins.
+		bases[0], bases[1] = bases[1], bases[0]
+	}
+	for _, base := range bases {
 		if c == base {
 			return ".", true
 		}

@@ -40,7 +40,7 @@ func wrap(op, rel string, err error) error {
 	e := &Error{Op: op, Path: rel}
 	switch {
 	case strings.Contains(err.Error(), "path escapes from parent"):
-		e.Reason, e.Detail = ReasonOutside, "it, or a symlink on the way, leads out of the workspace"
+		e.Reason, e.Detail = ReasonOutside, "it, or a symlink on the way, leads out of the workspace; absolute symlinks are never followed"
 	case errors.Is(err, syscall.ELOOP):
 		e.Reason, e.Detail = ReasonOutside, "too many levels of symlinks"
 	case errors.Is(err, fs.ErrNotExist):
@@ -92,32 +92,52 @@ func (g *Guard) Lstat(p string) (string, fs.FileInfo, error) {
 }
 
 // OpenFile opens a regular file for reading. Anything else (folder, FIFO, device, socket) is refused without
-// blocking: the open is non-blocking and the type is checked on the opened descriptor, so a swap between check and
-// open cannot slip a FIFO through.
+// blocking and without opening it (opening a device can have effects of its own): the type is checked before the
+// open, the open is non-blocking, and the type is checked again on the opened descriptor, so a swap between check
+// and open cannot slip a FIFO through.
 func (g *Guard) OpenFile(p string) (string, *os.File, fs.FileInfo, error) {
 	rel, err := g.Clean(p)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	f, err := g.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return rel, nil, nil, wrap("open", rel, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return rel, nil, nil, wrap("open", rel, err)
-	}
-	if fi.IsDir() {
-		f.Close()
-		return rel, nil, nil, &Error{Op: "open", Path: rel, Reason: ReasonIsDir, Detail: "only regular files can be read"}
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return rel, nil, nil, &Error{Op: "open", Path: rel, Reason: ReasonNotRegular,
+	f, fi, err := g.open("open", rel, false)
+	return rel, f, fi, err
+}
+
+// open opens the clean path rel for reading if it is a regular file, or a folder when allowDir is set.
+func (g *Guard) open(op, rel string, allowDir bool) (*os.File, fs.FileInfo, error) {
+	check := func(fi fs.FileInfo) error {
+		switch {
+		case fi.Mode().IsRegular():
+			return nil
+		case fi.IsDir():
+			if allowDir {
+				return nil
+			}
+			return &Error{Op: op, Path: rel, Reason: ReasonIsDir, Detail: "only regular files can be read"}
+		}
+		return &Error{Op: op, Path: rel, Reason: ReasonNotRegular,
 			Detail: "only regular files and folders are allowed; this is a " + typeName(fi.Mode())}
 	}
-	return rel, f, fi, nil
+	fi, err := g.root.Stat(rel)
+	if err != nil {
+		return nil, nil, wrap(op, rel, err)
+	}
+	if err := check(fi); err != nil {
+		return nil, nil, err
+	}
+	f, err := g.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, wrap(op, rel, err)
+	}
+	if fi, err = f.Stat(); err == nil {
+		err = check(fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, wrap(op, rel, err)
+	}
+	return f, fi, nil
 }
 
 // ReadFile reads a whole regular file, refusing files over the read cap.
@@ -146,14 +166,16 @@ func (g *Guard) ReadFile(p string) (string, []byte, error) {
 // WriteFile replaces the file at p atomically: the content goes to a temporary file in the same folder, is synced,
 // and is renamed over the target, so readers see the old file or the new one, never a mix. Missing parent folders
 // are made. A final symlink that stays inside is followed (its target is written); an existing folder, FIFO or
-// device at the target is refused. It reports whether the file was created.
+// device at the target is refused. An existing file keeps its permission bits (not its owner, and not setuid,
+// setgid or sticky bits); a new one gets 0644 less the umask. It reports whether the file was created.
 func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err error) {
 	rel, err = g.Clean(p)
 	if err != nil {
 		return "", false, err
 	}
-	if rel == "." {
-		return rel, false, &Error{Op: "write", Path: p, Reason: ReasonIsDir, Detail: "give a file path inside the workspace"}
+	if rel == "." || strings.HasSuffix(p, "/") {
+		return rel, false, &Error{Op: "write", Path: printable(p), Reason: ReasonIsDir,
+			Detail: "a path that ends in / or names the workspace is a folder; give a file path inside the workspace"}
 	}
 	if int64(len(data)) > g.opts.MaxWriteBytes {
 		return rel, false, &Error{Op: "write", Path: rel, Reason: ReasonTooLarge,
@@ -189,6 +211,12 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 			_ = g.root.Remove(tmp)
 		}
 	}()
+	if fi != nil && mode&^0o644 != 0 {
+		// The umask may have cut bits the old file had (group write, say); give them back.
+		if err := f.Chmod(mode); err != nil {
+			return rel, false, wrap("write", rel, err)
+		}
+	}
 	if _, err := f.Write(data); err != nil {
 		return rel, false, wrap("write", rel, err)
 	}
@@ -207,48 +235,28 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	return rel, fi == nil, nil
 }
 
-// resolveLinks follows symlinks at the final component of rel while they stay inside the workspace, returning the
-// path to write and its info (nil when nothing exists there yet).
+// resolveLinks returns the path WriteFile writes for rel and the info of what is there (nil when nothing exists
+// yet). Usually that is rel itself; when rel is a symlink, it is where the symlink leads, which must stay inside.
 func (g *Guard) resolveLinks(rel string) (string, fs.FileInfo, error) {
-	cur := rel
-	for range maxLinkHops {
-		fi, err := g.root.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			return cur, nil, nil
-		}
-		if err != nil {
-			return "", nil, wrap("write", rel, err)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return cur, fi, nil
-		}
-		link, err := g.root.Readlink(cur)
-		if err != nil {
-			return "", nil, wrap("write", rel, err)
-		}
-		next, err := g.linkTarget(cur, link)
-		if err != nil {
-			return "", nil, &Error{Op: "write", Path: rel, Reason: ReasonOutside, Detail: "it is a symlink that leads out of the workspace"}
-		}
-		cur = next
+	fi, err := g.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rel, nil, nil
 	}
-	return "", nil, &Error{Op: "write", Path: rel, Reason: ReasonOutside, Detail: "too many levels of symlinks"}
-}
-
-// linkTarget is the workspace-relative path a symlink at rel with the given target names, or an error when it would
-// lead out. Absolute targets count only under the advertised root or the workspace's real path.
-func (g *Guard) linkTarget(rel, target string) (string, error) {
-	if target == "" || strings.IndexByte(target, 0) >= 0 {
-		return "", &Error{Path: rel, Reason: ReasonInvalid, Detail: "empty or NUL in symlink target"}
+	if err != nil {
+		return "", nil, wrap("write", rel, err)
 	}
-	if path.IsAbs(target) {
-		r, ok := g.underRoot(target)
-		if !ok {
-			return "", &Error{Path: rel, Reason: ReasonOutside}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return rel, fi, nil
+	}
+	target, fi, err := g.resolve("write", rel)
+	if err != nil {
+		if IsReason(err, ReasonOutside) {
+			return "", nil, &Error{Op: "write", Path: rel, Reason: ReasonOutside,
+				Detail: "it is a symlink that leads out of the workspace; only relative symlinks that stay inside are followed"}
 		}
-		return r, nil
+		return "", nil, err
 	}
-	return g.Clean(path.Join(path.Dir(rel), target))
+	return target, fi, nil
 }
 
 func (g *Guard) mkdirParents(op, rel string) error {
@@ -268,18 +276,15 @@ func (g *Guard) MkdirAll(p string) (string, error) {
 	return rel, wrap("mkdir", rel, g.root.MkdirAll(rel, 0o755))
 }
 
-// ReadDir lists a folder's entries, sorted by name.
+// ReadDir lists a folder's entries, sorted by name, without the temporary files of writes in progress.
 func (g *Guard) ReadDir(p string) (string, []fs.DirEntry, error) {
 	rel, err := g.Clean(p)
 	if err != nil {
 		return "", nil, err
 	}
-	entries, err := fs.ReadDir(g.root.FS(), rel)
-	return rel, entries, wrap("list", rel, err)
+	entries, err := dirFS{g}.ReadDir(rel)
+	return rel, entries, err
 }
-
-// FS is the workspace as an fs.FS for walking; it refuses escapes like every other operation.
-func (g *Guard) FS() fs.FS { return g.root.FS() }
 
 // Remove deletes a file, a symlink (not its target) or a folder; a non-empty folder only when recursive. The
 // workspace itself cannot be removed. It reports false when nothing was there.
@@ -329,16 +334,15 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if sfi.IsDir() && (rd == rs || strings.HasPrefix(rd, rs+"/")) {
 		return rs, rd, &Error{Op: "move", Path: rd, Reason: ReasonInvalid, Detail: "a folder cannot be moved into itself"}
 	}
-	if sfi.Mode()&fs.ModeSymlink != 0 {
-		link, err := g.root.Readlink(rs)
-		if err != nil {
-			return rs, rd, wrap("move", rs, err)
-		}
-		if !path.IsAbs(link) {
-			if _, err := g.linkTarget(rd, link); err != nil {
-				return rs, rd, &Error{Op: "move", Path: rs, Reason: ReasonOutside, Detail: "at the destination this symlink would lead out of the workspace"}
-			}
-		}
+	// Relative symlinks are judged from the real folder they will land in: moving one, or a folder holding one,
+	// must not make it lead out.
+	dparent, _, err := g.resolve("move", path.Dir(rd))
+	if err != nil {
+		return rs, rd, err
+	}
+	dest := path.Join(dparent, path.Base(rd))
+	if err := g.checkMovedLinks(rs, dest, sfi); err != nil {
+		return rs, rd, err
 	}
 	if dfi, err := g.root.Lstat(rd); err == nil {
 		if !overwrite {
@@ -350,31 +354,92 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rs, rd, wrap("move", rd, err)
 	}
-	if err := g.mkdirParents("move", rd); err != nil {
+	if err := g.mkdirParents("move", dest); err != nil {
 		return rs, rd, err
 	}
-	return rs, rd, wrap("move", rs, g.root.Rename(rs, rd))
+	return rs, rd, wrap("move", rs, g.root.Rename(rs, dest))
 }
 
-// Symlink creates a symlink at link pointing to target, refusing a target that leads out of the workspace.
-// Absolute targets under the workspace are stored relative to the link, since os.Root never follows absolute links.
+// checkMovedLinks refuses a move of src (a symlink, or a folder holding symlinks) to the real path dest when a
+// relative symlink would then lead out of the workspace. Absolute symlinks are never followed, so they are left
+// as they are.
+func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
+	check := func(at, name string) error {
+		link, err := g.root.Readlink(name)
+		if err != nil {
+			return wrap("move", name, err)
+		}
+		if !path.IsAbs(link) && escapes(path.Join(path.Dir(at), link)) {
+			return &Error{Op: "move", Path: name, Reason: ReasonOutside,
+				Detail: "at the destination this symlink would lead out of the workspace"}
+		}
+		return nil
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return check(dest, src)
+	case !fi.IsDir():
+		return nil
+	}
+	return fs.WalkDir(g.FS(), src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return check(dest+p[len(src):], p)
+		}
+		return nil
+	})
+}
+
+// Symlink creates a symlink at link pointing to target, refusing a target that leads out of the workspace, directly
+// or through other symlinks. The target is judged from the real folder that holds the link (as the kernel will
+// follow it) and stored in clean relative form: absolute targets under the workspace become relative, since
+// absolute symlinks are never followed, and ".." never follows a name, so a later symlink on the way cannot turn
+// it outward.
 func (g *Guard) Symlink(target, link string) (string, error) {
 	rel, err := g.Clean(link)
 	if err != nil {
 		return "", err
 	}
-	dest, err := g.linkTarget(rel, target)
+	if rel == "." {
+		return rel, &Error{Op: "symlink", Path: printable(link), Reason: ReasonExists, Detail: "give a new path inside the workspace for the link"}
+	}
+	if target == "" || strings.IndexByte(target, 0) >= 0 {
+		return rel, &Error{Op: "symlink", Path: rel, Reason: ReasonInvalid, Detail: "the target must be a non-empty path without NUL bytes"}
+	}
+	parent, _, err := g.resolve("symlink", path.Dir(rel))
 	if err != nil {
-		return rel, &Error{Op: "symlink", Path: rel, Reason: ReasonOutside, Detail: "its target must stay inside the workspace"}
-	}
-	stored := target
-	if path.IsAbs(target) {
-		stored = relativeTo(path.Dir(rel), dest)
-	}
-	if err := g.mkdirParents("symlink", rel); err != nil {
 		return rel, err
 	}
-	return rel, wrap("symlink", rel, g.root.Symlink(stored, rel))
+	outside := &Error{Op: "symlink", Path: rel, Reason: ReasonOutside,
+		Detail: "its target must stay inside the workspace, also through other symlinks"}
+	var dest string
+	if path.IsAbs(target) {
+		d, ok := g.underRoot(target)
+		if !ok {
+			return rel, outside
+		}
+		dest = d
+	} else {
+		dest = path.Join(parent, target)
+		if escapes(dest) {
+			return rel, outside
+		}
+	}
+	if _, _, err := g.resolve("symlink", dest); err != nil {
+		if IsReason(err, ReasonOutside) {
+			return rel, outside
+		}
+		if !IsReason(err, ReasonNotFound) && !IsReason(err, ReasonNotDir) {
+			return rel, err
+		}
+	}
+	at := path.Join(parent, path.Base(rel))
+	if err := g.mkdirParents("symlink", at); err != nil {
+		return rel, err
+	}
+	return rel, wrap("symlink", rel, g.root.Symlink(relativeTo(path.Dir(at), dest), at))
 }
 
 // relativeTo is the relative path from folder dir to target, both workspace-relative and clean.
