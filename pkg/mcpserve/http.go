@@ -26,6 +26,9 @@ func Handler(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              logger,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		// hostCheck below does the SDK's DNS-rebinding check on every listen address, not only on loopback, and
+		// admits the configured extra hosts, which the SDK's own check would refuse.
+		DisableLocalhostProtection: true,
 	})
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.AllowedOrigins {
