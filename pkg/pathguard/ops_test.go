@@ -1,0 +1,475 @@
+package pathguard
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestClean(t *testing.T) {
+	f := newFixture(t)
+	ok := map[string]string{
+		"":                           ".",
+		".":                          ".",
+		"a/b/../c":                   "a/c",
+		"./a//b/":                    "a/b",
+		"/workspace":                 ".",
+		"/workspace/":                ".",
+		"/workspace/src/main.go":     "src/main.go",
+		"/workspace/a/../b":          "b",
+		f.ws:                         ".",
+		f.ws + "/src/x":              "src/x",
+		"a\\..\\..\\etc":             "a\\..\\..\\etc", // a backslash is an ordinary byte in a name here
+		"dir with space/ünïcødé.txt": "dir with space/ünïcødé.txt",
+	}
+	for in, want := range ok {
+		got, err := f.g.Clean(in)
+		if err != nil || got != want {
+			t.Errorf("Clean(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	refused := map[string]string{
+		"..":                       ReasonOutside,
+		"../x":                     ReasonOutside,
+		"a/../../x":                ReasonOutside,
+		"/etc/passwd":              ReasonOutside,
+		"/workspace_evil/x":        ReasonOutside,
+		"/workspace/../etc":        ReasonOutside,
+		f.base + "/ws_evil/secret": ReasonOutside,
+		f.ws + "/../secret.txt":    ReasonOutside,
+		"a\x00b":                   ReasonInvalid,
+	}
+	for in, reason := range refused {
+		got, err := f.g.Clean(in)
+		if !IsReason(err, reason) {
+			t.Errorf("Clean(%q) = %q, %v; want refusal %q", in, got, err, reason)
+			continue
+		}
+		f.checkMessage(t, err, in)
+	}
+	_, err := f.g.Clean("/etc/passwd")
+	if !strings.Contains(err.Error(), "absolute paths must be under /workspace") {
+		t.Errorf("message %q does not say what is allowed", err)
+	}
+	_, err = f.g.Clean("../x")
+	if !strings.Contains(err.Error(), `".." may not climb out of the workspace`) {
+		t.Errorf("message %q does not say what is allowed", err)
+	}
+	_, err = f.g.Clean("a\x00b")
+	if strings.IndexByte(err.Error(), 0) >= 0 || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("message %q should name the NUL byte without containing one", err)
+	}
+}
+
+func TestOpenOptions(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Options{AdvertisedRoot: "relative"}); err == nil {
+		t.Fatal("a relative advertised root was accepted")
+	}
+	g, err := Open(filepath.Join(dir, "made", "here"), Options{AdvertisedRoot: "/srv/ws/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.AdvertisedRoot() != "/srv/ws" || g.Options().MaxReadBytes != DefaultMaxReadBytes {
+		t.Fatalf("options not filled in: %+v", g.Options())
+	}
+	if fi, err := os.Stat(g.Dir()); err != nil || !fi.IsDir() {
+		t.Fatalf("workspace not created: %v", err)
+	}
+	if rel, err := g.Clean("/srv/ws/a"); err != nil || rel != "a" {
+		t.Fatalf("Clean under custom root = %q, %v", rel, err)
+	}
+	if _, err := g.Clean("/workspace/a"); !IsReason(err, ReasonOutside) {
+		t.Fatalf("the default root is still accepted with a custom one: %v", err)
+	}
+}
+
+// A workspace whose real path lies under the advertised root: the more specific prefix wins.
+func TestCleanNestedRoots(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	g, err := Open(filepath.Join(dir, "ws"), Options{AdvertisedRoot: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if rel, err := g.Clean(dir + "/ws/a"); err != nil || rel != "a" {
+		t.Fatalf("Clean(real path) = %q, %v; want a", rel, err)
+	}
+}
+
+func TestStatAndLstat(t *testing.T) {
+	f := newFixture(t)
+	f.link(t, "file.txt", "ln")
+	rel, fi, err := f.g.Stat("/workspace/ln")
+	if err != nil || rel != "ln" || !fi.Mode().IsRegular() || fi.Size() != 6 {
+		t.Fatalf("Stat(ln) = %q, %v, %v", rel, fi, err)
+	}
+	_, fi, err = f.g.Lstat("ln")
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("Lstat(ln) = %v, %v; want the link itself", fi, err)
+	}
+	_, fi, err = f.g.Stat(".")
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("Stat(.) = %v, %v", fi, err)
+	}
+	_, _, err = f.g.Stat("missing")
+	if !IsReason(err, ReasonNotFound) {
+		t.Fatalf("Stat(missing) = %v", err)
+	}
+	if want := `stat "missing": not found`; err.Error() != want {
+		t.Fatalf("message %q, want %q", err, want)
+	}
+	_, _, err = f.g.Stat("file.txt/x")
+	if !IsReason(err, ReasonNotDir) {
+		t.Fatalf("Stat(file.txt/x) = %v", err)
+	}
+	_, _, err = f.g.Lstat("../x")
+	if !IsReason(err, ReasonOutside) {
+		t.Fatalf("Lstat(../x) = %v", err)
+	}
+}
+
+func TestOpenFileAndReadFile(t *testing.T) {
+	f := newFixture(t)
+	rel, fh, fi, err := f.g.OpenFile("sub/inner.txt")
+	if err != nil || rel != "sub/inner.txt" || fi.Size() != 6 {
+		t.Fatalf("OpenFile = %q, %v, %v", rel, fi, err)
+	}
+	fh.Close()
+	rel, data, err := f.g.ReadFile("/workspace/sub/../file.txt")
+	if err != nil || rel != "file.txt" || string(data) != "hello\n" {
+		t.Fatalf("ReadFile = %q, %q, %v", rel, data, err)
+	}
+	_, _, err = f.g.ReadFile("sub")
+	if !IsReason(err, ReasonIsDir) || !strings.Contains(err.Error(), "only regular files can be read") {
+		t.Fatalf("ReadFile(folder) = %v", err)
+	}
+	_, _, _, err = f.g.OpenFile("nope.txt")
+	if !IsReason(err, ReasonNotFound) {
+		t.Fatalf("OpenFile(missing) = %v", err)
+	}
+}
+
+func TestReadFileCap(t *testing.T) {
+	dir := t.TempDir()
+	g, err := Open(dir, Options{MaxReadBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	os.WriteFile(filepath.Join(dir, "ten"), []byte("0123456789"), 0o644)
+	os.WriteFile(filepath.Join(dir, "eleven"), []byte("0123456789A"), 0o644)
+	if _, data, err := g.ReadFile("ten"); err != nil || len(data) != 10 {
+		t.Fatalf("ReadFile at the cap = %q, %v", data, err)
+	}
+	_, _, err = g.ReadFile("eleven")
+	if !IsReason(err, ReasonTooLarge) || !strings.Contains(err.Error(), "11 bytes; the limit is 10") {
+		t.Fatalf("ReadFile past the cap = %v", err)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	f := newFixture(t)
+	rel, created, err := f.g.WriteFile("/workspace/new/dir/a.txt", []byte("one"))
+	if err != nil || rel != "new/dir/a.txt" || !created {
+		t.Fatalf("WriteFile(new) = %q, %v, %v", rel, created, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "new/dir/a.txt")); string(b) != "one" {
+		t.Fatalf("content %q", b)
+	}
+	_, created, err = f.g.WriteFile("new/dir/a.txt", []byte("two"))
+	if err != nil || created {
+		t.Fatalf("WriteFile(existing) created=%v err=%v", created, err)
+	}
+	// The mode of an existing file survives the atomic replace, even bits the umask would cut.
+	p := filepath.Join(f.ws, "script.sh")
+	os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644)
+	os.Chmod(p, 0o775)
+	if _, _, err := f.g.WriteFile("script.sh", []byte("#!/bin/sh\necho\n")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o775 {
+		t.Fatalf("mode after overwrite %v, want 0775", fi.Mode().Perm())
+	}
+	// A symlink inside is written through: its target changes, the link stays.
+	f.link(t, "sub/inner.txt", "to-inner")
+	if _, created, err := f.g.WriteFile("to-inner", []byte("via link")); err != nil || created {
+		t.Fatalf("WriteFile through an inside link: created=%v err=%v", created, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "sub/inner.txt")); string(b) != "via link" {
+		t.Fatalf("link target holds %q", b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(f.ws, "to-inner")); fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatal("the link was replaced by a file")
+	}
+	// A dangling link inside creates its target.
+	f.link(t, "sub/born.txt", "to-born")
+	if _, created, err := f.g.WriteFile("to-born", []byte("b")); err != nil || !created {
+		t.Fatalf("WriteFile through a dangling inside link: created=%v err=%v", created, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "sub/born.txt")); string(b) != "b" {
+		t.Fatalf("dangling link target holds %q", b)
+	}
+	for _, c := range []struct{ path, reason, detail string }{
+		{".", ReasonIsDir, "give a file path"},
+		{"sub", ReasonIsDir, "a folder cannot be overwritten"},
+		{"sub/", ReasonIsDir, "ends in /"},
+		{"newdir/", ReasonIsDir, "ends in /"},
+		{"file.txt/x", ReasonNotDir, "not a folder"},
+	} {
+		_, _, err := f.g.WriteFile(c.path, []byte("x"))
+		if !IsReason(err, c.reason) || !strings.Contains(err.Error(), c.detail) {
+			t.Errorf("WriteFile(%q) = %v; want %s mentioning %q", c.path, err, c.reason, c.detail)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.ws, "newdir")); err == nil {
+		t.Error("a refused write left newdir behind")
+	}
+	entries, _ := os.ReadDir(f.ws)
+	for _, e := range entries {
+		if IsTempName(e.Name()) {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+func TestWriteFileCap(t *testing.T) {
+	dir := t.TempDir()
+	g, _ := Open(dir, Options{MaxWriteBytes: 4})
+	defer g.Close()
+	if _, _, err := g.WriteFile("a", []byte("1234")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := g.WriteFile("a", []byte("12345"))
+	if !IsReason(err, ReasonTooLarge) || !strings.Contains(err.Error(), "5 bytes; the limit is 4") {
+		t.Fatalf("over the write cap: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a")); string(b) != "1234" {
+		t.Fatalf("refused write changed the file: %q", b)
+	}
+}
+
+func TestWriteFileReadOnlyFolder(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores folder permissions, so a permission error cannot be provoked")
+	}
+	dir := t.TempDir()
+	g, _ := Open(dir, Options{})
+	defer g.Close()
+	os.Mkdir(filepath.Join(dir, "ro"), 0o555)
+	_, _, err := g.WriteFile("ro/a", []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "permission denied") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("write in a read-only folder: %v", err)
+	}
+}
+
+func TestMkdirAll(t *testing.T) {
+	f := newFixture(t)
+	rel, err := f.g.MkdirAll("/workspace/a/b/c")
+	if err != nil || rel != "a/b/c" {
+		t.Fatalf("MkdirAll = %q, %v", rel, err)
+	}
+	if fi, err := os.Stat(filepath.Join(f.ws, "a/b/c")); err != nil || !fi.IsDir() {
+		t.Fatal("folder not made")
+	}
+	if _, err := f.g.MkdirAll("a/b/c"); err != nil {
+		t.Fatalf("MkdirAll on an existing folder: %v", err)
+	}
+	if _, err := f.g.MkdirAll("file.txt/d"); !IsReason(err, ReasonNotDir) {
+		t.Fatalf("MkdirAll under a file: %v", err)
+	}
+	if _, err := f.g.MkdirAll("file.txt"); err == nil {
+		t.Fatal("MkdirAll over a file succeeded")
+	}
+}
+
+func TestReadDir(t *testing.T) {
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.ws, tempPrefix+"0123456789abcdef"), []byte("half"), 0o644)
+	f.link(t, "sub", "sublink")
+	rel, entries, err := f.g.ReadDir("")
+	if err != nil || rel != "." {
+		t.Fatalf("ReadDir = %q, %v", rel, err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, ","); got != "file.txt,sub,sublink" {
+		t.Fatalf("ReadDir names %s; want sorted, temporary files hidden", got)
+	}
+	if _, entries, err = f.g.ReadDir("sublink"); err != nil || len(entries) != 2 {
+		t.Fatalf("ReadDir through an inside link = %v, %v", entries, err)
+	}
+	if _, _, err = f.g.ReadDir("file.txt"); !IsReason(err, ReasonNotDir) {
+		t.Fatalf("ReadDir(file) = %v", err)
+	}
+	if _, _, err = f.g.ReadDir("missing"); !IsReason(err, ReasonNotFound) {
+		t.Fatalf("ReadDir(missing) = %v", err)
+	}
+}
+
+func TestFS(t *testing.T) {
+	f := newFixture(t)
+	var seen []string
+	err := fs.WalkDir(f.g.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		seen = append(seen, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(seen, ","); got != ".,file.txt,sub,sub/deep,sub/deep/x.txt,sub/inner.txt" {
+		t.Fatalf("walk saw %s", got)
+	}
+	if b, err := fs.ReadFile(f.g.FS(), "sub/inner.txt"); err != nil || string(b) != "inner\n" {
+		t.Fatalf("fs.ReadFile = %q, %v", b, err)
+	}
+	if _, err := f.g.FS().Open("../secret.txt"); err == nil {
+		t.Fatal("FS opened ../secret.txt")
+	}
+	if _, err := f.g.FS().Open("/etc/passwd"); err == nil {
+		t.Fatal("FS opened /etc/passwd")
+	}
+	if fi, err := fs.Stat(f.g.FS(), "sub"); err != nil || !fi.IsDir() {
+		t.Fatalf("fs.Stat = %v, %v", fi, err)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	f := newFixture(t)
+	rel, deleted, err := f.g.Remove("/workspace/file.txt", false)
+	if err != nil || !deleted || rel != "file.txt" {
+		t.Fatalf("Remove(file) = %q, %v, %v", rel, deleted, err)
+	}
+	if _, deleted, err = f.g.Remove("file.txt", false); err != nil || deleted {
+		t.Fatalf("Remove(missing) = %v, %v; want false, nil", deleted, err)
+	}
+	_, deleted, err = f.g.Remove("sub", false)
+	if !IsReason(err, ReasonNotEmpty) || deleted || !strings.Contains(err.Error(), "set recursive") {
+		t.Fatalf("Remove(non-empty, not recursive) = %v, %v", deleted, err)
+	}
+	if _, deleted, err = f.g.Remove("sub", true); err != nil || !deleted {
+		t.Fatalf("Remove(sub, recursive) = %v, %v", deleted, err)
+	}
+	os.Mkdir(filepath.Join(f.ws, "empty"), 0o755)
+	if _, deleted, err = f.g.Remove("empty", false); err != nil || !deleted {
+		t.Fatalf("Remove(empty folder) = %v, %v", deleted, err)
+	}
+	if _, _, err = f.g.Remove(".", true); !IsReason(err, ReasonInvalid) {
+		t.Fatalf("Remove(.) = %v", err)
+	}
+	if _, _, err = f.g.Remove("/workspace/", true); !IsReason(err, ReasonInvalid) {
+		t.Fatalf("Remove(/workspace/) = %v", err)
+	}
+	if _, err := os.Stat(f.ws); err != nil {
+		t.Fatal("the workspace is gone")
+	}
+}
+
+func TestRename(t *testing.T) {
+	f := newFixture(t)
+	rs, rd, err := f.g.Rename("file.txt", "/workspace/moved/deeper/file.txt", false)
+	if err != nil || rs != "file.txt" || rd != "moved/deeper/file.txt" {
+		t.Fatalf("Rename = %q, %q, %v", rs, rd, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "moved/deeper/file.txt")); string(b) != "hello\n" {
+		t.Fatal("moved file lost its content")
+	}
+	os.WriteFile(filepath.Join(f.ws, "other.txt"), []byte("other"), 0o644)
+	_, _, err = f.g.Rename("other.txt", "moved/deeper/file.txt", false)
+	if !IsReason(err, ReasonExists) || !strings.Contains(err.Error(), "set overwrite") {
+		t.Fatalf("Rename onto existing without overwrite = %v", err)
+	}
+	if _, _, err = f.g.Rename("other.txt", "moved/deeper/file.txt", true); err != nil {
+		t.Fatalf("Rename with overwrite = %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "moved/deeper/file.txt")); string(b) != "other" {
+		t.Fatal("overwrite did not replace the file")
+	}
+	os.WriteFile(filepath.Join(f.ws, "third.txt"), nil, 0o644)
+	if _, _, err = f.g.Rename("third.txt", "sub", true); !IsReason(err, ReasonIsDir) {
+		t.Fatalf("Rename onto a folder = %v", err)
+	}
+	if _, _, err = f.g.Rename("sub", "sub/deep/sub", false); !IsReason(err, ReasonInvalid) || !strings.Contains(err.Error(), "into itself") {
+		t.Fatalf("Rename into itself = %v", err)
+	}
+	if _, _, err = f.g.Rename("missing", "x", false); !IsReason(err, ReasonNotFound) {
+		t.Fatalf("Rename(missing) = %v", err)
+	}
+	if _, _, err = f.g.Rename(".", "x", false); !IsReason(err, ReasonInvalid) {
+		t.Fatalf("Rename(.) = %v", err)
+	}
+	// A folder with relative links inside that stay inside after the move is fine.
+	f.link(t, "../inner.txt", "sub/deep/up")
+	if _, _, err = f.g.Rename("sub", "a/b/sub", false); err != nil {
+		t.Fatalf("Rename(folder with inside links) = %v", err)
+	}
+	if _, b, err := f.g.ReadFile("a/b/sub/deep/up"); err != nil || string(b) != "inner\n" {
+		t.Fatalf("link after folder move reads %q, %v", b, err)
+	}
+	// A symlink that keeps pointing inside can be moved.
+	f.link(t, "a/b/sub/inner.txt", "ln")
+	if _, _, err = f.g.Rename("ln", "ln2", false); err != nil {
+		t.Fatalf("Rename(link) = %v", err)
+	}
+}
+
+func TestSymlink(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct{ target, link, stored, reads string }{
+		{"file.txt", "l1", "file.txt", "hello\n"},
+		{"../file.txt", "sub/l2", "../file.txt", "hello\n"},
+		{"./sub/../file.txt", "l3", "file.txt", "hello\n"},
+		{"/workspace/sub/inner.txt", "sub/deep/l4", "../inner.txt", "inner\n"},
+		{f.ws + "/file.txt", "made/for/l5", "../../file.txt", "hello\n"},
+		{"not-yet.txt", "l6", "not-yet.txt", ""},
+		{"sub", "l7", "sub", ""},
+	}
+	for _, c := range cases {
+		rel, err := f.g.Symlink(c.target, c.link)
+		if err != nil || rel != c.link {
+			t.Errorf("Symlink(%q, %q) = %q, %v", c.target, c.link, rel, err)
+			continue
+		}
+		got, err := os.Readlink(filepath.Join(f.ws, c.link))
+		if err != nil || got != c.stored {
+			t.Errorf("Symlink(%q, %q) stored %q, want %q", c.target, c.link, got, c.stored)
+		}
+		if c.reads != "" {
+			if _, b, err := f.g.ReadFile(c.link); err != nil || string(b) != c.reads {
+				t.Errorf("reading %s = %q, %v", c.link, b, err)
+			}
+		}
+	}
+	if _, err := f.g.Symlink("file.txt", "l1"); !IsReason(err, ReasonExists) {
+		t.Errorf("Symlink over an existing name = %v", err)
+	}
+	if _, err := f.g.Symlink("", "l8"); !IsReason(err, ReasonInvalid) {
+		t.Errorf("Symlink with an empty target = %v", err)
+	}
+	_, err := f.g.Symlink("../secret.txt", "l9")
+	if !IsReason(err, ReasonOutside) || !strings.Contains(err.Error(), "must stay inside the workspace") {
+		t.Errorf("Symlink out = %v", err)
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	e := &Error{Op: "read", Path: "a.txt", Reason: ReasonTooLarge, Detail: "the limit is 1"}
+	if e.Error() != `read "a.txt": too large (the limit is 1)` {
+		t.Fatalf("message %q", e)
+	}
+	if IsReason(syscall.ENOENT, ReasonNotFound) {
+		t.Fatal("IsReason matched a non-pathguard error")
+	}
+	if got := printable(strings.Repeat("x", 300)); len(got) != 203 {
+		t.Fatalf("printable kept %d bytes", len(got))
+	}
+}
