@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test command: every module's tests (unit, MCP clients against real servers, attacks, Docker backend, the
+# benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARKS_DIR is
+# there, compose end to end), then the MCP conformance suite against both servers.
+#
+# First it runs scripts/setup.sh, which installs what the tests need (Docker engine and local base images, Docker
+# Compose, language toolchains, Node 22 for the conformance suite). That needs root; without root it says what is
+# missing and the tests that need it skip with a message — except with CI=true, where a missing Docker fails.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+start=$(date +%s)
+if [ "${GOALBOX_SKIP_SETUP:-}" != 1 ]; then
+  scripts/setup.sh
+fi
+
+modules=(pkg servers/filesystem servers/executor agent)
+echo "== go vet"
+for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
+
+echo "== go test"
+# One go test run over all modules of the workspace, so the summary lines come together at the end.
+pkgs=()
+for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
+go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
+
+echo "== MCP conformance suite"
+scripts/conformance.sh
+
+echo "== all tests passed in $(( $(date +%s) - start ))s"
