@@ -1,0 +1,32 @@
+package fsserver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func deleteTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  protocol.ToolDeletePath,
+		Title: "Delete path",
+		Description: "Delete a file, a symlink (never its target) or an empty folder; a folder with contents only with " +
+			"recursive=true. Deleting a path that does not exist is not an error: deleted=false says nothing was there. " +
+			"The workspace itself cannot be deleted.",
+		Annotations: annDelete,
+	}
+}
+
+func (s *server) delete(_ context.Context, _ *mcp.CallToolRequest, in protocol.DeletePathInput) (*mcp.CallToolResult, protocol.DeletePathOutput, error) {
+	var out protocol.DeletePathOutput
+	if in.Path == "" {
+		return nil, out, errors.New("path is required: give a file or folder path relative to the workspace")
+	}
+	rel, deleted, err := s.g.Remove(in.Path, in.Recursive)
+	if err != nil {
+		return nil, out, err
+	}
+	return nil, protocol.DeletePathOutput{Path: rel, Deleted: deleted}, nil
+}

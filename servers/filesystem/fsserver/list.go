@@ -1,0 +1,138 @@
+package fsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func listTool(o Options) *mcp.Tool {
+	return &mcp.Tool{
+		Name:  protocol.ToolListFiles,
+		Title: "List files",
+		Description: fmt.Sprintf("List a folder of the workspace (default: the workspace itself). depth 1 (the default) "+
+			"lists the folder's own entries; larger depths descend into subfolders, up to %d. pattern is a glob on "+
+			"entry names (*, ?, [abc]; e.g. *.go), matched in every folder descended into. Entries are in tree order "+
+			"(each folder's entries by name, a folder's contents right after it) with their type (file, dir, symlink, "+
+			"other) and size in bytes; at most %d, truncated=true says there were more. Symlinked folders are listed "+
+			"but not descended into, and .git folders are not descended into unless listed directly.",
+			o.MaxListDepth, o.MaxListEntries),
+		Annotations: annRead("List files"),
+	}
+}
+
+// errListFull stops a walk when the listing is full.
+var errListFull = errors.New("listing full")
+
+func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in protocol.ListFilesInput) (*mcp.CallToolResult, protocol.ListFilesOutput, error) {
+	var out protocol.ListFilesOutput
+	if in.Depth < 0 {
+		return nil, out, fmt.Errorf("depth %d must not be negative: use 1 to %d (default 1)", in.Depth, s.opts.MaxListDepth)
+	}
+	depth := min(max(in.Depth, 1), s.opts.MaxListDepth)
+	if err := checkGlob("pattern", in.Pattern); err != nil {
+		return nil, out, err
+	}
+	rel, fi, err := s.g.Stat(in.Path)
+	if err != nil {
+		return nil, out, err
+	}
+	out.Path = rel
+	out.Entries = []protocol.ListEntry{}
+	if !fi.IsDir() {
+		// A file lists as itself: more useful than an error when a model lists a path to see whether it exists.
+		if in.Pattern == "" || matchGlob(in.Pattern, path.Base(rel)) {
+			out.Entries = append(out.Entries, protocol.ListEntry{Path: rel, Type: entryType(fi.Mode()), Size: entrySize(fi)})
+		}
+		return nil, out, nil
+	}
+	fsys := s.g.FS()
+	var walk func(dir string, level int) error
+	walk = func(dir string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, err := fs.ReadDir(fsys, dir)
+		if err != nil {
+			if dir == rel {
+				return err
+			}
+			return nil // a folder that vanished or cannot be read mid-walk is left out, not fatal
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if in.Pattern == "" || matchGlob(in.Pattern, e.Name()) {
+				if len(out.Entries) == s.opts.MaxListEntries {
+					out.Truncated = true
+					return errListFull
+				}
+				var size int64
+				if e.Type().IsRegular() {
+					if info, err := e.Info(); err == nil {
+						size = info.Size()
+					}
+				}
+				out.Entries = append(out.Entries, protocol.ListEntry{Path: p, Type: entryType(e.Type()), Size: size})
+			}
+			// e.IsDir is false for a symlink, so a symlinked folder is never descended into.
+			if e.IsDir() && level < depth && !(e.Name() == ".git" && !inGit(rel)) {
+				if err := walk(p, level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(rel, 1); err != nil && err != errListFull {
+		return nil, out, err
+	}
+	return nil, out, nil
+}
+
+func entryType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return protocol.EntryFile
+	case m.IsDir():
+		return protocol.EntryDir
+	case m&fs.ModeSymlink != 0:
+		return protocol.EntrySymlink
+	}
+	return protocol.EntryOther
+}
+
+func entrySize(fi fs.FileInfo) int64 {
+	if fi.Mode().IsRegular() {
+		return fi.Size()
+	}
+	return 0
+}
+
+// inGit reports whether the workspace-relative path rel is a .git folder or inside one: what is asked for there
+// explicitly is not hidden.
+func inGit(rel string) bool {
+	for d := rel; d != "." && d != "/"; d = path.Dir(d) {
+		if path.Base(d) == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGlob refuses a malformed glob with the syntax that is allowed.
+func checkGlob(field, pattern string) error {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("%s %q is not a valid glob (%v): use *, ? and [abc] or [a-z] on file names, e.g. *.go", field, pattern, err)
+	}
+	return nil
+}
+
+func matchGlob(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}

@@ -1,0 +1,32 @@
+package fsserver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func moveTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  protocol.ToolMovePath,
+		Title: "Move path",
+		Description: "Move or rename a file or folder inside the workspace; missing parent folders of the destination " +
+			"are made. An existing destination file is replaced only with overwrite=true; an existing destination " +
+			"folder is never replaced. A folder cannot be moved into itself.",
+		Annotations: annMove,
+	}
+}
+
+func (s *server) move(_ context.Context, _ *mcp.CallToolRequest, in protocol.MovePathInput) (*mcp.CallToolResult, protocol.MovePathOutput, error) {
+	var out protocol.MovePathOutput
+	if in.Source == "" || in.Destination == "" {
+		return nil, out, errors.New("source and destination are both required: paths relative to the workspace")
+	}
+	src, dst, err := s.g.Rename(in.Source, in.Destination, in.Overwrite)
+	if err != nil {
+		return nil, out, err
+	}
+	return nil, protocol.MovePathOutput{Source: src, Destination: dst}, nil
+}

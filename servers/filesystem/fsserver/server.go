@@ -1,0 +1,141 @@
+// Package fsserver is goalbox's filesystem MCP server: seven tools that read, write, edit, list, search, delete and
+// move files inside one workspace. Every file operation goes through a pathguard.Guard, so no tool can reach outside
+// the workspace; this package adds the tools' own limits (lines and bytes per read, entries per listing, matches per
+// search) and their messages.
+package fsserver
+
+import (
+	"hash/maphash"
+	"log/slog"
+	"sync"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Name is the server's MCP implementation name.
+const Name = "goalbox-filesystem"
+
+// Version is the server's version, reported on initialize and by the health endpoint.
+var Version = "0.1.0"
+
+// Options are the tools' limits. Zero values take the defaults below. The guard's own limits (the largest file
+// read into memory, the largest write) are set on the pathguard.Guard.
+type Options struct {
+	// MaxReadLines is the default and the maximum number of lines one read returns.
+	MaxReadLines int
+	// MaxReadContentBytes caps the content one read returns; a read that hits it says truncated.
+	MaxReadContentBytes int
+	// MaxListEntries caps one listing.
+	MaxListEntries int
+	// MaxListDepth caps how deep one listing descends.
+	MaxListDepth int
+	// DefaultSearchResults and MaxSearchResults bound the matches one search returns.
+	DefaultSearchResults int
+	MaxSearchResults     int
+	// Logger gets the server's own diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxReadLines         = 2000
+	DefaultMaxReadContentBytes  = 256 << 10
+	DefaultMaxListEntries       = 1000
+	DefaultMaxListDepth         = 10
+	DefaultDefaultSearchResults = 100
+	DefaultMaxSearchResults     = 1000
+)
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxReadLines, DefaultMaxReadLines)
+	def(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
+	def(&o.MaxListEntries, DefaultMaxListEntries)
+	def(&o.MaxListDepth, DefaultMaxListDepth)
+	def(&o.MaxSearchResults, DefaultMaxSearchResults)
+	def(&o.DefaultSearchResults, DefaultDefaultSearchResults)
+	o.DefaultSearchResults = min(o.DefaultSearchResults, o.MaxSearchResults)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// server holds what the tool handlers share.
+type server struct {
+	g    *pathguard.Guard
+	opts Options
+	// locks serialize writes and edits of the same path, so an edit's read-modify-write cannot lose a concurrent
+	// write made through this server. (Atomic renames already keep every reader from seeing a torn file.)
+	locks [64]sync.Mutex
+	seed  maphash.Seed
+}
+
+// lock takes the write lock for the workspace-relative path rel and returns its unlock.
+func (s *server) lock(rel string) func() {
+	m := &s.locks[maphash.String(s.seed, rel)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// New returns the filesystem MCP server for the workspace g.
+func New(g *pathguard.Guard, opts Options) *mcp.Server {
+	s := &server{g: g, opts: opts.withDefaults(), seed: maphash.MakeSeed()}
+	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: Version}, &mcp.ServerOptions{
+		Logger:       s.opts.Logger,
+		Instructions: instructions(g),
+	})
+	mcp.AddTool(srv, readTool(s.opts), s.read)
+	mcp.AddTool(srv, writeTool(g), s.write)
+	mcp.AddTool(srv, editTool(), s.edit)
+	mcp.AddTool(srv, listTool(s.opts), s.list)
+	mcp.AddTool(srv, searchTool(g, s.opts), s.search)
+	mcp.AddTool(srv, deleteTool(), s.delete)
+	mcp.AddTool(srv, moveTool(), s.move)
+	return srv
+}
+
+func instructions(g *pathguard.Guard) string {
+	return "Files of one workspace folder, which appears as " + g.AdvertisedRoot() + ". Give paths relative to it " +
+		"(\"src/main.go\") or absolute under " + g.AdvertisedRoot() + "; nothing outside it can be reached. " +
+		"Read before you edit; sandbox_edit_file replaces exact text and shows a diff."
+}
+
+// Health is what the health endpoint reports about this server: what it serves and its limits.
+func Health(g *pathguard.Guard, opts Options) map[string]any {
+	o := opts.withDefaults()
+	gopts := g.Options()
+	return map[string]any{
+		"server":          Name,
+		"version":         Version,
+		"workspace":       g.Dir(),
+		"advertised_root": g.AdvertisedRoot(),
+		"tools": []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
+			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath},
+		"limits": map[string]any{
+			"max_file_bytes":         gopts.MaxReadBytes,
+			"max_write_bytes":        gopts.MaxWriteBytes,
+			"max_read_lines":         o.MaxReadLines,
+			"max_read_content_bytes": o.MaxReadContentBytes,
+			"max_list_entries":       o.MaxListEntries,
+			"max_list_depth":         o.MaxListDepth,
+			"max_search_results":     o.MaxSearchResults,
+		},
+	}
+}
+
+// annotations are the tools' hints, in one place so they can be compared at a glance.
+var (
+	annRead   = func(title string) *mcp.ToolAnnotations { return mcpserve.Annotations(title, true, false, true) }
+	annWrite  = mcpserve.Annotations("Write file", false, true, true)   // overwrites; the same call twice leaves the same file
+	annEdit   = mcpserve.Annotations("Edit file", false, true, false)   // a second identical edit finds no match
+	annDelete = mcpserve.Annotations("Delete path", false, true, true)  // deleting what is gone is a no-op
+	annMove   = mcpserve.Annotations("Move path", false, true, false)   // the source is gone after the first call
+)

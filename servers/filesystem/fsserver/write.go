@@ -1,0 +1,40 @@
+package fsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func writeTool(g *pathguard.Guard) *mcp.Tool {
+	return &mcp.Tool{
+		Name:  protocol.ToolWriteFile,
+		Title: "Write file",
+		Description: fmt.Sprintf("Create a file or replace its whole content; missing parent folders are made. "+
+			"The write is atomic: readers see the old file or the new one, never a mix. "+
+			"created says whether the file is new. At most %d bytes. "+
+			"To change part of an existing file, sandbox_edit_file is safer.", g.Options().MaxWriteBytes),
+		Annotations: annWrite,
+	}
+}
+
+func (s *server) write(_ context.Context, _ *mcp.CallToolRequest, in protocol.WriteFileInput) (*mcp.CallToolResult, protocol.WriteFileOutput, error) {
+	var out protocol.WriteFileOutput
+	if in.Path == "" {
+		return nil, out, errors.New("path is required: give a file path relative to the workspace")
+	}
+	rel, err := s.g.Clean(in.Path)
+	if err != nil {
+		return nil, out, err
+	}
+	defer s.lock(rel)()
+	rel, created, err := s.g.WriteFile(in.Path, []byte(in.Content))
+	if err != nil {
+		return nil, out, err
+	}
+	return nil, protocol.WriteFileOutput{Path: rel, BytesWritten: len(in.Content), Created: created}, nil
+}

@@ -1,0 +1,88 @@
+// Command filesystem is goalbox's filesystem MCP server: seven file tools confined to one workspace folder, over
+// streamable HTTP (default http://127.0.0.1:7101/mcp) or stdio.
+//
+//	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T] [-audit-log FILE] ...
+//
+// Every flag has an environment equivalent, GOALBOX_FS_ plus the flag's name in capitals with _ for -.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+)
+
+const envPrefix = "GOALBOX_FS_"
+
+// limits are this server's own settings, beyond the shared mcpserve.Config.
+type limits struct {
+	AdvertisedRoot   string `env:"ADVERTISED_ROOT"`
+	MaxReadBytes     int64  `env:"MAX_READ_BYTES"`
+	MaxWriteBytes    int64  `env:"MAX_WRITE_BYTES"`
+	MaxReadLines     int    `env:"MAX_READ_LINES"`
+	MaxContentBytes  int    `env:"MAX_CONTENT_BYTES"`
+	MaxListEntries   int    `env:"MAX_LIST_ENTRIES"`
+	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS"`
+}
+
+func main() {
+	if err := run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "filesystem:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	lim := limits{
+		AdvertisedRoot: protocol.DefaultRoot, MaxReadBytes: pathguard.DefaultMaxReadBytes, MaxWriteBytes: pathguard.DefaultMaxWriteBytes,
+		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
+		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
+	}
+	if err := env.ParseWithOptions(&lim, env.Options{Prefix: envPrefix}); err != nil {
+		return fmt.Errorf("environment: %w", err)
+	}
+	cfg := mcpserve.Config{Addr: protocol.DefaultFilesystemAddr}
+	var version bool
+	_, err := mcpserve.Load(&cfg, envPrefix, args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&version, "version", false, "print the version and exit")
+		fs.StringVar(&lim.AdvertisedRoot, "advertised-root", lim.AdvertisedRoot, "absolute path under which clients see the workspace (env "+envPrefix+"ADVERTISED_ROOT)")
+		fs.Int64Var(&lim.MaxReadBytes, "max-read-bytes", lim.MaxReadBytes, "largest file edited or searched, in bytes (env "+envPrefix+"MAX_READ_BYTES)")
+		fs.Int64Var(&lim.MaxWriteBytes, "max-write-bytes", lim.MaxWriteBytes, "largest file written, in bytes (env "+envPrefix+"MAX_WRITE_BYTES)")
+		fs.IntVar(&lim.MaxReadLines, "max-read-lines", lim.MaxReadLines, "default and maximum lines per read (env "+envPrefix+"MAX_READ_LINES)")
+		fs.IntVar(&lim.MaxContentBytes, "max-content-bytes", lim.MaxContentBytes, "most content bytes one read returns (env "+envPrefix+"MAX_CONTENT_BYTES)")
+		fs.IntVar(&lim.MaxListEntries, "max-list-entries", lim.MaxListEntries, "most entries one listing returns (env "+envPrefix+"MAX_LIST_ENTRIES)")
+		fs.IntVar(&lim.MaxSearchResults, "max-search-results", lim.MaxSearchResults, "most matches one search returns (env "+envPrefix+"MAX_SEARCH_RESULTS)")
+	})
+	if version {
+		fmt.Println(fsserver.Name, fsserver.Version)
+		return nil
+	}
+	if err == flag.ErrHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger, err := mcpserve.NewLogger(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes, MaxWriteBytes: lim.MaxWriteBytes})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes,
+		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
+	health := func() map[string]any { return fsserver.Health(g, opts) }
+	logger.Info("filesystem server", "version", fsserver.Version, "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
+		"limits", health()["limits"])
+	return mcpserve.Run(context.Background(), fsserver.New(g, opts), fsserver.Name, cfg, health, logger)
+}
