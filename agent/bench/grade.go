@@ -105,8 +105,10 @@ func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference
 		// No bytecode or cache files: the workspace stays as the model left it.
 		return "PYTHONDONTWRITEBYTECODE=1 " + shellQuote(tc.python) + " -m pytest -p no:cacheprovider", "", nil
 	case "go":
-		// GOTOOLCHAIN=local: a go.mod asking for a newer Go must not try to download one.
-		return "GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...", "", nil
+		// GOTOOLCHAIN=local: a go.mod asking for a newer Go must not try to download one. -v prints a
+		// "--- PASS" per test, which succeeded requires: without it, a solution whose init calls os.Exit(0)
+		// gets an "ok" from go test having run nothing.
+		return "GOTOOLCHAIN=local GOFLAGS=-mod=mod go test -v ./...", "", nil
 	case "rust":
 		manifest, err := rustManifest(ex, reference)
 		if err != nil {
@@ -167,9 +169,12 @@ var (
 	pytestPassed = regexp.MustCompile(`(?m)\b\d+ passed\b`)
 	pytestBad    = regexp.MustCompile(`(?m)\b\d+ (failed|errors?)\b`)
 	goOK         = regexp.MustCompile(`(?m)^ok\s`)
+	goPassLine   = regexp.MustCompile(`(?m)^\s*--- PASS: `)
 	goBad        = regexp.MustCompile(`(?m)^(FAIL|---\s*FAIL|panic:)`)
-	cargoOK      = regexp.MustCompile(`(?m)^test result: ok\. \d+ passed; 0 failed`)
+	cargoOK      = regexp.MustCompile(`(?m)^test result: ok\. [1-9]\d* passed; 0 failed`)
 	cargoBad     = regexp.MustCompile(`(?m)^test result: FAILED`)
+	cargoResult  = regexp.MustCompile(`(?m)^test result: ok\.`)
+	cargoBinary  = regexp.MustCompile(`(?m)^\s+(Running|Doc-tests) `)
 	jestOK       = regexp.MustCompile(`(?m)^Tests:.*\b\d+ passed, \d+ total`)
 	jestBad      = regexp.MustCompile(`(?m)^Tests:.*\bfailed\b`)
 	catchOK      = regexp.MustCompile(`(?m)^All tests passed \(\d+ assertions? in \d+ test cases?\)`)
@@ -184,9 +189,14 @@ func succeeded(lang, out string) bool {
 	case "python":
 		ok, bad = pytestPassed.MatchString, pytestBad.MatchString
 	case "go":
-		ok, bad = goOK.MatchString, goBad.MatchString
+		ok = func(s string) bool { return goOK.MatchString(s) && goPassLine.MatchString(s) }
+		bad = goBad.MatchString
 	case "rust":
-		ok, bad = cargoOK.MatchString, cargoBad.MatchString
+		// Every test binary cargo ran must have reported: one that exited early says nothing.
+		ok = func(s string) bool {
+			return cargoOK.MatchString(s) && len(cargoResult.FindAllStringIndex(s, -1)) == len(cargoBinary.FindAllStringIndex(s, -1))
+		}
+		bad = cargoBad.MatchString
 	case "javascript":
 		ok, bad = jestOK.MatchString, jestBad.MatchString
 	case "cpp":

@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchmarkDir finds the pinned polyglot-benchmark checkout: $GOALBOX_BENCHMARK_DIR, else shared/ beside the
+// repository (as CI lays it out), else /work/shared. Tests that need it skip with a plain reason when it is absent.
+func benchmarkDir(t testing.TB) string {
+	t.Helper()
+	candidates := []string{os.Getenv("GOALBOX_BENCHMARK_DIR"), "../../../shared/polyglot-benchmark", "/work/shared/polyglot-benchmark"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(c, "go", "exercises", "practice")); err == nil {
+			abs, err := filepath.Abs(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return abs
+		}
+	}
+	t.Skip("polyglot-benchmark not found (looked at $GOALBOX_BENCHMARK_DIR, ../shared/polyglot-benchmark beside the repository, /work/shared/polyglot-benchmark)")
+	return ""
+}
+
+// localSandbox runs commands on the host with sh -c in a process group that is killed on timeout. It is a test
+// double for the executor's sandbox_run_command and must never be used to grade a model: it confines nothing.
+type localSandbox struct{ root string }
+
+func localFactory(_ context.Context, root string) (Sandbox, func() error, error) {
+	return localSandbox{root: root}, func() error { return nil }, nil
+}
+
+func (s localSandbox) Run(ctx context.Context, command, cwd string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Dir = filepath.Join(s.root, filepath.FromSlash(cwd))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), out.String(), nil
+		}
+		return 0, out.String(), err
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return -1, out.String(), nil
+	}
+}
