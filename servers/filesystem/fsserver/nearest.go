@@ -71,10 +71,11 @@ func nearest(content, old string) string {
 	for j := 0; same && j < k; j++ {
 		same = strings.TrimSpace(lines[from+j]) == want[j]
 	}
-	if same {
-		b.WriteString(" (they differ from old_text only in whitespace, indentation or line endings)")
-	} else if strings.Contains(content, "\r\n") && !strings.Contains(old, "\r\n") {
-		b.WriteString(" (note: the file has CRLF line endings)")
+	switch {
+	case strings.Contains(content, "\r\n") && !strings.Contains(old, "\r\n"):
+		b.WriteString(" (the file has CRLF line endings: old_text must end its lines with \\r\\n too)")
+	case same:
+		b.WriteString(" (they differ from old_text only in whitespace or indentation)")
 	}
 	b.WriteString(":\n")
 	for i := from; i < to && i < from+maxNearestShown; i++ {

@@ -152,4 +152,3 @@ func countRest(r *bufio.Reader) (int, error) {
 	}
 	return n, nil
 }
-

@@ -134,8 +134,8 @@ func Health(g *pathguard.Guard, opts Options) map[string]any {
 // annotations are the tools' hints, in one place so they can be compared at a glance.
 var (
 	annRead   = func(title string) *mcp.ToolAnnotations { return mcpserve.Annotations(title, true, false, true) }
-	annWrite  = mcpserve.Annotations("Write file", false, true, true)   // overwrites; the same call twice leaves the same file
-	annEdit   = mcpserve.Annotations("Edit file", false, true, false)   // a second identical edit finds no match
-	annDelete = mcpserve.Annotations("Delete path", false, true, true)  // deleting what is gone is a no-op
-	annMove   = mcpserve.Annotations("Move path", false, true, false)   // the source is gone after the first call
+	annWrite  = mcpserve.Annotations("Write file", false, true, true)  // overwrites; the same call twice leaves the same file
+	annEdit   = mcpserve.Annotations("Edit file", false, true, false)  // a second identical edit finds no match
+	annDelete = mcpserve.Annotations("Delete path", false, true, true) // deleting what is gone is a no-op
+	annMove   = mcpserve.Annotations("Move path", false, true, false)  // the source is gone after the first call
 )

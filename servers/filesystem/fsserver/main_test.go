@@ -1,0 +1,254 @@
+package fsserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serverBin is the filesystem server binary, built once by TestMain for the stdio tests and benchmarks.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "fsserver-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	serverBin = filepath.Join(dir, "filesystem")
+	build := exec.Command("go", "build", "-o", serverBin, "github.com/goalbox/goalbox/servers/filesystem")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the server binary:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// setup is how a test wants its server: the tools' limits and the guard's.
+type setup struct {
+	opts  fsserver.Options
+	guard pathguard.Options
+}
+
+// flags turns the setup into the command line of the binary, so both transports run the same configuration.
+func (s setup) flags(workspace string) []string {
+	args := []string{"-stdio", "-workspace", workspace, "-log-level", "error"}
+	add := func(name string, v int64) {
+		if v > 0 {
+			args = append(args, fmt.Sprintf("-%s=%d", name, v))
+		}
+	}
+	add("max-read-lines", int64(s.opts.MaxReadLines))
+	add("max-content-bytes", int64(s.opts.MaxReadContentBytes))
+	add("max-list-entries", int64(s.opts.MaxListEntries))
+	add("max-search-results", int64(s.opts.MaxSearchResults))
+	add("max-read-bytes", s.guard.MaxReadBytes)
+	add("max-write-bytes", s.guard.MaxWriteBytes)
+	if s.guard.AdvertisedRoot != "" {
+		args = append(args, "-advertised-root", s.guard.AdvertisedRoot)
+	}
+	return args
+}
+
+// transport connects a client to a filesystem server over workspace.
+type transport struct {
+	name    string
+	connect func(t testing.TB, workspace string, s setup) *mcp.ClientSession
+}
+
+var transports = []transport{
+	{"http", connectHTTP},
+	{"stdio", connectStdio},
+}
+
+// startHTTP serves the workspace over streamable HTTP on a free loopback port, as the agent embeds it.
+func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*mcp.Server, *mcpserve.Running) {
+	t.Helper()
+	g, err := pathguard.Open(workspace, s.guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	srv := fsserver.New(g, s.opts)
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.AuditLog != "" {
+		closer, err := mcpserve.OpenAudit(srv, fsserver.Name, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closer.Close() })
+	}
+	run, err := mcpserve.Start(srv, cfg, func() map[string]any { return fsserver.Health(g, s.opts) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close() })
+	return srv, run
+}
+
+func connectHTTP(t testing.TB, workspace string, s setup) *mcp.ClientSession {
+	t.Helper()
+	_, run := startHTTP(t, workspace, s, mcpserve.Config{})
+	return connectURL(t, run.URL)
+}
+
+func connectURL(t testing.TB, url string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func connectStdio(t testing.TB, workspace string, s setup) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(serverBin, s.flags(workspace)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatalf("start %v: %v; stderr: %s", cmd.Args, err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// result is a tool call's outcome as a client sees it.
+type result struct {
+	isError bool
+	text    string          // the first text content
+	raw     json.RawMessage // structuredContent
+}
+
+// call calls a tool and checks the contract every result keeps: a tool error has a message and no structured
+// content; a success has structuredContent and the same JSON as text.
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: protocol error: %v", tool, args, err)
+	}
+	var r result
+	r.isError = res.IsError
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: want one content block, got %d", tool, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("%s: content is %T, want text", tool, res.Content[0])
+	}
+	r.text = tc.Text
+	if r.isError {
+		if r.text == "" {
+			t.Fatalf("%s: tool error without a message", tool)
+		}
+		return r
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("%s: success without structuredContent", tool)
+	}
+	r.raw, err = json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromText any
+	if err := json.Unmarshal([]byte(r.text), &fromText); err != nil {
+		t.Fatalf("%s: text content is not JSON: %v: %s", tool, err, r.text)
+	}
+	if textJSON, _ := json.Marshal(fromText); !bytes.Equal(textJSON, r.raw) {
+		t.Fatalf("%s: text content and structuredContent differ:\n%s\n%s", tool, textJSON, r.raw)
+	}
+	return r
+}
+
+// ok calls a tool that must succeed and decodes its structured result into out.
+func ok[T any](t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) T {
+	t.Helper()
+	r := call(t, cs, tool, args)
+	if r.isError {
+		t.Fatalf("%s %v: unexpected tool error: %s", tool, args, r.text)
+	}
+	var out T
+	dec := json.NewDecoder(bytes.NewReader(r.raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("%s: structuredContent does not decode into %T: %v: %s", tool, out, err, r.raw)
+	}
+	return out
+}
+
+// fails calls a tool that must fail with a tool error whose message contains every one of want.
+func fails(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any, want ...string) string {
+	t.Helper()
+	r := call(t, cs, tool, args)
+	if !r.isError {
+		t.Fatalf("%s %v: want a tool error, got %s", tool, args, r.raw)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.text, w) {
+			t.Errorf("%s %v: error %q does not contain %q", tool, args, r.text, w)
+		}
+	}
+	return r.text
+}
+
+// files writes a tree of files under dir.
+func files(t testing.TB, dir string, tree map[string]string) {
+	t.Helper()
+	for name, content := range tree {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readHost(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// eachTransport runs f once per transport, each with a fresh workspace and a connected client.
+func eachTransport(t *testing.T, s setup, f func(t *testing.T, ws string, cs *mcp.ClientSession)) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ws := filepath.Join(t.TempDir(), "ws")
+			if err := os.Mkdir(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f(t, ws, tr.connect(t, ws, s))
+		})
+	}
+}

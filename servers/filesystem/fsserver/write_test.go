@@ -1,0 +1,150 @@
+package fsserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestWrite(t *testing.T) {
+	s := setup{}
+	s.guard.MaxWriteBytes = 1000
+	eachTransport(t, s, func(t *testing.T, ws string, cs *mcp.ClientSession) {
+		type out = protocol.WriteFileOutput
+		if got := ok[out](t, cs, protocol.ToolWriteFile, map[string]any{"path": "new.txt", "content": "hello\n"}); got != (out{Path: "new.txt", BytesWritten: 6, Created: true}) {
+			t.Errorf("create: %+v", got)
+		}
+		if got := ok[out](t, cs, protocol.ToolWriteFile, map[string]any{"path": "/workspace/new.txt", "content": "bye"}); got != (out{Path: "new.txt", BytesWritten: 3, Created: false}) {
+			t.Errorf("overwrite: %+v", got)
+		}
+		if got := readHost(t, filepath.Join(ws, "new.txt")); got != "bye" {
+			t.Errorf("content on disk %q", got)
+		}
+		if got := ok[out](t, cs, protocol.ToolWriteFile, map[string]any{"path": "a/b/c/deep.txt", "content": "ü"}); got != (out{Path: "a/b/c/deep.txt", BytesWritten: 2, Created: true}) {
+			t.Errorf("parents: %+v", got)
+		}
+		if got := ok[out](t, cs, protocol.ToolWriteFile, map[string]any{"path": "empty.txt", "content": ""}); !got.Created || got.BytesWritten != 0 {
+			t.Errorf("empty: %+v", got)
+		}
+		// An existing file keeps its permission bits.
+		if err := os.Chmod(filepath.Join(ws, "new.txt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ok[out](t, cs, protocol.ToolWriteFile, map[string]any{"path": "new.txt", "content": "#!/bin/sh\n"})
+		if fi, _ := os.Stat(filepath.Join(ws, "new.txt")); fi.Mode().Perm() != 0o755 {
+			t.Errorf("mode after write %v, want 0755", fi.Mode().Perm())
+		}
+
+		outside := filepath.Join(filepath.Dir(ws), "outside")
+		files(t, outside, map[string]string{"victim.txt": "untouched"})
+		if err := os.Symlink(outside, filepath.Join(ws, "escape")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../outside/victim.txt", filepath.Join(ws, "victim-link")); err != nil {
+			t.Fatal(err)
+		}
+		failures := []struct {
+			args map[string]any
+			want []string
+		}{
+			{map[string]any{"path": "a", "content": "x"}, []string{"folder"}},
+			{map[string]any{"path": "new.txt/sub", "content": "x"}, []string{"not a folder"}},
+			{map[string]any{"path": "dir/", "content": "x"}, []string{"folder"}},
+			{map[string]any{"path": ".", "content": "x"}, []string{"folder"}},
+			{map[string]any{"path": "", "content": "x"}, []string{"path is required"}},
+			{map[string]any{"path": "x.txt"}, []string{"content"}},
+			{map[string]any{"path": "big.txt", "content": strings.Repeat("x", 1001)}, []string{"too large", "1001 bytes", "limit is 1000"}},
+			{map[string]any{"path": "../outside/victim.txt", "content": "x"}, []string{"outside the workspace"}},
+			{map[string]any{"path": "escape/victim.txt", "content": "x"}, []string{"outside the workspace"}},
+			{map[string]any{"path": "escape/new.txt", "content": "x"}, []string{"outside the workspace"}},
+			{map[string]any{"path": "victim-link", "content": "x"}, []string{"outside the workspace"}},
+			{map[string]any{"path": "/workspace_evil/x", "content": "x"}, []string{"outside the workspace"}},
+		}
+		for _, f := range failures {
+			msg := fails(t, cs, protocol.ToolWriteFile, f.args, f.want...)
+			if strings.Contains(msg, outside) {
+				t.Errorf("write %v: the error names the host path outside: %q", f.args, msg)
+			}
+		}
+		if got := readHost(t, filepath.Join(outside, "victim.txt")); got != "untouched" {
+			t.Errorf("a write escaped the workspace: victim is %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
+			t.Errorf("a write created a file outside the workspace")
+		}
+		if _, err := os.Stat(filepath.Join(ws, "big.txt")); err == nil {
+			t.Errorf("a refused write left a file")
+		}
+	})
+}
+
+func TestDeleteAndMove(t *testing.T) {
+	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {
+		files(t, ws, map[string]string{"a.txt": "a", "b.txt": "b", "d/x.txt": "x", "d/e/y.txt": "y", "empty/.keep": ""})
+		os.Remove(filepath.Join(ws, "empty/.keep"))
+		outside := filepath.Join(filepath.Dir(ws), "outside")
+		files(t, outside, map[string]string{"victim.txt": "untouched"})
+		if err := os.Symlink(outside, filepath.Join(ws, "escape")); err != nil {
+			t.Fatal(err)
+		}
+
+		type del = protocol.DeletePathOutput
+		type mv = protocol.MovePathOutput
+		// Moves.
+		if got := ok[mv](t, cs, protocol.ToolMovePath, map[string]any{"source": "a.txt", "destination": "new/deeper/a2.txt"}); got != (mv{Source: "a.txt", Destination: "new/deeper/a2.txt"}) {
+			t.Errorf("move: %+v", got)
+		}
+		if readHost(t, filepath.Join(ws, "new/deeper/a2.txt")) != "a" {
+			t.Errorf("moved content wrong")
+		}
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "b.txt", "destination": "new/deeper/a2.txt"}, "already exists", "overwrite")
+		ok[mv](t, cs, protocol.ToolMovePath, map[string]any{"source": "b.txt", "destination": "/workspace/new/deeper/a2.txt", "overwrite": true})
+		if readHost(t, filepath.Join(ws, "new/deeper/a2.txt")) != "b" {
+			t.Errorf("overwrite did not replace the file")
+		}
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "d", "destination": "d/e/d2"}, "into itself")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "new/deeper/a2.txt", "destination": "d", "overwrite": true}, "folder")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "missing", "destination": "m2"}, "not found")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "d/x.txt", "destination": "../outside/x.txt"}, "outside the workspace")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "d/x.txt", "destination": "escape/x.txt"}, "outside the workspace")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "escape/victim.txt", "destination": "stolen.txt"}, "outside the workspace")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": ".", "destination": "w2"}, "workspace itself")
+		fails(t, cs, protocol.ToolMovePath, map[string]any{"source": "", "destination": "w2"}, "required")
+		ok[mv](t, cs, protocol.ToolMovePath, map[string]any{"source": "d", "destination": "d3"})
+		if readHost(t, filepath.Join(ws, "d3/e/y.txt")) != "y" {
+			t.Errorf("folder move lost its contents")
+		}
+
+		// Deletes.
+		if got := ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "new/deeper/a2.txt"}); got != (del{Path: "new/deeper/a2.txt", Deleted: true}) {
+			t.Errorf("delete: %+v", got)
+		}
+		if got := ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "new/deeper/a2.txt"}); got != (del{Path: "new/deeper/a2.txt", Deleted: false}) {
+			t.Errorf("delete again: %+v", got)
+		}
+		ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "empty"})
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "d3"}, "not empty", "recursive")
+		if got := ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "d3", "recursive": true}); !got.Deleted {
+			t.Errorf("recursive delete: %+v", got)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "d3")); !os.IsNotExist(err) {
+			t.Errorf("d3 still there: %v", err)
+		}
+		// Deleting the symlink removes the link, never what it points to.
+		ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "escape", "recursive": true})
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "."}, "workspace itself")
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "/workspace", "recursive": true}, "workspace itself")
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "../outside", "recursive": true}, "outside the workspace")
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": ""}, "required")
+		if readHost(t, filepath.Join(outside, "victim.txt")) != "untouched" {
+			t.Errorf("a delete reached outside the workspace")
+		}
+		if _, err := os.Stat(ws); err != nil {
+			t.Errorf("workspace gone: %v", err)
+		}
+	})
+}
