@@ -189,6 +189,8 @@ var escapeCorpus = []attack{
 		},
 	},
 	{name: "dangling symlink out", run: write("dangling_out")},
+	{name: "mkdir at a dangling symlink out", run: all(mkdir("dangling_out"), mkdir("dangling_dir_out"), mkdir("dangling_out/x"))},
+	{name: "move onto a dangling symlink out", run: move("file.txt", "dangling_out/x")},
 	{name: "dangling symlink out, missing folder", run: write("dangling_dir_out")},
 	{name: "symlink to sibling", run: all(read("evil/secret.txt"), list("evil"))},
 	{name: "absolute symlink into the workspace", run: all(read("ws_abs_link"), write("ws_abs_link"))},

@@ -1,0 +1,134 @@
+package pathguard
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzGuard checks the guard's one invariant against real files: whatever the input, an operation either is
+// refused or acts inside the workspace. Each input gets a fresh workspace full of escape symlinks (plantLinks),
+// with the sentinel tree around it; the input is used as a path for Clean, Stat, ReadFile, ReadDir, WriteFile,
+// MkdirAll, and, with the second string, as link and target for Symlink and as source and destination for
+// Rename. After them: nothing outside changed, no secret was returned, every returned path is clean and
+// relative, and every symlink that was not planted leads inside.
+//
+//	go test -run '^$' -fuzz FuzzGuard -fuzztime 3m ./pathguard/
+func FuzzGuard(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"../x", "file.txt"},
+		{"a/../../x", "../outside/secret.txt"},
+		{"/workspace_evil/x", "/workspace/file.txt"},
+		{"/workspace/../etc/passwd", "/etc/passwd"},
+		{"out_dir/new.txt", "out_file"},
+		{"self/l", "../x"},
+		{"sub/up", "up2"},
+		{"sub/deep", "d2"},
+		{"dangling_out", "chain1"},
+		{"root_link/tmp/x", "loop1"},
+		{"x\x00y", "a"},
+		{"sub/deep/new", "self/../outside"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	fx := newFixture(f)
+	before := fx.hashOutside(f)
+	planted := map[string]bool{}
+	f.Fuzz(func(t *testing.T, p, q string) {
+		resetWorkspace(t, fx)
+		if len(planted) == 0 {
+			filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type()&fs.ModeSymlink != 0 {
+					planted[s] = true
+				}
+				return nil
+			})
+		}
+		g := fx.g
+		checkRel := func(op, rel string) {
+			if rel == "" {
+				return
+			}
+			if path.Clean(rel) != rel || path.IsAbs(rel) || escapes(rel) || strings.IndexByte(rel, 0) >= 0 {
+				t.Fatalf("%s(%q) returned the unclean or outside path %q", op, p, rel)
+			}
+		}
+		if rel, err := g.Clean(p); err == nil {
+			checkRel("Clean", rel)
+		} else {
+			fx.checkMessage(t, err, p)
+		}
+		if rel, _, err := g.Stat(p); err == nil {
+			checkRel("Stat", rel)
+			real, err := filepath.EvalSymlinks(filepath.Join(fx.ws, rel))
+			if err == nil && real != fx.ws && !strings.HasPrefix(real, fx.ws+"/") {
+				t.Fatalf("Stat(%q) succeeded on %q, which the kernel resolves outside", p, rel)
+			}
+		}
+		if _, b, err := g.ReadFile(p); err == nil {
+			fx.noMarker(t, b)
+		}
+		if _, entries, err := g.ReadDir(p); err == nil {
+			for _, e := range entries {
+				if e.Name() == "hard.txt" || e.Name() == "ws_evil" || e.Name() == "outside" {
+					t.Fatalf("ReadDir(%q) listed %q, which is outside", p, e.Name())
+				}
+			}
+		}
+		if rel, _, err := g.WriteFile(p, []byte("fuzz")); err == nil {
+			checkRel("WriteFile", rel)
+		} else {
+			fx.checkMessage(t, err, p)
+		}
+		if rel, err := g.MkdirAll(p); err == nil {
+			checkRel("MkdirAll", rel)
+		}
+		if rel, err := g.Symlink(q, p); err == nil {
+			checkRel("Symlink", rel)
+		}
+		if rs, rd, err := g.Rename(q, p, false); err == nil {
+			checkRel("Rename", rs)
+			checkRel("Rename", rd)
+		}
+		if after := fx.hashOutside(t); after != before {
+			t.Fatalf("input %q, %q changed something outside the workspace:\nbefore:\n%s\nafter:\n%s", p, q, before, after)
+		}
+		filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
+			if err != nil || d.Type()&fs.ModeSymlink == 0 || planted[s] {
+				return nil
+			}
+			target, _ := os.Readlink(s)
+			dir, err := filepath.EvalSymlinks(filepath.Dir(s))
+			if err != nil {
+				t.Fatalf("input %q, %q: link %s: %v", p, q, s, err)
+			}
+			dest := filepath.Join(dir, target)
+			if filepath.IsAbs(target) || (dest != fx.ws && !strings.HasPrefix(dest, fx.ws+"/")) {
+				t.Fatalf("input %q, %q left a symlink %s -> %s that leads out", p, q, strings.TrimPrefix(s, fx.ws), target)
+			}
+			return nil
+		})
+	})
+}
+
+// resetWorkspace gives each fuzz input the same starting workspace, so a failure reproduces from its input alone.
+func resetWorkspace(t testing.TB, f *fixture) {
+	t.Helper()
+	f.g.Close()
+	if err := os.RemoveAll(f.ws); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(f.ws, "sub/deep"), 0o755)
+	for name, content := range map[string]string{"file.txt": "hello\n", "sub/inner.txt": "inner\n", "sub/deep/x.txt": "x\n"} {
+		os.WriteFile(filepath.Join(f.ws, name), []byte(content), 0o644)
+	}
+	plantLinks(t, f)
+	g, err := Open(f.ws, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g = g
+}
