@@ -1,0 +1,255 @@
+package execserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+// TestDockerContainment attacks the docker backend through the real MCP server. After each attack the server must
+// still answer, the workspace sentinel must be intact, nothing next to the workspace may have changed, and no
+// container may be left.
+func TestDockerContainment(t *testing.T) {
+	const secret = "GOALBOX-DOCKER-TEST-SECRET-8c1f"
+	t.Setenv("GOALBOX_TEST_API_KEY", secret) // the server's own environment
+
+	// Small limits make the bombs quick; the defaults are enforced the same way.
+	const pids, memory = 128, 256 << 20
+	b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.PIDs = pids; c.Memory = memory; c.TmpfsSize = 64 << 20 })
+	outside := filepath.Join(filepath.Dir(ws), "outside.txt")
+	if err := os.WriteFile(outside, []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	beforeOutside := listDir(t, filepath.Dir(ws))
+
+	srvURL, cs := dockerMCPWithURL(t, b, ws, Config{OutputCap: 8 << 10})
+	mcpPort := portOf(t, srvURL)
+
+	// Another listener on the host, on all interfaces, counting every connection it gets.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	lnPort := ln.Addr().(*net.TCPAddr).Port
+
+	attacks := []struct {
+		name  string
+		in    protocol.RunCommandInput
+		check func(t *testing.T, out protocol.RunCommandOutput)
+	}{
+		{"write outside the workspace",
+			protocol.RunCommandInput{Command: `for f in /evil /etc/evil /usr/bin/evil /workspace/../evil /proc/sys/kernel/evil /sys/evil /dev/evil; do
+				(echo x > "$f") 2>/dev/null && echo "WROTE $f"; done
+				cat /workspace/../outside.txt 2>/dev/null; mount -t tmpfs t /mnt 2>/dev/null && echo MOUNTED
+				echo temp > /tmp/left-behind; echo done`},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 0 || out.Stdout != "done\n" {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"tmp does not outlive the command",
+			protocol.RunCommandInput{Command: `test -e /tmp/left-behind && echo FOUND; echo checked`},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.Stdout != "checked\n" {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"read the server's environment",
+			protocol.RunCommandInput{Command: fmt.Sprintf(`env; cat /proc/1/environ /proc/%d/environ 2>&1 | tr '\0' '\n'
+				for e in /proc/[0-9]*/environ; do tr '\0' '\n' < "$e"; done 2>&1; ls /proc | grep -c '^[0-9]' `, os.Getpid())},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if strings.Contains(out.Stdout+out.Stderr, secret) {
+					t.Errorf("the secret leaked into the container: %+v", out)
+				}
+				// Only the container's own processes are visible: sh, ls, grep, and the loop's tr.
+				lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+				if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 8 {
+					t.Errorf("the container sees %q processes, want only its own", lines[len(lines)-1])
+				}
+			}},
+		{"network egress",
+			protocol.RunCommandInput{Command: fmt.Sprintf(`ls /sys/class/net
+				for a in 127.0.0.1/%d 127.0.0.1/%d 172.17.0.1/%d 172.17.0.1/%d 1.1.1.1/53 8.8.8.8/443; do
+					timeout 3 bash -c "echo x > /dev/tcp/$a" 2>/dev/null && echo "CONNECTED $a"; done; echo tried`,
+				mcpPort, lnPort, mcpPort, lnPort)},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.Stdout != "lo\ntried\n" {
+					t.Errorf("want only loopback and no connection, got %+v", out)
+				}
+				if n := accepted.Load(); n != 0 {
+					t.Errorf("the host listener accepted %d connections from the container", n)
+				}
+			}},
+		{"orphaned background processes",
+			protocol.RunCommandInput{Command: `(sleep 3171 &); setsid sleep 3172 & nohup sleep 3173 >/dev/null 2>&1 &
+				sh -c 'sleep 3174 &' ; echo spawned`},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 0 || out.Stdout != "spawned\n" {
+					t.Errorf("got %+v", out)
+				}
+				if left := hostProcesses(t, "sleep 317"); len(left) != 0 {
+					t.Errorf("background processes outlived the call: %v", left)
+				}
+			}},
+		{"endless loop",
+			protocol.RunCommandInput{Command: `while :; do :; done`, TimeoutSeconds: 2},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != -1 || !out.TimedOut {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"endless output",
+			protocol.RunCommandInput{Command: `yes`, TimeoutSeconds: 4},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != -1 || !out.TimedOut || !out.StdoutTruncated || !strings.HasPrefix(out.Stdout, "y\ny\n") || len(out.Stdout) > 16<<10 {
+					t.Errorf("got exit %d timed out %v truncated %v, %d bytes", out.ExitCode, out.TimedOut, out.StdoutTruncated, len(out.Stdout))
+				}
+			}},
+		{"fork bomb",
+			protocol.RunCommandInput{Command: `f() { f | f & }; f; sleep 3; echo survived`, TimeoutSeconds: 6},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				// The shell reports failed forks: the pids limit is what stopped the bomb.
+				if !strings.Contains(out.Stderr, "fork") {
+					t.Errorf("no failed fork reported; stderr %.300q", out.Stderr)
+				}
+			}},
+		{"memory bomb",
+			protocol.RunCommandInput{Command: `x=$(head -c 2000000000 /dev/zero | tr '\0' a); echo ${#x}`, TimeoutSeconds: 60},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 137 || out.TimedOut || !strings.Contains(out.Stderr, "out-of-memory") {
+					t.Errorf("want the OOM killer's 137 and a note on stderr, got %+v", out)
+				}
+			}},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			var stopSampling func() int
+			if a.name == "fork bomb" {
+				stopSampling = sampleHostProcesses()
+			}
+			a.check(t, runTool(t, context.Background(), cs, a.in))
+			if stopSampling != nil {
+				// The host's process count rose by at most the limit (plus the Engine's own helpers).
+				if grew := stopSampling(); grew > pids+64 {
+					t.Errorf("host process count grew by %d during the fork bomb, limit %d", grew, pids)
+				}
+			}
+			if out := runTool(t, context.Background(), cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
+				t.Fatalf("the server does not answer after the attack: %+v", out)
+			}
+			checkSentinel(t, ws)
+			if after := listDir(t, filepath.Dir(ws)); !slices.Equal(after, beforeOutside) {
+				t.Errorf("the folder around the workspace changed: %v, was %v", after, beforeOutside)
+			}
+			if b, err := os.ReadFile(outside); err != nil || string(b) != secret {
+				t.Errorf("file outside the workspace changed: %q, %v", b, err)
+			}
+			waitFor(t, 20*time.Second, "no container left", func() bool { return len(instanceContainers(t, b)) == 0 })
+		})
+	}
+}
+
+func portOf(t testing.TB, rawURL string) int {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listDir names the entries of dir with their sizes: a cheap fingerprint of the folder around the workspace.
+func listDir(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, fmt.Sprintf("%s:%v:%d", e.Name(), fi.Mode(), fi.Size()))
+	}
+	return names
+}
+
+// hostProcesses lists the host's processes whose command line contains s.
+func hostProcesses(t testing.TB, s string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []string
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if strings.Contains(cmd, s) {
+			found = append(found, filepath.Base(d)+": "+cmd)
+		}
+	}
+	return found
+}
+
+// sampleHostProcesses counts the host's processes every 20 ms until the returned function is called, which returns
+// how far the count rose above where it started.
+func sampleHostProcesses() func() int {
+	count := func() int { d, _ := filepath.Glob("/proc/[0-9]*"); return len(d) }
+	base := count()
+	var (
+		mu   sync.Mutex
+		peak = base
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			n := count()
+			mu.Lock()
+			peak = max(peak, n)
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		close(stop)
+		<-done
+		return peak - base
+	}
+}

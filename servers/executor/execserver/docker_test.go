@@ -1,0 +1,507 @@
+package execserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// dockerTestUID owns the test workspaces when the tests run as root: the backend refuses to run commands as root,
+// and a workspace owned by a plain user is what a real deployment has.
+const dockerTestUID = 4242
+
+// dockerTestImage is the image the tests run commands in; scripts/setup-docker.sh builds it.
+func dockerTestImage() string {
+	if img := os.Getenv("GOALBOX_DOCKER_IMAGE"); img != "" {
+		return img
+	}
+	return "debian:bookworm-slim"
+}
+
+// requireDocker returns a client to the Engine, or skips the test (fails it when CI=true) when there is no Engine
+// or no test image.
+func requireDocker(t testing.TB) *client.Client {
+	t.Helper()
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the docker backend cannot be tested: %s", msg)
+		}
+		t.Skipf("docker backend not tested: %s (run scripts/setup-docker.sh)", msg)
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		unavailable("docker client: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		unavailable("no Docker Engine answers: %v", err)
+	}
+	if _, err := cli.ImageInspect(ctx, dockerTestImage()); err != nil {
+		unavailable("image %s: %v", dockerTestImage(), err)
+	}
+	return cli
+}
+
+// dockerWorkspace is a fresh workspace owned by an unprivileged user, with a sentinel file.
+func dockerWorkspace(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, sentinelName), []byte(sentinelText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		// t.TempDir's folders are 0700: let the owner reach the workspace, as a filesystem server running as
+		// that user would.
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := filepath.Walk(ws, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, dockerTestUID, dockerTestUID)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+const (
+	sentinelName = "sentinel.txt"
+	sentinelText = "the workspace is intact\n"
+)
+
+func checkSentinel(t testing.TB, ws string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ws, sentinelName))
+	if err != nil || string(b) != sentinelText {
+		t.Fatalf("workspace sentinel damaged: %q, %v", b, err)
+	}
+}
+
+// newDockerTestBackend starts a docker backend over a fresh workspace; mutate adjusts the configuration.
+func newDockerTestBackend(t testing.TB, mutate func(*DockerConfig)) (*dockerBackend, string) {
+	t.Helper()
+	requireDocker(t)
+	ws := dockerWorkspace(t)
+	cfg := DockerConfig{
+		Image:            dockerTestImage(),
+		WorkspaceHostDir: ws,
+		CacheHostDir:     "-",
+		Logger:           slog.New(slog.DiscardHandler),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	b, err := NewDockerBackend(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b.(*dockerBackend), ws
+}
+
+// dockerMCP serves the executor over b on a loopback HTTP server and connects the go-sdk client to it.
+func dockerMCP(t testing.TB, b Backend, ws string, cfg Config) *mcp.ClientSession {
+	t.Helper()
+	_, cs := dockerMCPWithURL(t, b, ws, cfg)
+	return cs
+}
+
+// dockerMCPWithURL is dockerMCP that also returns the server's URL, for attacks on its own port.
+func dockerMCPWithURL(t testing.TB, b Backend, ws string, cfg Config) (string, *mcp.ClientSession) {
+	t.Helper()
+	g, err := pathguard.Open(ws, pathguard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	e, err := New(cfg, b, g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mcpserve.Handler(e.Server(), mcpserve.Config{MaxRequestBytes: mcpserve.DefaultMaxRequestBytes}, e.Health, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "docker-test", Version: "0"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + protocol.EndpointPath}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return srv.URL, cs
+}
+
+// runTool calls sandbox_run_command and decodes the structured result; a tool error fails the test.
+func runTool(t testing.TB, ctx context.Context, cs *mcp.ClientSession, in protocol.RunCommandInput) protocol.RunCommandOutput {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: in})
+	if err != nil {
+		t.Fatalf("call %q: %v", in.Command, err)
+	}
+	if res.IsError {
+		t.Fatalf("call %q: tool error: %s", in.Command, mcpserve.ToolErrorText(res))
+	}
+	var out protocol.RunCommandOutput
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("call %q: structured content %s: %v", in.Command, raw, err)
+	}
+	return out
+}
+
+// instanceContainers lists this backend's containers, running or not.
+func instanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
+	t.Helper()
+	list, err := b.cli.ContainerList(context.Background(), client.ContainerListOptions{
+		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func TestDockerRunThroughMCP(t *testing.T) {
+	b, ws := newDockerTestBackend(t, nil)
+	cs := dockerMCP(t, b, ws, Config{OutputCap: 4 << 10})
+	ctx := context.Background()
+
+	cases := []struct {
+		name  string
+		in    protocol.RunCommandInput
+		check func(t *testing.T, out protocol.RunCommandOutput)
+	}{
+		{"success", protocol.RunCommandInput{Command: "echo hello; cat sentinel.txt"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || out.Stdout != "hello\n"+sentinelText || out.Stderr != "" || out.TimedOut {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"non-zero exit", protocol.RunCommandInput{Command: "exit 3"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 3 || out.TimedOut {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"stderr apart from stdout", protocol.RunCommandInput{Command: "echo out; echo err >&2; exit 1"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 1 || out.Stdout != "out\n" || out.Stderr != "err\n" {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"stdin", protocol.RunCommandInput{Command: "wc -l; echo done", Stdin: "a\nb\nc\n"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || out.Stdout != "3\ndone\n" {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"no stdin means EOF", protocol.RunCommandInput{Command: "cat; echo eof"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || out.Stdout != "eof\n" {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"cwd", protocol.RunCommandInput{Command: "pwd; id -u", Cwd: "sub"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			want := fmt.Sprintf("/workspace/sub\n%d\n", b.uid)
+			if out.ExitCode != 0 || out.Stdout != want {
+				t.Errorf("got %+v, want stdout %q", out, want)
+			}
+		}},
+		{"timeout", protocol.RunCommandInput{Command: "echo started; sleep 60", TimeoutSeconds: 1}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != -1 || !out.TimedOut || out.Stdout != "started\n" || out.DurationMs > 10_000 {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"output cap keeps head and tail", protocol.RunCommandInput{Command: "echo FIRST; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo LAST"}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || !out.StdoutTruncated || !strings.HasPrefix(out.Stdout, "FIRST\n") ||
+				!strings.HasSuffix(out.Stdout, "LAST\n") || len(out.Stdout) > 8<<10 {
+				t.Errorf("got exit %d truncated %v, %d bytes: %.80q ... %q", out.ExitCode, out.StdoutTruncated,
+					len(out.Stdout), out.Stdout, out.Stdout[max(0, len(out.Stdout)-80):])
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.check(t, runTool(t, ctx, cs, c.in)) })
+	}
+	if left := instanceContainers(t, b); len(left) != 0 {
+		t.Errorf("%d containers left after the calls, want 0", len(left))
+	}
+}
+
+func TestDockerCancelKillsAndRemoves(t *testing.T) {
+	b, ws := newDockerTestBackend(t, nil)
+
+	t.Run("backend", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out strings.Builder
+		go func() {
+			time.Sleep(700 * time.Millisecond)
+			cancel()
+		}()
+		start := time.Now()
+		res, err := b.Run(ctx, Request{Command: "echo up; sleep 60", Dir: ".", Timeout: time.Minute, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != -1 || res.TimedOut || time.Since(start) > 20*time.Second {
+			t.Errorf("got %+v after %v, want exit -1, not timed out, promptly", res, time.Since(start))
+		}
+		if left := instanceContainers(t, b); len(left) != 0 {
+			t.Errorf("%d containers left after cancellation, want 0", len(left))
+		}
+	})
+
+	t.Run("mcp client cancels", func(t *testing.T) {
+		cs := dockerMCP(t, b, ws, Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolRunCommand,
+				Arguments: protocol.RunCommandInput{Command: "sleep 120"}})
+			done <- err
+		}()
+		// Wait until the container runs, then cancel the call.
+		waitFor(t, 30*time.Second, "the command's container to run", func() bool {
+			for _, c := range instanceContainers(t, b) {
+				if c.State == container.StateRunning {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		if err := <-done; err == nil {
+			t.Error("a cancelled call returned no error")
+		}
+		waitFor(t, 20*time.Second, "the container to be removed after cancellation", func() bool {
+			return len(instanceContainers(t, b)) == 0
+		})
+		// The server still serves.
+		if out := runTool(t, context.Background(), cs, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
+			t.Errorf("after cancellation got %+v", out)
+		}
+	})
+}
+
+// waitFor polls cond until it holds or limit passes; it bounds a wait for something the Engine does asynchronously.
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDockerFilesBelongToWorkspaceOwner checks the default user: a file a command writes is owned by the
+// workspace's owner, so the filesystem server (running as that owner) can read, change and delete it.
+func TestDockerFilesBelongToWorkspaceOwner(t *testing.T) {
+	b, ws := newDockerTestBackend(t, nil)
+	fi, err := os.Stat(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fi.Sys().(*syscall.Stat_t)
+	if b.uid != int(owner.Uid) || b.gid != int(owner.Gid) {
+		t.Fatalf("default user %d:%d, want the workspace owner %d:%d", b.uid, b.gid, owner.Uid, owner.Gid)
+	}
+	res, err := b.Run(context.Background(), Request{Command: "mkdir -p out/deep && echo made > out/deep/f.txt", Dir: ".", Timeout: time.Minute})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+	for _, p := range []string{"out", "out/deep", "out/deep/f.txt"} {
+		fi, err := os.Stat(filepath.Join(ws, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != owner.Uid || st.Gid != owner.Gid || fi.Mode().Perm()&0o600 != 0o600 {
+			t.Errorf("%s: owner %d:%d mode %v, want %d:%d and owner read/write", p, st.Uid, st.Gid, fi.Mode(), owner.Uid, owner.Gid)
+		}
+	}
+	// As the owner itself, not root: what the filesystem server is in a real deployment.
+	want := "made\n"
+	if os.Getuid() == 0 {
+		want += "more\n"
+		cmd := exec.Command("sh", "-c", "cat out/deep/f.txt && echo more >> out/deep/f.txt && mv out/deep/f.txt out/f && mv out/f out/deep/f.txt")
+		cmd.Dir = ws
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: owner.Uid, Gid: owner.Gid}}
+		if out, err := cmd.CombinedOutput(); err != nil || string(out) != "made\n" {
+			t.Errorf("as the workspace owner: %q, %v", out, err)
+		}
+	}
+	// Through pathguard, the filesystem server's only way to files.
+	g, err := pathguard.Open(ws, pathguard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, data, err := g.ReadFile("out/deep/f.txt"); err != nil || string(data) != want {
+		t.Errorf("pathguard read: %q, %v", data, err)
+	}
+	if _, _, err := g.WriteFile("out/deep/g.txt", []byte("new\n")); err != nil {
+		t.Errorf("pathguard write: %v", err)
+	}
+	if _, _, err := g.Remove("out", true); err != nil {
+		t.Errorf("pathguard remove: %v", err)
+	}
+	checkSentinel(t, ws)
+}
+
+// TestDockerLeftoversRemovedAtStart plays a crashed server: containers with the instance's labels, one running and
+// one exited, are gone once a new backend of the same instance starts; another instance's container is kept.
+func TestDockerLeftoversRemovedAtStart(t *testing.T) {
+	cli := requireDocker(t)
+	ws := dockerWorkspace(t)
+	ctx := context.Background()
+	instance := fmt.Sprintf("leftover-test-%d", time.Now().UnixNano())
+	other := instance + "-other"
+	mk := func(inst string, start bool) string {
+		t.Helper()
+		c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config: &container.Config{Image: dockerTestImage(), Cmd: []string{"sleep", "300"},
+				Labels: map[string]string{labelExecutor: "1", labelInstance: inst}},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true})
+		})
+		if start {
+			if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c.ID
+	}
+	running, created, kept := mk(instance, true), mk(instance, false), mk(other, true)
+
+	b, err := NewDockerBackend(ctx, DockerConfig{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-",
+		Instance: instance, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, id := range []string{running, created} {
+		if _, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
+			t.Errorf("leftover container %.12s still exists", id)
+		}
+	}
+	if _, err := cli.ContainerInspect(ctx, kept, client.ContainerInspectOptions{}); err != nil {
+		t.Errorf("another instance's container was removed: %v", err)
+	}
+}
+
+func TestDockerConfigErrors(t *testing.T) {
+	requireDocker(t)
+	ws := dockerWorkspace(t)
+	ctx := context.Background()
+	base := DockerConfig{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-", Logger: slog.New(slog.DiscardHandler)}
+	cases := []struct {
+		name   string
+		mutate func(*DockerConfig)
+		want   string
+	}{
+		{"missing image", func(c *DockerConfig) { c.Image = "goalbox/no-such-image:never" },
+			"image goalbox/no-such-image:never not found locally; build it with scripts/setup-docker.sh"},
+		{"no image", func(c *DockerConfig) { c.Image = "" }, "no image configured"},
+		{"root user", func(c *DockerConfig) { c.User = "0:0" }, "is root"},
+		{"named user", func(c *DockerConfig) { c.User = "nobody" }, "not a numeric uid"},
+		{"relative workspace", func(c *DockerConfig) { c.WorkspaceHostDir = "ws" }, "absolute host path"},
+		{"tiny memory", func(c *DockerConfig) { c.Memory = 1 << 20 }, "below the 16 MiB minimum"},
+	}
+	if os.Getuid() == 0 {
+		rootWS := t.TempDir()
+		cases = append(cases, struct {
+			name   string
+			mutate func(*DockerConfig)
+			want   string
+		}{"root-owned workspace", func(c *DockerConfig) { c.WorkspaceHostDir = rootWS }, "is owned by root"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			c.mutate(&cfg)
+			b, err := NewDockerBackend(ctx, cfg)
+			if err == nil {
+				b.Close()
+				t.Fatalf("no error, want one containing %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDockerCacheSurvives checks the build cache folder: writable by the command user, kept between commands,
+// named by GOCACHE.
+func TestDockerCacheSurvives(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.CacheHostDir = cache })
+	run := func(cmd string) string {
+		var out strings.Builder
+		res, err := b.Run(context.Background(), Request{Command: cmd, Dir: ".", Timeout: time.Minute, Stdout: &out, Stderr: &out})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%q: %+v, %v: %s", cmd, res, err, out.String())
+		}
+		return out.String()
+	}
+	run(`mkdir -p "$GOCACHE" && echo kept > "$GOCACHE/marker"`)
+	if got := run(`cat /cache/go-build/marker; echo "$HOME"`); got != "kept\n/tmp\n" {
+		t.Errorf("second command saw %q", got)
+	}
+}
+
+func TestDockerConfinementReport(t *testing.T) {
+	b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.Memory = 300 << 20; c.PIDs = 99 })
+	c := b.Confinement()
+	for k, want := range map[string]any{"backend": "docker", "network": "none", "read_only_root": true,
+		"capabilities": "all dropped", "no_new_privileges": true, "memory_bytes": int64(300 << 20), "pids_limit": int64(99),
+		"image": dockerTestImage()} {
+		if got := c[k]; got != want {
+			t.Errorf("Confinement()[%q] = %v, want %v", k, got, want)
+		}
+	}
+	// The report must match what a container really gets.
+	var out strings.Builder
+	res, err := b.Run(context.Background(), Request{Command: "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status",
+		Dir: ".", Timeout: time.Minute, Stdout: &out})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	want := fmt.Sprintf("99\n%d\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n", 300<<20)
+	if out.String() != want {
+		t.Errorf("inside the container:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
