@@ -22,7 +22,8 @@ func listTool(o Options) *mcp.Tool {
 			"other) and size in bytes; at most %d, truncated=true says there were more. Symlinked folders are listed "+
 			"but not descended into, and .git folders are not descended into unless listed directly.",
 			o.MaxListDepth, o.MaxListEntries),
-		Annotations: annRead("List files"),
+		Annotations:  annRead("List files"),
+		OutputSchema: listOutputSchema,
 	}
 }
 

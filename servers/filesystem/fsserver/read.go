@@ -20,11 +20,11 @@ func readTool(o Options) *mcp.Tool {
 		Title: "Read file",
 		Description: fmt.Sprintf("Read a UTF-8 text file from the workspace, a range of lines at a time. "+
 			"offset is the first line (1-based, default 1), limit the number of lines (default and maximum %d). "+
-			"At most %d KiB of content is returned per call; truncated=true means more lines follow end_line "+
-			"(read again with offset=end_line+1). total_lines is the file's line count. content is the file's exact "+
+			"At most %s of content is returned per call (a single longer line comes back cut); truncated=true means "+
+			"more lines follow end_line (read again with offset=end_line+1). total_lines is the file's line count. content is the file's exact "+
 			"text (no line numbers added), so it can be copied into sandbox_edit_file's old_text. "+
 			"Binary files (a NUL byte, or invalid UTF-8) are refused, as are folders and special files.",
-			o.MaxReadLines, o.MaxReadContentBytes>>10),
+			o.MaxReadLines, sizeText(int64(o.MaxReadContentBytes))),
 		Annotations: annRead("Read file"),
 	}
 }
@@ -46,6 +46,9 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 		limit = s.opts.MaxReadLines
 	}
 	rel, f, fi, err := s.g.OpenFile(in.Path)
+	if pathguard.IsReason(err, pathguard.ReasonIsDir) {
+		return nil, out, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
+	}
 	if err != nil {
 		return nil, out, err
 	}

@@ -27,10 +27,11 @@ func searchTool(g *pathguard.Guard, o Options) *mcp.Tool {
 			"ripgrep: no backreferences or lookaround; (?i) makes it case-insensitive). path is a folder (searched "+
 			"recursively) or a file; default the whole workspace. include is a glob on file names, e.g. *.py. Returns "+
 			"matches as path, 1-based line and the line's text (cut at %d bytes), in path order; max_results defaults "+
-			"to %d, at most %d; truncated=true says there were more. Binary files, files over %d bytes, symlinks and "+
+			"to %d, at most %d; truncated=true says there were more. Binary files, files over %s, symlinks and "+
 			".git folders (unless path points into one) are skipped.",
-			maxMatchText, o.DefaultSearchResults, o.MaxSearchResults, g.Options().MaxReadBytes),
-		Annotations: annRead("Search files"),
+			maxMatchText, o.DefaultSearchResults, o.MaxSearchResults, sizeText(g.Options().MaxReadBytes)),
+		Annotations:  annRead("Search files"),
+		OutputSchema: searchOutputSchema,
 	}
 }
 

@@ -69,3 +69,14 @@ func cutUTF8(b []byte, n int) []byte {
 	}
 	return b[:n]
 }
+
+// sizeText is a byte count for people: "256 KiB", "10 MiB", "1000 bytes".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -16,8 +16,8 @@ func writeTool(g *pathguard.Guard) *mcp.Tool {
 		Title: "Write file",
 		Description: fmt.Sprintf("Create a file or replace its whole content; missing parent folders are made. "+
 			"The write is atomic: readers see the old file or the new one, never a mix. "+
-			"created says whether the file is new. At most %d bytes. "+
-			"To change part of an existing file, sandbox_edit_file is safer.", g.Options().MaxWriteBytes),
+			"created says whether the file is new. At most %s. "+
+			"To change part of an existing file, sandbox_edit_file is safer.", sizeText(g.Options().MaxWriteBytes)),
 		Annotations: annWrite,
 	}
 }
