@@ -1,0 +1,202 @@
+package loop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"unicode/utf8"
+)
+
+// What the model sees of a tool result is compact JSON: the structured result as the server gave it, or
+// {"error": message}, or {"text": text} from a server with no structured output. When that is over the budget, the
+// longest strings in it (stdout, file content) are cut in their middle, keeping head and tail around a marker that
+// says how much was left out: compiler errors sit at the top of an output and test summaries at the bottom.
+
+// compactResult renders r for the model within budget bytes (a best effort: structure and markers may exceed a
+// tiny budget).
+func compactResult(r ToolResult, budget int) string {
+	var v any
+	switch {
+	case r.IsError:
+		v = map[string]any{"error": r.Text}
+	case len(r.Structured) > 0:
+		d := json.NewDecoder(bytes.NewReader(r.Structured))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			v = map[string]any{"text": r.Text}
+		}
+	default:
+		v = map[string]any{"text": r.Text}
+	}
+	return fitJSON(v, budget)
+}
+
+// fitJSON marshals v, cutting its longest strings until the result fits budget.
+func fitJSON(v any, budget int) string {
+	out := marshalCompact(v)
+	excess := len(out) - budget
+	if excess <= 0 || budget <= 0 {
+		return out
+	}
+	var ptrs []*string
+	collectStrings(&v, &ptrs)
+	lens := make([]int, len(ptrs))
+	for i, p := range ptrs {
+		lens[i] = len(*p)
+	}
+	// Water-filling: the largest cap c such that cutting every string down to c saves enough, markers included.
+	const markerCost = 40
+	saved := func(c int) int {
+		n := 0
+		for _, l := range lens {
+			if l > c+markerCost {
+				n += l - c - markerCost
+			}
+		}
+		return n
+	}
+	maxLen := 0
+	for _, l := range lens {
+		maxLen = max(maxLen, l)
+	}
+	c := sort.Search(maxLen+1, func(c int) bool { return saved(c) < excess }) - 1
+	if c < 0 {
+		c = 0
+	}
+	for _, p := range ptrs {
+		if len(*p) > c+markerCost {
+			*p = headTail(*p, c)
+		}
+	}
+	out = marshalCompact(v)
+	if len(out) > budget+budget/4 {
+		// The bulk is structure (a long listing), not strings: cut the JSON text itself.
+		out = marshalCompact(map[string]any{"truncated_json": headTail(out, budget)})
+	}
+	return out
+}
+
+// collectStrings finds every string in a decoded JSON value, so they can be shortened in place.
+func collectStrings(v *any, out *[]*string) {
+	switch t := (*v).(type) {
+	case string:
+		s := t
+		p := &s
+		*out = append(*out, p)
+		*v = p
+	case map[string]any:
+		for k := range t {
+			e := t[k]
+			collectStrings(&e, out)
+			t[k] = e
+		}
+	case []any:
+		for i := range t {
+			collectStrings(&t[i], out)
+		}
+	}
+}
+
+// headTail keeps about keep bytes of s, half from each end, on rune boundaries, with a marker in between.
+func headTail(s string, keep int) string {
+	if len(s) <= keep {
+		return s
+	}
+	h, t := keep/2, len(s)-(keep-keep/2)
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s\n…[%d bytes left out]…\n%s", s[:h], t-h, s[t:])
+}
+
+// marshalCompact is json.Marshal without HTML escaping: code is full of <, > and &, and \u003c costs tokens.
+func marshalCompact(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprintf(`{"error":%q}`, "result could not be encoded: "+err.Error())
+	}
+	return string(bytes.TrimRight(b.Bytes(), "\n"))
+}
+
+// Eliding: when the conversation sent to the model grows past its budget, the oldest tool outputs are replaced by
+// a short note, then the long string arguments of old tool calls (whole files written). The system prompt, the
+// goal, the model's own words and the latest turn are never touched. Elided messages stay elided, which keeps the
+// conversation's prefix stable for the server's prompt cache.
+
+// conversationSize is the bytes the model is sent, near enough: contents and tool call arguments.
+func conversationSize(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Arguments)
+		}
+	}
+	return n
+}
+
+// elide shrinks msgs in place until it fits budget or nothing more can go, and reports how many bytes it saved.
+func elide(msgs []Message, names map[string]string, budget int) int {
+	size := conversationSize(msgs)
+	if budget <= 0 || size <= budget {
+		return 0
+	}
+	start := size
+	last := len(msgs)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleAssistant {
+			last = i
+			break
+		}
+	}
+	for i := 0; i < last && size > budget; i++ {
+		m := &msgs[i]
+		if m.Role != RoleTool || m.Elided {
+			continue
+		}
+		note := marshalCompact(map[string]any{"elided": fmt.Sprintf("the %d-byte output of %s was removed to save space; call the tool again if you need it", len(m.Content), names[m.ToolCallID])})
+		size += len(note) - len(m.Content)
+		m.Content, m.Elided = note, true
+	}
+	for i := 0; i < last && size > budget; i++ {
+		m := &msgs[i]
+		for j := range m.ToolCalls {
+			tc := &m.ToolCalls[j]
+			short := shortenArgs(tc.Arguments, 256)
+			size += len(short) - len(tc.Arguments)
+			tc.Arguments = short
+		}
+	}
+	return start - size
+}
+
+// shortenArgs replaces string values longer than keep in a JSON object with a note, keeping it valid JSON. Arguments
+// that are not a JSON object are left alone.
+func shortenArgs(args string, keep int) string {
+	if len(args) <= keep {
+		return args
+	}
+	var v map[string]any
+	d := json.NewDecoder(bytes.NewReader([]byte(args)))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return args
+	}
+	changed := false
+	for k, e := range v {
+		if s, ok := e.(string); ok && len(s) > keep {
+			v[k] = fmt.Sprintf("[%d bytes elided from the conversation]", len(s))
+			changed = true
+		}
+	}
+	if !changed {
+		return args
+	}
+	return marshalCompact(v)
+}

@@ -1,0 +1,78 @@
+package loop
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Limits end a run. Each is checked before every model call; a zero value means "no limit" except where said.
+// The env tags are read by the command with caarlos0/env (flags win); library callers fill the struct directly.
+type Limits struct {
+	// MaxTurns is the most model calls in a run. A turn is one model reply and the tool calls it asked for.
+	MaxTurns int `env:"GOALBOX_MAX_TURNS"`
+	// MaxTokens is the most prompt+completion tokens over the whole run, as the model server reports them. The
+	// reply that crosses it still has its tool calls run; no further model call is made.
+	MaxTokens int64 `env:"GOALBOX_MAX_TOKENS"`
+	// MaxCost is the most US dollars to spend, computed from the token counts and Price. It needs a known price.
+	MaxCost float64 `env:"GOALBOX_MAX_COST"`
+	// Timeout bounds the whole run's wall-clock time, model calls, commands and verification included.
+	Timeout time.Duration `env:"GOALBOX_TIMEOUT"`
+	// ToolOutputBytes is the most bytes of one tool result the model is sent (head and tail kept). Required (> 0).
+	ToolOutputBytes int `env:"GOALBOX_TOOL_OUTPUT_BYTES"`
+	// ContextBytes is the conversation size past which old tool outputs are elided. 0 never elides.
+	ContextBytes int `env:"GOALBOX_CONTEXT_BYTES"`
+}
+
+// DefaultLimits are the command's defaults: generous enough for an exercise, small enough that a confused model
+// cannot run up a large bill unnoticed.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxTurns:        50,
+		MaxTokens:       2_000_000,
+		Timeout:         30 * time.Minute,
+		ToolOutputBytes: 16 << 10,
+		ContextBytes:    400_000,
+	}
+}
+
+// Check says what is wrong with l, if anything.
+func (l Limits) Check(price Price) error {
+	switch {
+	case l.MaxTurns < 0:
+		return fmt.Errorf("max turns must be 0 (no limit) or more, got %d", l.MaxTurns)
+	case l.MaxTokens < 0:
+		return fmt.Errorf("max tokens must be 0 (no limit) or more, got %d", l.MaxTokens)
+	case l.MaxCost < 0:
+		return fmt.Errorf("max cost must be 0 (no limit) or more, got %g", l.MaxCost)
+	case l.Timeout < 0:
+		return fmt.Errorf("timeout must be 0 (none) or more, got %s", l.Timeout)
+	case l.ToolOutputBytes <= 0:
+		return fmt.Errorf("tool output budget must be positive, got %d", l.ToolOutputBytes)
+	case l.ContextBytes < 0:
+		return fmt.Errorf("context budget must be 0 (never elide) or more, got %d", l.ContextBytes)
+	case l.MaxCost > 0 && !price.Known():
+		return fmt.Errorf("a cost limit needs a price: this model is not in the built-in table, give -price-in and -price-out (USD per million tokens)")
+	}
+	return nil
+}
+
+// Config is one run of the loop.
+type Config struct {
+	// Goal is what the user wants, sent as the first user message.
+	Goal string
+	// Verify, when set, is the shell command that decides success: it is run through the sandbox's command tool
+	// when the model stops, and the goal is met only when it exits 0.
+	Verify string
+	// VerifyTimeout bounds one verification run (0: the executor's default).
+	VerifyTimeout time.Duration
+	Limits        Limits
+	// Price turns tokens into dollars; the zero Price means unknown (cost is not reported).
+	Price Price
+	// Approve, when set, is asked before each command runs; a refusal goes back to the model as a tool error.
+	Approve Approver
+	// Progress receives one line per step (turn, tool, outcome, tokens). Nil discards.
+	Progress io.Writer
+	// Transcript receives every event of the run in full. Nil discards.
+	Transcript *Transcript
+}

@@ -1,0 +1,92 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+)
+
+// LocalOptions say how to start both servers inside this process.
+type LocalOptions struct {
+	// Workspace is the folder both servers are confined to; created if missing.
+	Workspace string
+	// Backend runs the commands; nil means a local backend over Workspace (with its default cache folder).
+	// The caller keeps ownership of a Backend it passes.
+	Backend execserver.Backend
+	// Exec tunes the executor (timeouts, output cap); zero values take its defaults.
+	Exec execserver.Config
+	// Logger receives the servers' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Local is the two servers running in-process on loopback, each on its own free port, reached through the same
+// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin checks.
+type Local struct {
+	// Endpoints are the filesystem server's and the executor's MCP endpoints.
+	Endpoints []Endpoint
+	// Health reports both servers' state, confinement included.
+	Health  func() map[string]any
+	closers []func() error
+}
+
+// StartLocal opens the workspace and starts both servers on 127.0.0.1. Close stops them.
+func StartLocal(opts LocalOptions) (l *Local, err error) {
+	if opts.Workspace == "" {
+		return nil, errors.New("no workspace folder given")
+	}
+	l = &Local{}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	g, err := pathguard.Open(opts.Workspace, pathguard.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	l.closers = append(l.closers, g.Close)
+	backend := opts.Backend
+	if backend == nil {
+		backend, err = execserver.NewLocalBackend(execserver.LocalConfig{Workspace: g.Dir()}, opts.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("executor backend: %w", err)
+		}
+		l.closers = append(l.closers, backend.Close)
+	}
+	exec, err := execserver.New(opts.Exec, backend, g, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	fsOpts := fsserver.Options{Logger: opts.Logger}
+	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
+	fs, err := mcpserve.Start(fsserver.New(g, fsOpts), cfg, func() map[string]any { return fsserver.Health(g, fsOpts) }, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem server: %w", err)
+	}
+	l.closers = append(l.closers, fs.Close)
+	ex, err := mcpserve.Start(exec.Server(), cfg, exec.Health, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("executor server: %w", err)
+	}
+	l.closers = append(l.closers, ex.Close)
+	l.Endpoints = []Endpoint{{URL: fs.URL}, {URL: ex.URL}}
+	l.Health = func() map[string]any {
+		return map[string]any{"filesystem": fsserver.Health(g, fsOpts), "executor": exec.Health()}
+	}
+	return l, nil
+}
+
+// Close stops the servers and releases the workspace and the backend it made, last started first.
+func (l *Local) Close() error {
+	var errs []error
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		errs = append(errs, l.closers[i]())
+	}
+	l.closers = nil
+	return errors.Join(errs...)
+}

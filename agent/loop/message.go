@@ -1,0 +1,74 @@
+// Package loop is the goalbox agent: a goal-driven implement → test → improve loop between a chat model and a
+// sandbox reached over MCP. Run drives one goal to its end; the command in the parent folder and the benchmark
+// runner are thin callers of it.
+//
+// The loop keeps its own message types rather than a model SDK's, so the transcript format, the eliding of old
+// output and the tests do not depend on one vendor's structs; OpenAIModel translates at the edge.
+package loop
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Roles of a Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one entry of the conversation with the model.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Elided is set once an old tool output was replaced by a short note to keep the conversation within budget.
+	Elided bool `json:"elided,omitempty"`
+}
+
+// ToolCall is one function call requested by the model. Arguments is the model's text verbatim: it may be
+// malformed JSON, which the loop reports back to the model as a tool error.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a tool the model may call, as discovered from a server with tools/list.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Usage counts the tokens of one model call (or, summed, of a run).
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// Total is prompt plus completion tokens.
+func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// Reply is a model's answer to one request.
+type Reply struct {
+	Message Message
+	Usage   Usage
+	// Model is the model name the server reports having used, when it says.
+	Model string
+	// FinishReason is the server's reason for ending the reply (stop, tool_calls, length, ...).
+	FinishReason string
+}
+
+// Model is a chat model that can call tools. Complete must not keep msgs or tools after it returns. An error means
+// no usable reply after any retries the implementation does; the loop ends the run with StopModelError.
+type Model interface {
+	Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error)
+	// Name is the configured model name, for the transcript and the price table.
+	Name() string
+}

@@ -1,0 +1,151 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// ModelConfig says which OpenAI-compatible endpoint and model to use and how hard to retry.
+type ModelConfig struct {
+	// Model is the model name sent with each request, e.g. gpt-4.1-mini or qwen2.5-coder:7b.
+	Model string
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 for Ollama. Empty
+	// means OpenAI's own API.
+	BaseURL string
+	// APIKey is sent as a bearer token. It may be empty for a local server that wants none, when BaseURL is set.
+	APIKey string
+	// MaxRetries is how many times a failed request (429, 408, 409, 5xx, connection error, attempt timeout) is
+	// tried again. Waits grow exponentially from 0.5 s (capped at 8 s) with jitter; a Retry-After or Retry-After-Ms
+	// header is obeyed instead, up to MaxRetryDelay.
+	MaxRetries int
+	// MaxRetryDelay caps one wait between tries; a server asking for longer ends the retries.
+	MaxRetryDelay time.Duration
+	// RequestTimeout bounds one attempt; a slower attempt counts as failed and is retried.
+	RequestTimeout time.Duration
+	// HTTPClient, when set, carries the requests (tests use it to reach a loopback server without proxies).
+	HTTPClient *http.Client
+}
+
+// ErrNoModelEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
+var ErrNoModelEndpoint = errors.New("no model configured: set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL / -base-url (for an OpenAI-compatible server such as Ollama)")
+
+// OpenAIModel talks to /chat/completions of OpenAI or any compatible server through the official SDK. Retrying is
+// the SDK's own (see ModelConfig.MaxRetries): one place, already correct about Retry-After and jitter.
+type OpenAIModel struct {
+	client openai.Client
+	model  string
+}
+
+// NewOpenAIModel checks cfg and builds the client. Only the values in cfg are used: the SDK's own reading of
+// OPENAI_* variables is overridden, so the caller decides precedence (flags over environment).
+func NewOpenAIModel(cfg ModelConfig) (*OpenAIModel, error) {
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		return nil, ErrNoModelEndpoint
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("no model name: give -model NAME (or GOALBOX_MODEL)")
+	}
+	if cfg.MaxRetries < 0 {
+		return nil, fmt.Errorf("model retries must be 0 or more, got %d", cfg.MaxRetries)
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(cfg.MaxRetries),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.MaxRetryDelay > 0 {
+		opts = append(opts, option.WithMaxRetryDelay(cfg.MaxRetryDelay))
+	}
+	if cfg.RequestTimeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(cfg.RequestTimeout))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &OpenAIModel{client: openai.NewClient(opts...), model: cfg.Model}, nil
+}
+
+// Name is the configured model name.
+func (m *OpenAIModel) Name() string { return m.model }
+
+// Complete sends the conversation and the tools and returns the first choice.
+func (m *OpenAIModel) Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error) {
+	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(m.model), Messages: toOpenAIMessages(msgs)}
+	for _, t := range tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+			return Reply{}, fmt.Errorf("tool %s: input schema is not a JSON object: %w", t.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	res, err := m.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(res.Choices) == 0 {
+		return Reply{}, errors.New("model server returned no choices")
+	}
+	ch := res.Choices[0]
+	out := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	if out.Content == "" && ch.Message.Refusal != "" {
+		out.Content = ch.Message.Refusal
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		// Custom (free-text) tools are never offered, so only function calls can come back; a server that sends
+		// another kind anyway gets it reported as an unknown tool by the loop.
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type == "custom" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: name, Arguments: args})
+	}
+	return Reply{
+		Message:      out,
+		Usage:        Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens},
+		Model:        res.Model,
+		FinishReason: ch.FinishReason,
+	}, nil
+}
+
+func toOpenAIMessages(msgs []Message) []openai.ChatCompletionMessageParamUnion {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+	for _, m := range msgs {
+		switch m.Role {
+		case RoleSystem:
+			out = append(out, openai.SystemMessage(m.Content))
+		case RoleUser:
+			out = append(out, openai.UserMessage(m.Content))
+		case RoleTool:
+			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
+		case RoleAssistant:
+			var a openai.ChatCompletionAssistantMessageParam
+			if m.Content != "" {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					},
+				})
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		}
+	}
+	return out
+}

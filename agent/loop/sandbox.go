@@ -1,0 +1,147 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolResult is what a tool call returned.
+type ToolResult struct {
+	// IsError is the tool's own verdict: bad input, a refusal, a missing file. The model sees it and can react.
+	IsError bool `json:"is_error,omitempty"`
+	// Structured is the result's structuredContent, verbatim, when the tool gave one.
+	Structured json.RawMessage `json:"structured,omitempty"`
+	// Text is the text content (for an error, the message).
+	Text string `json:"text,omitempty"`
+}
+
+// Sandbox is where tools run. Call's error means the sandbox itself failed (a server is gone); a tool that fails
+// is a ToolResult with IsError.
+type Sandbox interface {
+	// Tools are the tools on offer, discovered at connect time.
+	Tools() []Tool
+	// Call runs one tool; args is a JSON object.
+	Call(ctx context.Context, name string, args json.RawMessage) (ToolResult, error)
+}
+
+// ErrUnknownTool is returned by Call for a name no server offers.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Endpoint is one MCP server to connect to over streamable HTTP.
+type Endpoint struct {
+	// URL is the MCP endpoint, e.g. http://127.0.0.1:7101/mcp.
+	URL string
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+}
+
+// MCPSandbox routes tool calls to the MCP servers that offer them.
+type MCPSandbox struct {
+	sessions []*mcp.ClientSession
+	tools    []Tool
+	owner    map[string]*mcp.ClientSession
+}
+
+// ConnectMCP opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
+// error: a call could not be routed.
+func ConnectMCP(ctx context.Context, endpoints ...Endpoint) (*MCPSandbox, error) {
+	s := &MCPSandbox{owner: map[string]*mcp.ClientSession{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: "0.1.0"}, nil)
+	for _, ep := range endpoints {
+		hc := &http.Client{Transport: http.DefaultTransport}
+		if ep.Token != "" {
+			hc.Transport = bearerTransport{token: ep.Token, next: http.DefaultTransport}
+		}
+		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("connect to MCP server %s: %w", ep.URL, err)
+		}
+		s.sessions = append(s.sessions, cs)
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("list tools of %s: %w", ep.URL, err)
+			}
+			if _, dup := s.owner[t.Name]; dup {
+				s.Close()
+				return nil, fmt.Errorf("tool %s is offered by two servers (the second is %s): calls cannot be routed", t.Name, ep.URL)
+			}
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("tool %s of %s: input schema: %w", t.Name, ep.URL, err)
+			}
+			s.owner[t.Name] = cs
+			s.tools = append(s.tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+	}
+	if len(s.tools) == 0 {
+		s.Close()
+		return nil, errors.New("the MCP servers offer no tools")
+	}
+	return s, nil
+}
+
+// Tools are the discovered tools, in server order then the server's order.
+func (s *MCPSandbox) Tools() []Tool { return slices.Clone(s.tools) }
+
+// Call sends tools/call to the server that owns name. A JSON-RPC error answer (e.g. arguments that fail the
+// tool's schema) is about this call only, so it becomes a tool error for the model; a broken connection is an error.
+func (s *MCPSandbox) Call(ctx context.Context, name string, args json.RawMessage) (ToolResult, error) {
+	cs, ok := s.owner[name]
+	if !ok {
+		return ToolResult{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) && ctx.Err() == nil {
+			return ToolResult{IsError: true, Text: wire.Message}, nil
+		}
+		return ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+	}
+	out := ToolResult{IsError: res.IsError}
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	out.Text = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			out.Structured = raw
+		}
+	}
+	return out, nil
+}
+
+// Close ends every session.
+func (s *MCPSandbox) Close() error {
+	var errs []error
+	for _, cs := range s.sessions {
+		errs = append(errs, cs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}

@@ -1,0 +1,186 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/prompts"
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+// Outcomes of one tool call, in the transcript and the progress lines.
+const (
+	callOK          = "ok"
+	callToolError   = "tool_error"    // the tool itself refused or failed
+	callBadArgs     = "bad_arguments" // the model's arguments were not a JSON object
+	callUnknownTool = "unknown_tool"  // no server offers that name
+	callRefused     = "refused"       // the person at the terminal said no
+)
+
+// call runs one tool call and appends its answer to the conversation. Every call gets an answer, even a
+// malformed one, because the API requires one per call ID and because the model can only correct what it sees.
+// The returned error is the sandbox failing (or the run's context ending); the run stops on it.
+func (r *runner) call(ctx context.Context, tc ToolCall) error {
+	t0 := time.Now()
+	res, outcome, err := r.dispatch(ctx, tc)
+	if err != nil {
+		r.event(Event{Type: "error", Turn: r.turns, Call: &tc, Error: err.Error(), DurationMs: ms(t0)})
+		fmt.Fprintf(r.progress, "turn %d  %s  failed: %v\n", r.turns, tc.Name, err)
+		return err
+	}
+	r.toolCalls++
+	if outcome != callOK {
+		r.toolErrors++
+	}
+	if outcome != callBadArgs && outcome != callUnknownTool && outcome != callRefused {
+		r.dirty = true
+	}
+	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
+	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
+	full, _ := json.Marshal(res)
+	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: full, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
+	fmt.Fprintf(r.progress, "turn %d  %s %s  %s  %s\n", r.turns, tc.Name, argNote(tc), resultNote(outcome, res), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// dispatch checks a call and runs it, turning every mistake of the model's into a tool error it can read.
+func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string, error) {
+	if !r.toolSet[tc.Name] {
+		names := make([]string, len(r.tools))
+		for i, t := range r.tools {
+			names[i] = t.Name
+		}
+		return toolError("unknown tool %q: the tools are %s", tc.Name, strings.Join(names, ", ")), callUnknownTool, nil
+	}
+	args := strings.TrimSpace(tc.Arguments)
+	if args == "" {
+		args = "{}" // some servers send nothing for a call without arguments
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		msg := "not a JSON object"
+		if err != nil {
+			msg = err.Error()
+		}
+		return toolError("the arguments of %s are not valid: %s. Send one JSON object that matches the tool's input schema.", tc.Name, msg), callBadArgs, nil
+	}
+	if r.cfg.Approve != nil && tc.Name == protocol.ToolRunCommand {
+		var in protocol.RunCommandInput
+		_ = json.Unmarshal([]byte(args), &in)
+		ok, reason, err := r.cfg.Approve.Approve(ctx, in.Command)
+		if err != nil {
+			return ToolResult{}, "", fmt.Errorf("waiting for approval: %w", err)
+		}
+		if !ok {
+			text, err := prompts.Render("refused.md", prompts.Data{Command: in.Command, Output: reason})
+			if err != nil {
+				return ToolResult{}, "", err
+			}
+			return ToolResult{IsError: true, Text: text}, callRefused, nil
+		}
+	}
+	res, err := r.sb.Call(ctx, tc.Name, json.RawMessage(args))
+	if err != nil {
+		return ToolResult{}, "", err
+	}
+	if res.IsError {
+		return res, callToolError, nil
+	}
+	return res, callOK, nil
+}
+
+func toolError(format string, a ...any) ToolResult {
+	return ToolResult{IsError: true, Text: fmt.Sprintf(format, a...)}
+}
+
+// verify runs the check command in the sandbox. On failure it hands the output to the model and returns false.
+func (r *runner) verify(ctx context.Context) (bool, error) {
+	t0 := time.Now()
+	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
+	args, _ := json.Marshal(in)
+	res, err := r.sb.Call(ctx, protocol.ToolRunCommand, args)
+	if err != nil {
+		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
+		return false, fmt.Errorf("verify: %w", err)
+	}
+	vr := VerifyResult{ExitCode: -1, DurationMs: ms(t0)}
+	var out protocol.RunCommandOutput
+	if !res.IsError && json.Unmarshal(res.Structured, &out) == nil {
+		vr.ExitCode = out.ExitCode
+		vr.Output = joinOutput(out)
+	} else {
+		vr.Output = "the command could not be run: " + res.Text
+	}
+	r.verifyRuns++
+	r.lastVerify, r.dirty = &vr, false
+	full, _ := json.Marshal(res)
+	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: full, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
+	fmt.Fprintf(r.progress, "turn %d  verify %q  exit %d  %s\n", r.turns, r.cfg.Verify, vr.ExitCode, time.Since(t0).Round(time.Millisecond))
+	if vr.ExitCode == 0 {
+		return true, nil
+	}
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
+		Output: headTail(vr.Output, r.cfg.Limits.ToolOutputBytes)})
+	if err != nil {
+		return false, err
+	}
+	r.add(Message{Role: RoleUser, Content: text})
+	return false, nil
+}
+
+func joinOutput(o protocol.RunCommandOutput) string {
+	var b strings.Builder
+	b.WriteString(o.Stdout)
+	if o.Stderr != "" {
+		if b.Len() > 0 && !strings.HasSuffix(o.Stdout, "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(o.Stderr)
+	}
+	if o.TimedOut {
+		b.WriteString("\n[the command timed out and was killed]")
+	}
+	return b.String()
+}
+
+// argNote is a short view of a call's arguments for the progress line: the path or the command.
+func argNote(tc ToolCall) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
+		return "(bad arguments)"
+	}
+	for _, k := range []string{"command", "path", "source", "pattern"} {
+		if s, ok := m[k].(string); ok {
+			s = strings.ReplaceAll(s, "\n", " ")
+			if len(s) > 60 {
+				s = s[:57] + "..."
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+func resultNote(outcome string, res ToolResult) string {
+	if outcome == callOK {
+		var o struct {
+			ExitCode *int `json:"exit_code"`
+		}
+		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
+			return fmt.Sprintf("exit %d", *o.ExitCode)
+		}
+		return callOK
+	}
+	msg := strings.SplitN(res.Text, "\n", 2)[0]
+	if len(msg) > 80 {
+		msg = msg[:77] + "..."
+	}
+	return outcome + ": " + msg
+}
+

@@ -1,0 +1,38 @@
+// Package prompts holds the agent's prompts as text files, embedded at build time, so they can be read and changed
+// without touching code. Each file is a text/template; the fields it may use are listed in its own header comment
+// and in the Data type.
+package prompts
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+//go:embed *.md
+var files embed.FS
+
+// Data is what the templates can refer to.
+type Data struct {
+	// Goal is the user's goal, verbatim.
+	Goal string
+	// TestCommand is the one command that checks the goal (the -verify command), or "" when none was given.
+	TestCommand string
+	// Command and Output describe a failed verification (verify_failed.md).
+	Command  string
+	ExitCode int
+	Output   string
+}
+
+var templates = template.Must(template.New("").Option("missingkey=error").ParseFS(files, "*.md"))
+
+// Render fills the named prompt file (e.g. "system.md") with d. Lines starting with "{{/*" comments are dropped by
+// the template itself; surrounding blank space is trimmed.
+func Render(name string, d Data) (string, error) {
+	var b strings.Builder
+	if err := templates.ExecuteTemplate(&b, name, d); err != nil {
+		return "", fmt.Errorf("prompt %s: %w", name, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
