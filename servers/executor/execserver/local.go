@@ -1,0 +1,85 @@
+package execserver
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// LocalConfig configures the local backend.
+type LocalConfig struct {
+	// Workspace is the workspace's real host path (pathguard.Guard.Dir()).
+	Workspace string
+	// CacheDir holds the commands' private home, temp folders and build caches, outside the workspace. Default:
+	// the user cache folder + "/goalbox-exec" (e.g. /root/.cache/goalbox-exec).
+	CacheDir string
+	// NoNamespaces forces the fallback without PID, mount and network namespaces (a process group, a subreaper
+	// and Landlock's network rules), as when the server runs where namespaces are not permitted.
+	NoNamespaces bool
+	// NoLandlock turns Landlock off (for comparison and debugging only; the server warns).
+	NoLandlock bool
+	// ExtraReadDirs are more folders commands may read and execute from, besides the system and the toolchains
+	// found on PATH.
+	ExtraReadDirs []string
+	// MemoryLimit caps each process's data segment (RLIMIT_DATA), in bytes. 0 means DefaultMemoryLimit; -1 none.
+	MemoryLimit int64
+	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
+	// DefaultFileSizeLimit; -1 none.
+	FileSizeLimit int64
+}
+
+// Defaults for LocalConfig.
+const (
+	DefaultMemoryLimit   = 8 << 30
+	DefaultFileSizeLimit = 4 << 30
+	maxOpenFiles         = 1 << 16
+)
+
+// systemReadDirs are the system folders every command may read and execute from. /proc shows only the command's
+// own processes in namespace mode; elsewhere reading another process's environment is stopped by the dropped
+// capabilities and by Landlock's ptrace rule.
+var systemReadDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys", "/dev"}
+
+// etcHidden are the entries of /etc a command may not read: the root user owns them, and a command runs as the
+// server's user, root included, so only Landlock keeps it out. Everything else in /etc is readable.
+var etcHidden = map[string]bool{
+	"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "ssh": true, "sudoers": true, "sudoers.d": true,
+	"security": true, "docker": true, "containerd": true, "goalbox": true, "credstore": true, "credstore.encrypted": true,
+}
+
+// etcReadable lists the readable entries of /etc as folders and files, for Landlock rules.
+func etcReadable() (dirs, files []string) {
+	ents, err := os.ReadDir("/etc")
+	if err != nil {
+		return nil, nil
+	}
+	for _, e := range ents {
+		if etcHidden[e.Name()] {
+			continue
+		}
+		p := filepath.Join("/etc", e.Name())
+		if e.Name() == "ssl" {
+			// /etc/ssl/private holds keys; certs and openssl.cnf are what commands need.
+			for _, sub := range []string{"certs", "openssl.cnf"} {
+				if isDir(filepath.Join(p, sub)) {
+					dirs = append(dirs, filepath.Join(p, sub))
+				} else {
+					files = append(files, filepath.Join(p, sub))
+				}
+			}
+			continue
+		}
+		if isDir(p) {
+			dirs = append(dirs, p)
+		} else {
+			files = append(files, p)
+		}
+	}
+	return dirs, files
+}
+
+func defaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "goalbox-exec")
+	}
+	return filepath.Join(os.TempDir(), "goalbox-exec")
+}

@@ -1,0 +1,119 @@
+package execserver
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// Output caps. The cap is per stream; the server never holds more than the cap of either stream in memory, however
+// much a command prints.
+const (
+	DefaultOutputCap = 256 << 10
+	MaxOutputCap     = 1 << 20
+	minOutputCap     = 1 << 10
+)
+
+// cappedWriter keeps the first and the last bytes a stream wrote, up to cap in all, and counts the rest. Memory stays
+// at cap bytes for gigabytes of output: the head is filled once, the tail is a ring buffer.
+//
+// Write is called by one goroutine (os/exec copies each pipe on its own); Total may be read by another (progress
+// notifications), so it is atomic; String is called after the writer is done.
+type cappedWriter struct {
+	mu    sync.Mutex
+	head  []byte // the first headCap bytes
+	ring  []byte // the last len(ring) bytes, a ring buffer once full
+	start int    // index of the oldest byte in ring when full
+	full  bool
+	total atomic.Int64
+}
+
+func newCappedWriter(cap int) *cappedWriter {
+	headCap := cap / 2
+	return &cappedWriter{head: make([]byte, 0, headCap), ring: make([]byte, 0, cap-headCap)}
+}
+
+// Write never fails: output past the cap is counted and dropped, so a chatty command is never blocked or killed for
+// talking.
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total.Add(int64(n))
+	if room := cap(w.head) - len(w.head); room > 0 {
+		k := min(room, len(p))
+		w.head = append(w.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	rc := cap(w.ring)
+	if len(p) >= rc { // only the last rc bytes can survive
+		w.ring = append(w.ring[:0], p[len(p)-rc:]...)
+		w.start, w.full = 0, true
+		return n, nil
+	}
+	if !w.full {
+		room := rc - len(w.ring)
+		k := min(room, len(p))
+		w.ring = append(w.ring, p[:k]...)
+		p = p[k:]
+		if len(w.ring) == rc {
+			w.full = true
+		}
+	}
+	for len(p) > 0 { // overwrite the oldest bytes
+		k := copy(w.ring[w.start:], p)
+		p = p[k:]
+		w.start = (w.start + k) % rc
+	}
+	return n, nil
+}
+
+// Total is how many bytes were written so far.
+func (w *cappedWriter) Total() int64 { return w.total.Load() }
+
+// String is the kept output and whether some was left out. When it was, the head and the tail are joined by a marker
+// that says how many bytes are missing; the cut is moved to rune boundaries so no UTF-8 character is split.
+func (w *cappedWriter) String() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tail := w.ring
+	if w.full && w.start > 0 {
+		tail = append(append(make([]byte, 0, len(w.ring)), w.ring[w.start:]...), w.ring[:w.start]...)
+	}
+	kept := int64(len(w.head) + len(tail))
+	omitted := w.total.Load() - kept
+	if omitted <= 0 {
+		return string(w.head) + string(tail), false
+	}
+	head := trimPartialRuneEnd(w.head)
+	tail = trimPartialRuneStart(tail)
+	omitted += int64(len(w.head)-len(head)) + int64(len(w.ring)-len(tail))
+	return fmt.Sprintf("%s\n[... %d bytes left out ...]\n%s", head, omitted, tail), true
+}
+
+// trimPartialRuneEnd drops an incomplete UTF-8 sequence cut at the end of b.
+func trimPartialRuneEnd(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if c := b[len(b)-i]; utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// trimPartialRuneStart drops continuation bytes cut off from their rune at the start of b.
+func trimPartialRuneStart(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && i < len(b); i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
+}

@@ -1,0 +1,206 @@
+package execserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Name is the server's name in MCP and in logs.
+const Name = "goalbox-executor"
+
+// Defaults for Config.
+const (
+	DefaultTimeout    = 120 * time.Second
+	DefaultMaxTimeout = 30 * time.Minute
+	// maxCommandBytes is Linux's limit on one exec argument (MAX_ARG_STRLEN, 128 KiB), less the terminating NUL:
+	// sh -c gets the command as one argument.
+	maxCommandBytes = 128<<10 - 1
+	// progressEvery is how often a running command reports progress to a client that asked for it.
+	progressEvery = time.Second
+)
+
+// Config is the executor's own configuration, besides what mcpserve.Config holds.
+type Config struct {
+	// DefaultTimeout applies when a call gives no timeout_seconds.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest timeout_seconds a call may ask for.
+	MaxTimeout time.Duration
+	// OutputCap is the most bytes kept of each of stdout and stderr (head and tail); at most MaxOutputCap.
+	OutputCap int
+	// Policy, when set, refuses commands before they run.
+	Policy *Policy
+}
+
+func (c *Config) fill() error {
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
+	}
+	if c.OutputCap == 0 {
+		c.OutputCap = DefaultOutputCap
+	}
+	switch {
+	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
+		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)
+	case c.MaxTimeout < c.DefaultTimeout || c.MaxTimeout%time.Second != 0:
+		return fmt.Errorf("maximum timeout %v: must be a whole number of seconds, at least the default timeout %v", c.MaxTimeout, c.DefaultTimeout)
+	case c.OutputCap < minOutputCap || c.OutputCap > MaxOutputCap:
+		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
+	}
+	return nil
+}
+
+// Executor is the executor MCP server: the sandbox_run_command tool over one backend and one workspace.
+type Executor struct {
+	cfg     Config
+	backend Backend
+	guard   *pathguard.Guard
+	logger  *slog.Logger
+	server  *mcp.Server
+}
+
+// New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
+func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (*Executor, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger}
+	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: "0.1.0"}, &mcp.ServerOptions{
+		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
+			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail).",
+			g.AdvertisedRoot(), backend.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+		Logger: logger,
+	})
+	mcp.AddTool(e.server, &mcp.Tool{
+		Name: protocol.ToolRunCommand,
+		Description: fmt.Sprintf("Run a shell command (sh -c) in the sandbox, in the workspace or the folder cwd (relative to the workspace). "+
+			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
+			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
+			"with a marker saying how many bytes were left out. No process the command starts outlives the call; the network is not reachable.",
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
+	}, e.runCommand)
+	return e, nil
+}
+
+// Server is the MCP server, for mcpserve.Run or mcpserve.Start.
+func (e *Executor) Server() *mcp.Server { return e.server }
+
+// Health is what the health endpoint and the start-up log report.
+func (e *Executor) Health() map[string]any {
+	return map[string]any{
+		"server":          Name,
+		"workspace":       e.guard.Dir(),
+		"backend":         e.backend.Name(),
+		"confinement":     e.backend.Confinement(),
+		"policy":          e.cfg.Policy.Describe(),
+		"timeout_default": int(e.cfg.DefaultTimeout.Seconds()),
+		"timeout_max":     int(e.cfg.MaxTimeout.Seconds()),
+		"output_cap":      e.cfg.OutputCap,
+	}
+}
+
+func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (*mcp.CallToolResult, protocol.RunCommandOutput, error) {
+	var out protocol.RunCommandOutput
+	r, err := e.check(in)
+	if err != nil {
+		return nil, out, err
+	}
+	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
+	r.Stdout, r.Stderr = stdout, stderr
+
+	start := time.Now()
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go e.progress(ctx, req.Session, tok, start, r.Timeout, done, stdout, stderr)
+	}
+	res, err := e.backend.Run(ctx, r)
+	out.DurationMs = time.Since(start).Milliseconds()
+	if err != nil {
+		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
+		return nil, out, fmt.Errorf("the command could not be run by the %s backend: %v", e.backend.Name(), err)
+	}
+	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.Stdout, out.StdoutTruncated = stdout.String()
+	out.Stderr, out.StderrTruncated = stderr.String()
+	e.logger.Debug("command ran", "exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
+		"stdout_bytes", stdout.Total(), "stderr_bytes", stderr.Total(), "cancelled", ctx.Err() != nil)
+	return nil, out, nil
+}
+
+// check turns the tool input into a backend request, or says what is wrong with it and what is allowed.
+func (e *Executor) check(in protocol.RunCommandInput) (Request, error) {
+	maxS := int(e.cfg.MaxTimeout.Seconds())
+	switch {
+	case strings.TrimSpace(in.Command) == "":
+		return Request{}, errors.New("command is empty: give a shell command to run with sh -c, e.g. \"go test ./...\"")
+	case strings.IndexByte(in.Command, 0) >= 0:
+		return Request{}, errors.New("command contains a NUL byte: a shell command cannot carry one (pass binary data on stdin)")
+	case len(in.Command) > maxCommandBytes:
+		return Request{}, fmt.Errorf("command is %d bytes: the most sh -c can take is %d; write a long script to a file in the workspace and run that", len(in.Command), maxCommandBytes)
+	case in.TimeoutSeconds < 0 || in.TimeoutSeconds > maxS:
+		return Request{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d, or leave it out for the default %d",
+			in.TimeoutSeconds, maxS, int(e.cfg.DefaultTimeout.Seconds()))
+	}
+	rel, fi, err := e.guard.Stat(in.Cwd)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || pathguard.IsReason(err, pathguard.ReasonNotFound) {
+			return Request{}, fmt.Errorf("cwd %q does not exist in the workspace: give an existing folder relative to the workspace, or leave it out for the workspace itself", in.Cwd)
+		}
+		return Request{}, fmt.Errorf("cwd: %v", err)
+	}
+	if !fi.IsDir() {
+		return Request{}, fmt.Errorf("cwd %q is not a folder: give a folder relative to the workspace", rel)
+	}
+	if err := e.cfg.Policy.Check(in.Command); err != nil {
+		return Request{}, err
+	}
+	timeout := e.cfg.DefaultTimeout
+	if in.TimeoutSeconds > 0 {
+		timeout = time.Duration(in.TimeoutSeconds) * time.Second
+	}
+	return Request{Command: in.Command, Dir: rel, Stdin: in.Stdin, Timeout: timeout}, nil
+}
+
+// progress tells the client, about once a second, how long the command has run and how much it printed. Progress is
+// the elapsed seconds and Total the timeout, so a client can draw how close the command is to being killed.
+func (e *Executor) progress(ctx context.Context, ss *mcp.ServerSession, tok any, start time.Time, timeout time.Duration, done <-chan struct{}, stdout, stderr *cappedWriter) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		elapsed := time.Since(start)
+		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: tok,
+			Progress:      elapsed.Seconds(),
+			Total:         timeout.Seconds(),
+			Message: fmt.Sprintf("running for %ds; %d bytes on stdout, %d on stderr so far",
+				int(elapsed.Seconds()), stdout.Total(), stderr.Total()),
+		})
+		if err != nil {
+			e.logger.Debug("progress notification not sent", "error", err)
+		}
+	}
+}
