@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// The prompt texts are files, so they can be read and changed as text.
+//
+//go:embed prompts/*.md
+var promptFiles embed.FS
+
+var prompts = template.Must(template.ParseFS(promptFiles, "prompts/*.md"))
+
+// langNames are the tracks as the prompt names them.
+var langNames = map[string]string{"cpp": "C++", "go": "Go", "java": "Java", "javascript": "JavaScript", "python": "Python", "rust": "Rust"}
+
+// docFiles are the exercise's own instructions, in the order they are given to the model.
+var docFiles = []string{"introduction.md", "instructions.md", "instructions.append.md"}
+
+// InstructionsPrompt is the first message of an exercise: its instructions from .docs/ (introduction,
+// instructions, appendix) and the files the model may change, as workspace paths. testCommand, when not empty, is
+// shown so the model's own test runs match the grader's (see Grader.Command).
+func InstructionsPrompt(ex Exercise, ws Workspace, testCommand string) (string, error) {
+	var docs []string
+	for _, name := range docFiles {
+		data, err := os.ReadFile(filepath.Join(ex.Dir, ".docs", name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: reading .docs/%s: %w", ex.ID(), name, errors.Unwrap(err))
+		}
+		docs = append(docs, strings.TrimSpace(string(data)))
+	}
+	if len(docs) == 0 {
+		return "", fmt.Errorf("%s: .docs/ has none of %s", ex.ID(), strings.Join(docFiles, ", "))
+	}
+	return render("instructions.md", map[string]any{
+		"Title":        ex.Slug,
+		"Instructions": strings.Join(docs, "\n\n"),
+		"Files":        ws.Files(ex.Solution),
+		"Tests":        ws.Files(ex.Test),
+		"Language":     langNames[ex.Lang],
+		"Folder":       ws.Rel,
+		"TestCommand":  testCommand,
+	})
+}
+
+// MaxRetryOutput bounds the test output quoted in a retry prompt; the head and the tail are kept.
+const MaxRetryOutput = 16 << 10
+
+// RetryPrompt is the message for the next try: the failed try's test output, cut to MaxRetryOutput, and the
+// reminder that the tests are correct.
+func RetryPrompt(ex Exercise, ws Workspace, testOutput string) (string, error) {
+	return render("retry.md", map[string]any{
+		"Output": headTail(quietOutput(ex.Lang, testOutput), MaxRetryOutput),
+		"Files":  ws.Files(ex.Solution),
+	})
+}
+
+func render(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("prompt %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// goNoise are the per-test lines of go test -v that say a test started or passed: the model needs the failures.
+var goNoise = regexp.MustCompile(`(?m)^\s*(=== (RUN|PAUSE|CONT|NAME)|--- PASS:).*\n`)
+
+func quietOutput(lang, out string) string {
+	if lang == "go" {
+		return goNoise.ReplaceAllString(out, "")
+	}
+	return out
+}
+
+// headTail keeps the first quarter and the last three quarters of max bytes of s, with a marker saying how much
+// was left out between them.
+func headTail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max/4, max-max/4
+	return fmt.Sprintf("%s\n[... %d bytes left out ...]\n%s", s[:head], len(s)-head-tail, s[len(s)-tail:])
+}
