@@ -25,8 +25,8 @@ func FuzzGuard(f *testing.F) {
 		{"/workspace/../etc/passwd", "/etc/passwd"},
 		{"out_dir/new.txt", "out_file"},
 		{"self/l", "../x"},
-		{"sub/up", "up2"},
-		{"sub/deep", "d2"},
+		{"up2", "sub/up"},
+		{"d2", "sub/deep"},
 		{"dangling_out", "chain1"},
 		{"root_link/tmp/x", "loop1"},
 		{"x\x00y", "a"},
@@ -38,79 +38,105 @@ func FuzzGuard(f *testing.F) {
 	before := fx.hashOutside(f)
 	planted := map[string]bool{}
 	f.Fuzz(func(t *testing.T, p, q string) {
-		resetWorkspace(t, fx)
-		if len(planted) == 0 {
-			filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
-				if err == nil && d.Type()&fs.ModeSymlink != 0 {
-					planted[s] = true
-				}
-				return nil
-			})
-		}
-		g := fx.g
 		checkRel := func(op, rel string) {
 			if rel == "" {
 				return
 			}
 			if path.Clean(rel) != rel || path.IsAbs(rel) || escapes(rel) || strings.IndexByte(rel, 0) >= 0 {
-				t.Fatalf("%s(%q) returned the unclean or outside path %q", op, p, rel)
+				t.Fatalf("%s(%q, %q) returned the unclean or outside path %q", op, p, q, rel)
 			}
 		}
-		if rel, err := g.Clean(p); err == nil {
-			checkRel("Clean", rel)
-		} else {
-			fx.checkMessage(t, err, p)
-		}
-		if rel, _, err := g.Stat(p); err == nil {
-			checkRel("Stat", rel)
-			real, err := filepath.EvalSymlinks(filepath.Join(fx.ws, rel))
-			if err == nil && real != fx.ws && !strings.HasPrefix(real, fx.ws+"/") {
-				t.Fatalf("Stat(%q) succeeded on %q, which the kernel resolves outside", p, rel)
-			}
-		}
-		if _, b, err := g.ReadFile(p); err == nil {
-			fx.noMarker(t, b)
-		}
-		if _, entries, err := g.ReadDir(p); err == nil {
-			for _, e := range entries {
-				if e.Name() == "hard.txt" || e.Name() == "ws_evil" || e.Name() == "outside" {
-					t.Fatalf("ReadDir(%q) listed %q, which is outside", p, e.Name())
+		// Each step starts from a fresh workspace, so one step cannot hide another (a write taking the name a
+		// symlink would have used) and a failure reproduces from its input alone.
+		steps := []func(g *Guard){
+			func(g *Guard) {
+				if rel, err := g.Clean(p); err == nil {
+					checkRel("Clean", rel)
+				} else {
+					fx.checkMessage(t, err, p)
 				}
+				if rel, _, err := g.Stat(p); err == nil {
+					checkRel("Stat", rel)
+					real, err := filepath.EvalSymlinks(filepath.Join(fx.ws, rel))
+					if err == nil && real != fx.ws && !strings.HasPrefix(real, fx.ws+"/") {
+						t.Fatalf("Stat(%q) succeeded on %q, which the kernel resolves outside", p, rel)
+					}
+				}
+				if _, b, err := g.ReadFile(p); err == nil {
+					fx.noMarker(t, b)
+				}
+				if _, entries, err := g.ReadDir(p); err == nil {
+					for _, e := range entries {
+						if e.Name() == "hard.txt" || e.Name() == "ws_evil" || e.Name() == "outside" {
+							t.Fatalf("ReadDir(%q) listed %q, which is outside", p, e.Name())
+						}
+					}
+				}
+			},
+			func(g *Guard) {
+				if rel, _, err := g.WriteFile(p, []byte("fuzz")); err == nil {
+					checkRel("WriteFile", rel)
+				} else {
+					fx.checkMessage(t, err, p)
+				}
+			},
+			func(g *Guard) {
+				if rel, err := g.MkdirAll(p); err == nil {
+					checkRel("MkdirAll", rel)
+				}
+			},
+			func(g *Guard) {
+				if rel, err := g.Symlink(q, p); err == nil {
+					checkRel("Symlink", rel)
+				} else {
+					fx.checkMessage(t, err, p, q)
+				}
+			},
+			func(g *Guard) {
+				if rs, rd, err := g.Rename(q, p, true); err == nil {
+					checkRel("Rename", rs)
+					checkRel("Rename", rd)
+				} else {
+					fx.checkMessage(t, err, p, q)
+				}
+			},
+		}
+		for _, step := range steps {
+			resetWorkspace(t, fx)
+			if len(planted) == 0 {
+				filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
+					if err == nil && d.Type()&fs.ModeSymlink != 0 {
+						planted[s] = true
+					}
+					return nil
+				})
 			}
-		}
-		if rel, _, err := g.WriteFile(p, []byte("fuzz")); err == nil {
-			checkRel("WriteFile", rel)
-		} else {
-			fx.checkMessage(t, err, p)
-		}
-		if rel, err := g.MkdirAll(p); err == nil {
-			checkRel("MkdirAll", rel)
-		}
-		if rel, err := g.Symlink(q, p); err == nil {
-			checkRel("Symlink", rel)
-		}
-		if rs, rd, err := g.Rename(q, p, false); err == nil {
-			checkRel("Rename", rs)
-			checkRel("Rename", rd)
-		}
-		if after := fx.hashOutside(t); after != before {
-			t.Fatalf("input %q, %q changed something outside the workspace:\nbefore:\n%s\nafter:\n%s", p, q, before, after)
-		}
-		filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
-			if err != nil || d.Type()&fs.ModeSymlink == 0 || planted[s] {
-				return nil
+			step(fx.g)
+			if after := fx.hashOutside(t); after != before {
+				t.Fatalf("input %q, %q changed something outside the workspace:\nbefore:\n%s\nafter:\n%s", p, q, before, after)
 			}
-			target, _ := os.Readlink(s)
-			dir, err := filepath.EvalSymlinks(filepath.Dir(s))
-			if err != nil {
-				t.Fatalf("input %q, %q: link %s: %v", p, q, s, err)
-			}
-			dest := filepath.Join(dir, target)
-			if filepath.IsAbs(target) || (dest != fx.ws && !strings.HasPrefix(dest, fx.ws+"/")) {
-				t.Fatalf("input %q, %q left a symlink %s -> %s that leads out", p, q, strings.TrimPrefix(s, fx.ws), target)
-			}
+			checkNewLinks(t, fx, planted, p, q)
+		}
+	})
+}
+
+// checkNewLinks fails when a symlink that was not planted leads out of the workspace, as the kernel would follow
+// it: from the real folder that holds it.
+func checkNewLinks(t *testing.T, fx *fixture, planted map[string]bool, p, q string) {
+	filepath.WalkDir(fx.ws, func(s string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 || planted[s] {
 			return nil
-		})
+		}
+		target, _ := os.Readlink(s)
+		dir, err := filepath.EvalSymlinks(filepath.Dir(s))
+		if err != nil {
+			t.Fatalf("input %q, %q: link %s: %v", p, q, s, err)
+		}
+		dest := filepath.Join(dir, target)
+		if filepath.IsAbs(target) || (dest != fx.ws && !strings.HasPrefix(dest, fx.ws+"/")) {
+			t.Fatalf("input %q, %q left a symlink %s -> %s that leads out", p, q, strings.TrimPrefix(s, fx.ws), target)
+		}
+		return nil
 	})
 }
 

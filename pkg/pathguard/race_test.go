@@ -84,7 +84,10 @@ func TestSwapRace(t *testing.T) {
 		func(int) { f.g.MkdirAll("box/made/deeper") },
 		func(int) { f.g.Symlink("secret.txt", "box/l"); f.g.Remove("box/l", false) },
 		func(int) { f.g.Remove("box/new.txt", false) },
-		func(int) { f.g.Rename("box/secret.txt", "box/secret.txt.moved", true); f.g.Rename("box/secret.txt.moved", "box/secret.txt", true) },
+		func(int) {
+			f.g.Rename("box/secret.txt", "box/secret.txt.moved", true)
+			f.g.Rename("box/secret.txt.moved", "box/secret.txt", true)
+		},
 		func(int) { f.g.Stat("box/secret.txt") },
 	}
 	for _, op := range ops {
