@@ -27,11 +27,17 @@ type Toolchains struct {
 	CompilerCache bool
 }
 
-// CacheDir is where setup-toolchains.sh installs what the grader shares between exercises: $GOALBOX_CACHE, or
-// /var/cache/goalbox.
+// CacheDir is where scripts/setup-toolchains.sh installs what the grader shares between exercises:
+// $GOALBOX_CACHE_DIR, else /var/cache/goalbox for root and ~/.cache/goalbox for anyone else (as the script does).
 func CacheDir() string {
-	if d := os.Getenv("GOALBOX_CACHE"); d != "" {
+	if d := os.Getenv("GOALBOX_CACHE_DIR"); d != "" {
 		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/cache/goalbox"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "goalbox")
 	}
 	return "/var/cache/goalbox"
 }

@@ -153,7 +153,7 @@ func TestRestoreUndoesTestTampering(t *testing.T) {
 	}
 	write(ex.Test[0], "def test_nothing():\n    pass\n")
 	write("conftest.py", "import pytest\n")
-	write("helper.py", "X = 1\n")                              // a helper the model may keep
+	write("helper.py", "X = 1\n")                             // a helper the model may keep
 	write(ex.Solution[0], "def measure(*a):\n    return 1\n") // the model's solution stays
 	write("../pytest.ini", "[pytest]\naddopts = -k nothing\n")
 	write("__pycache__/two_bucket_test.cpython-311.pyc", "forged")
