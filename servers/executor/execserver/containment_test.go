@@ -1,0 +1,357 @@
+package execserver
+
+// The containment suite: hostile commands sent through the real MCP server, each followed by checks that the attack
+// failed, that the server still answers and that the workspace is intact (a sentinel file's hash).
+//
+// runContainment is backend-neutral: every check looks at the host (files next to the workspace, the host's
+// /proc, a listener on the host), never at what the command claims. The docker backend can run the same table:
+//
+//	runContainment(t, containmentTarget{newBackend: func(t *testing.T) (Backend, string) { ... }})
+//
+// newBackend is called after the secret is put into the test process's environment, so the backend (and the
+// server) hold it the way a real server holds its API keys.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// containmentSecretEnv is set in the server's own environment; no command may see its value.
+const containmentSecretEnv = "GOALBOX_TEST_SECRET"
+
+// containmentTarget is a backend under attack.
+type containmentTarget struct {
+	// newBackend builds the backend over a fresh workspace (its host path is returned).
+	newBackend func(t *testing.T) (Backend, string)
+	// memoryBomb is how many bytes a python3 allocation asks for that the backend's memory limit must refuse;
+	// 0 skips the memory bomb.
+	memoryBomb int64
+	// forkBomb runs the fork bomb; only for backends with a process limit (the local backend runs as the server's
+	// user, and RLIMIT_NPROC does not bind root).
+	forkBomb bool
+	// knownGaps names attacks this backend is not expected to stop, with the reason (reported, not failed).
+	knownGaps map[string]string
+}
+
+type containmentEnv struct {
+	t          *testing.T
+	cs         *mcp.ClientSession
+	ws         string
+	parent     string
+	nonce      string
+	secret     string
+	serverPort string
+	hits       *atomic.Int64
+	hostPort   string
+}
+
+type attack struct {
+	name    string
+	command string
+	timeout int
+	// check looks at the result and at the host; it reports failures with e.t.Errorf.
+	check func(e *containmentEnv, out protocol.RunCommandOutput)
+}
+
+func runContainment(t *testing.T, target containmentTarget) {
+	nonce := randomHex(8)
+	secret := "s3cr3t-" + randomHex(12)
+	t.Setenv(containmentSecretEnv, secret)
+
+	b, ws := target.newBackend(t)
+	parent := filepath.Dir(ws)
+	outsideFile := filepath.Join(parent, "outside-"+nonce+".txt")
+	if err := os.WriteFile(outsideFile, []byte("outside-content-"+nonce), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(outsideFile) })
+	sentinel := make([]byte, 64<<10)
+	_, _ = rand.Read(sentinel)
+	if err := os.WriteFile(filepath.Join(ws, "sentinel.bin"), sentinel, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(sentinel)
+
+	srv := startExecTestServer(t, b, ws, Config{OutputCap: 64 << 10}, nil)
+	var hits atomic.Int64
+	listener := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "REACHED-"+nonce)
+	}))
+	t.Cleanup(listener.Close)
+	e := &containmentEnv{
+		t: t, cs: srv.Session, ws: ws, parent: parent, nonce: nonce, secret: secret, hits: &hits,
+		serverPort: portPart(srv.Addr), hostPort: portPart(strings.TrimPrefix(listener.URL, "http://")),
+	}
+
+	for _, a := range containmentAttacks(e, target, outsideFile) {
+		t.Run(a.name, func(t *testing.T) {
+			if reason, ok := target.knownGaps[a.name]; ok {
+				t.Skipf("known gap of this backend: %s", reason)
+			}
+			e.t = t
+			hits.Store(0)
+			in := protocol.RunCommandInput{Command: a.command, TimeoutSeconds: a.timeout}
+			out, res := callRun(t, context.Background(), e.cs, in)
+			if res.IsError {
+				// A refusal is containment too, but every attack here is a valid command: say so.
+				t.Logf("refused as a tool error: %v", res.Content)
+			}
+			a.check(e, out)
+			if all := out.Stdout + out.Stderr; strings.Contains(all, secret) {
+				t.Errorf("the server's secret leaked into the output")
+			}
+			// The server still answers, and the workspace is intact.
+			if alive := mustRun(t, e.cs, protocol.RunCommandInput{Command: "echo alive"}); alive.Stdout != "alive\n" {
+				t.Errorf("server after the attack: %+v", alive)
+			}
+			got, err := os.ReadFile(filepath.Join(ws, "sentinel.bin"))
+			if err != nil || sha256.Sum256(got) != want {
+				t.Errorf("workspace sentinel damaged: %v", err)
+			}
+		})
+	}
+}
+
+func containmentAttacks(e *containmentEnv, target containmentTarget, outsideFile string) []attack {
+	n := e.nonce
+	home, _ := os.UserHomeDir()
+	mustNotExist := func(paths ...string) func(*containmentEnv, protocol.RunCommandOutput) {
+		return func(e *containmentEnv, out protocol.RunCommandOutput) {
+			for _, p := range paths {
+				if _, err := os.Lstat(p); err == nil {
+					e.t.Errorf("the command created %s outside the workspace (output %q %q)", p, out.Stdout, out.Stderr)
+					os.RemoveAll(p)
+				}
+			}
+		}
+	}
+	mustNotSay := func(words ...string) func(*containmentEnv, protocol.RunCommandOutput) {
+		return func(e *containmentEnv, out protocol.RunCommandOutput) {
+			for _, w := range words {
+				if strings.Contains(out.Stdout+out.Stderr, w) {
+					e.t.Errorf("output shows %q: stdout %q stderr %q", w, clip(out.Stdout), clip(out.Stderr))
+				}
+			}
+		}
+	}
+	noneLeft := func(e *containmentEnv, out protocol.RunCommandOutput) {
+		if left := processesWith(n); len(left) > 0 {
+			e.t.Errorf("processes outlived the call: %v", left)
+		}
+	}
+	noNetwork := func(e *containmentEnv, out protocol.RunCommandOutput) {
+		mustNotSay("REACHED")(e, out)
+		if h := e.hits.Load(); h > 0 {
+			e.t.Errorf("the host listener got %d requests", h)
+		}
+	}
+	tcpTry := func(port string) string {
+		return fmt.Sprintf(`curl -s -m 3 http://127.0.0.1:%[1]s/ >/dev/null && echo REACHED-curl;
+python3 -c "import socket; s=socket.create_connection(('127.0.0.1', %[1]s), 3); print('REACHED-python')" 2>&1;
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]s && echo REACHED-bash' 2>&1; true`, port)
+	}
+
+	attacks := []attack{
+		{name: "write_tmp_outside_private_tmp", command: fmt.Sprintf("echo x > /tmp/escape-%s; echo x > /var/tmp/escape-%s; true", n, n),
+			check: mustNotExist("/tmp/escape-"+n, "/var/tmp/escape-"+n)},
+		{name: "write_home", command: fmt.Sprintf("echo x > %s/escape-%s; true", home, n),
+			check: mustNotExist(filepath.Join(home, "escape-"+n))},
+		{name: "write_workspace_parent", command: fmt.Sprintf("echo x > ../escape-%s; echo x > %s/escape-abs-%s; mkdir ../escape-dir-%s; true", n, e.parent, n, n),
+			check: mustNotExist(filepath.Join(e.parent, "escape-"+n), filepath.Join(e.parent, "escape-abs-"+n), filepath.Join(e.parent, "escape-dir-"+n))},
+		{name: "write_through_symlink", command: fmt.Sprintf("ln -s %s lnk-%s; echo x > lnk-%s/escape-sym-%s; ln -s .. up-%s; echo x > up-%s/escape-up-%s; true", e.parent, n, n, n, n, n, n),
+			check: mustNotExist(filepath.Join(e.parent, "escape-sym-"+n), filepath.Join(e.parent, "escape-up-"+n))},
+		{name: "overwrite_outside_file", command: fmt.Sprintf("echo pwned > %s; true", outsideFile),
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if b, _ := os.ReadFile(outsideFile); string(b) != "outside-content-"+n {
+					e.t.Errorf("file next to the workspace overwritten: %q", b)
+				}
+			}},
+		{name: "read_outside_file", command: fmt.Sprintf("cat %s ../outside-%s.txt 2>&1; true", outsideFile, n),
+			check: mustNotSay("outside-content-" + n)},
+		{name: "read_host_secrets", command: "cat /etc/shadow /root/.bash_history /etc/ssh/ssh_host_ed25519_key 2>&1 | head -c 2000; ls /root 2>&1; true",
+			check: mustNotSay("root:", "PRIVATE KEY")},
+		{name: "server_environment", command: fmt.Sprintf(`env; cat /proc/self/environ /proc/1/environ /proc/$PPID/environ /proc/%d/environ 2>&1;
+for f in /proc/[0-9]*/environ; do cat "$f" 2>/dev/null; done | tr '\0' '\n' | grep -a %s; true`, os.Getpid(), containmentSecretEnv),
+			check: mustNotSay(e.secret)},
+		{name: "server_memory", command: fmt.Sprintf(`grep -a -c %[1]s /proc/%[2]d/mem 2>&1; python3 -c "
+f=open('/proc/%[2]d/maps'); print(f.read()[:100])" 2>&1; true`, e.secret, os.Getpid()),
+			check: mustNotSay(e.secret, "r-xp")},
+		{name: "network_host_listener", command: tcpTry(e.hostPort), timeout: 30, check: noNetwork},
+		{name: "network_executor_own_port", command: tcpTry(e.serverPort), timeout: 30, check: noNetwork},
+		{name: "network_egress", command: `curl -s -m 5 https://proxy.golang.org/ >/dev/null && echo REACHED-internet;
+curl -s -m 5 http://deb.debian.org/ >/dev/null && echo REACHED-debian; python3 -c "
+import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('1.1.1.1', 53)); print('REACHED-udp')" 2>&1; true`,
+			timeout: 30, check: mustNotSay("REACHED")},
+		{name: "docker_socket", command: `curl -s -m 3 --unix-socket /var/run/docker.sock http://x/version 2>&1 | head -c 300;
+curl -s -m 3 --unix-socket /run/docker.sock http://x/version 2>&1 | head -c 300; true`,
+			check: mustNotSay("ApiVersion")},
+		{name: "orphans", command: fmt.Sprintf("sleep 3%[1]s.1 & nohup sleep 3%[1]s.2 >/dev/null 2>&1 & setsid sleep 3%[1]s.3 & ( sleep 3%[1]s.4 & ) & sh -c 'sleep 3%[1]s.5 &' ; echo started", numericNonce(n)),
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if !strings.Contains(out.Stdout, "started") {
+					e.t.Errorf("the command did not run: %+v", out)
+				}
+				if left := processesWith("3" + numericNonce(n) + "."); len(left) > 0 {
+					e.t.Errorf("background processes outlived the call: %v", left)
+				}
+			}},
+		{name: "kill_own_init", command: fmt.Sprintf("sleep 3%[1]s.7 & kill -9 $PPID 2>&1; kill -9 1 2>&1; sleep 0.3; echo survived", numericNonce(n)),
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if left := processesWith("3" + numericNonce(n) + ".7"); len(left) > 0 {
+					e.t.Errorf("a process outlived the call after killing its init: %v", left)
+				}
+			}},
+		{name: "endless_loop", command: fmt.Sprintf(": %s; while :; do :; done", n), timeout: 2,
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if out.ExitCode != -1 || !out.TimedOut || out.DurationMs > 6000 {
+					e.t.Errorf("endless loop: %+v", out)
+				}
+				noneLeft(e, out)
+			}},
+		{name: "huge_output", command: "yes goalbox-output | head -c 2000000000; head -c 300000000 /dev/zero >&2", timeout: 120,
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if out.ExitCode != 0 || !out.StdoutTruncated || !out.StderrTruncated || len(out.Stdout) > 70<<10 {
+					e.t.Errorf("huge output: exit %d truncated %v/%v, %d bytes kept", out.ExitCode, out.StdoutTruncated, out.StderrTruncated, len(out.Stdout))
+				}
+				m := regexp.MustCompile(`\[\.\.\. (\d+) bytes left out \.\.\.\]`).FindStringSubmatch(out.Stdout)
+				if m == nil {
+					e.t.Fatalf("no marker")
+				}
+				left, _ := strconv.Atoi(m[1])
+				if kept := len(out.Stdout) - len(m[0]) - 2; left+kept != 2000000000 {
+					e.t.Errorf("%d left out + %d kept != 2000000000", left, kept)
+				}
+			}},
+	}
+	if target.memoryBomb > 0 {
+		attacks = append(attacks, attack{name: "memory_bomb", timeout: 60,
+			command: fmt.Sprintf(`python3 -c "b = bytearray(%d); b[-1] = 1; print('ALLOCATED')" 2>&1 | tail -1`, target.memoryBomb),
+			check:   mustNotSay("ALLOCATED")})
+	}
+	if target.forkBomb {
+		attacks = append(attacks, attack{name: "fork_bomb", timeout: 10,
+			command: fmt.Sprintf(": %s; b() { b | b & }; b; sleep 5", n),
+			check:   noneLeft})
+	}
+	return attacks
+}
+
+// TestLocalContainment attacks the local backend in its normal mode: PID, mount and network namespaces, Landlock,
+// no capabilities.
+func TestLocalContainment(t *testing.T) {
+	runContainment(t, containmentTarget{
+		newBackend: func(t *testing.T) (Backend, string) {
+			return newLocalTestBackend(t, func(c *LocalConfig) { c.MemoryLimit = 512 << 20 })
+		},
+		memoryBomb: 1 << 30,
+	})
+}
+
+// TestLocalContainmentWithoutNamespaces attacks the fallback used where namespaces are not permitted: a subreaper
+// init, Landlock (with its network rules) and no capabilities.
+func TestLocalContainmentWithoutNamespaces(t *testing.T) {
+	runContainment(t, containmentTarget{
+		newBackend: func(t *testing.T) (Backend, string) {
+			return newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = true; c.MemoryLimit = 512 << 20 })
+		},
+		memoryBomb: 1 << 30,
+		knownGaps: map[string]string{
+			"network_egress": "without a network namespace, Landlock ABI < 10 does not restrict UDP (TCP is denied)",
+			"docker_socket":  "without a mount namespace /run cannot be masked, and Landlock ABI < 9 does not restrict connecting to UNIX sockets",
+		},
+	})
+}
+
+// TestHugeOutputKeepsServerResponsive streams gigabytes while another call must be answered quickly, and the
+// server's heap must not grow with the output.
+func TestHugeOutputKeepsServerResponsive(t *testing.T) {
+	srv, _ := localServer(t, Config{}, nil)
+	var base runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	done := make(chan protocol.RunCommandOutput, 1)
+	go func() {
+		done <- mustRun(t, srv.Session, protocol.RunCommandInput{Command: "head -c 3000000000 /dev/zero", TimeoutSeconds: 120})
+	}()
+	var peak uint64
+	deadline := time.After(2 * time.Second)
+	sample := time.NewTicker(20 * time.Millisecond)
+	defer sample.Stop()
+	pinged := false
+	for {
+		select {
+		case out := <-done:
+			if !out.StdoutTruncated || len(out.Stdout) > DefaultOutputCap+100 {
+				t.Errorf("3 GB of output: truncated %v, %d bytes kept", out.StdoutTruncated, len(out.Stdout))
+			}
+			if !pinged {
+				t.Logf("the huge command ended before the ping")
+			}
+			if grow := int64(peak) - int64(base.HeapInuse); grow > 64<<20 {
+				t.Errorf("heap grew by %d MiB while 3 GB streamed", grow>>20)
+			}
+			t.Logf("heap in use: base %d MiB, peak %d MiB", base.HeapInuse>>20, peak>>20)
+			return
+		case <-sample.C:
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		case <-deadline:
+			if pinged {
+				continue
+			}
+			pinged = true
+			start := time.Now()
+			if out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: "echo ping"}); out.Stdout != "ping\n" {
+				t.Errorf("ping: %+v", out)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("a call during the huge output took %v", took)
+			}
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
+
+// numericNonce turns a hex nonce into digits, for sleep arguments.
+func numericNonce(hex string) string {
+	var b bytes.Buffer
+	for _, c := range hex {
+		b.WriteString(strconv.Itoa(int(c) % 10))
+	}
+	return b.String()
+}
+
+func portPart(addr string) string {
+	i := strings.LastIndexByte(addr, ':')
+	return addr[i+1:]
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
