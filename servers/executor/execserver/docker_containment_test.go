@@ -1,10 +1,8 @@
 package execserver
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,10 +30,11 @@ func TestDockerContainment(t *testing.T) {
 	if err := os.WriteFile(outside, []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	beforeOutside := listDir(t, filepath.Dir(ws))
+	beforeOutside := dockerListDir(t, filepath.Dir(ws))
 
-	srvURL, cs := dockerMCPWithURL(t, b, ws, Config{OutputCap: 8 << 10})
-	mcpPort := portOf(t, srvURL)
+	srv := startExecTestServer(t, b, ws, Config{OutputCap: 8 << 10}, nil)
+	cs := srv.Session
+	mcpPort := dockerPortOf(t, srv.Addr)
 
 	// Another listener on the host, on all interfaces, counting every connection it gets.
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
@@ -92,13 +91,17 @@ func TestDockerContainment(t *testing.T) {
 				}
 			}},
 		{"network egress",
+			// bash's /dev/tcp where the image has bash (Debian), nc where it has that (busybox).
 			protocol.RunCommandInput{Command: fmt.Sprintf(`ls /sys/class/net
-				for a in 127.0.0.1/%d 127.0.0.1/%d 172.17.0.1/%d 172.17.0.1/%d 1.1.1.1/53 8.8.8.8/443; do
-					timeout 3 bash -c "echo x > /dev/tcp/$a" 2>/dev/null && echo "CONNECTED $a"; done; echo tried`,
+				if command -v bash >/dev/null; then echo tool; try() { timeout 3 bash -c "echo x > /dev/tcp/$1/$2"; }
+				elif command -v nc >/dev/null; then echo tool; try() { echo x | timeout 3 nc "$1" "$2"; }
+				fi
+				for a in "127.0.0.1 %d" "127.0.0.1 %d" "172.17.0.1 %d" "172.17.0.1 %d" "1.1.1.1 53" "8.8.8.8 443"; do
+					try $a 2>/dev/null && echo "CONNECTED $a"; done; echo tried`,
 				mcpPort, lnPort, mcpPort, lnPort)},
 			func(t *testing.T, out protocol.RunCommandOutput) {
-				if out.Stdout != "lo\ntried\n" {
-					t.Errorf("want only loopback and no connection, got %+v", out)
+				if out.Stdout != "lo\ntool\ntried\n" {
+					t.Errorf("want only loopback, a tool to connect with, and no connection; got %+v", out)
 				}
 				if n := accepted.Load(); n != 0 {
 					t.Errorf("the host listener accepted %d connections from the container", n)
@@ -111,7 +114,7 @@ func TestDockerContainment(t *testing.T) {
 				if out.ExitCode != 0 || out.Stdout != "spawned\n" {
 					t.Errorf("got %+v", out)
 				}
-				if left := hostProcesses(t, "sleep 317"); len(left) != 0 {
+				if left := dockerHostProcesses(t, "sleep 317"); len(left) != 0 {
 					t.Errorf("background processes outlived the call: %v", left)
 				}
 			}},
@@ -149,45 +152,45 @@ func TestDockerContainment(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			var stopSampling func() int
 			if a.name == "fork bomb" {
-				stopSampling = sampleHostProcesses()
+				stopSampling = dockerSampleHostProcesses()
 			}
-			a.check(t, runTool(t, context.Background(), cs, a.in))
+			a.check(t, mustRun(t, cs, a.in))
 			if stopSampling != nil {
 				// The host's process count rose by at most the limit (plus the Engine's own helpers).
 				if grew := stopSampling(); grew > pids+64 {
 					t.Errorf("host process count grew by %d during the fork bomb, limit %d", grew, pids)
 				}
 			}
-			if out := runTool(t, context.Background(), cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
+			if out := mustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
 				t.Fatalf("the server does not answer after the attack: %+v", out)
 			}
-			checkSentinel(t, ws)
-			if after := listDir(t, filepath.Dir(ws)); !slices.Equal(after, beforeOutside) {
+			dockerCheckSentinel(t, ws)
+			if after := dockerListDir(t, filepath.Dir(ws)); !slices.Equal(after, beforeOutside) {
 				t.Errorf("the folder around the workspace changed: %v, was %v", after, beforeOutside)
 			}
 			if b, err := os.ReadFile(outside); err != nil || string(b) != secret {
 				t.Errorf("file outside the workspace changed: %q, %v", b, err)
 			}
-			waitFor(t, 20*time.Second, "no container left", func() bool { return len(instanceContainers(t, b)) == 0 })
+			dockerWaitFor(t, 20*time.Second, "no container left", func() bool { return len(dockerInstanceContainers(t, b)) == 0 })
 		})
 	}
 }
 
-func portOf(t testing.TB, rawURL string) int {
+func dockerPortOf(t testing.TB, addr string) int {
 	t.Helper()
-	u, err := url.Parse(rawURL)
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := strconv.Atoi(u.Port())
+	p, err := strconv.Atoi(port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// listDir names the entries of dir with their sizes: a cheap fingerprint of the folder around the workspace.
-func listDir(t testing.TB, dir string) []string {
+// dockerListDir names the entries of dir with their sizes: a cheap fingerprint of the folder around the workspace.
+func dockerListDir(t testing.TB, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -204,8 +207,8 @@ func listDir(t testing.TB, dir string) []string {
 	return names
 }
 
-// hostProcesses lists the host's processes whose command line contains s.
-func hostProcesses(t testing.TB, s string) []string {
+// dockerHostProcesses lists the host's processes whose command line contains s.
+func dockerHostProcesses(t testing.TB, s string) []string {
 	t.Helper()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var found []string
@@ -222,9 +225,9 @@ func hostProcesses(t testing.TB, s string) []string {
 	return found
 }
 
-// sampleHostProcesses counts the host's processes every 20 ms until the returned function is called, which returns
+// dockerSampleHostProcesses counts the host's processes every 20 ms until the returned function is called, which returns
 // how far the count rose above where it started.
-func sampleHostProcesses() func() int {
+func dockerSampleHostProcesses() func() int {
 	count := func() int { d, _ := filepath.Glob("/proc/[0-9]*"); return len(d) }
 	base := count()
 	var (

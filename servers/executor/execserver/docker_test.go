@@ -2,10 +2,8 @@ package execserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/moby/moby/api/types/container"
@@ -34,9 +31,9 @@ func dockerTestImage() string {
 	return "debian:bookworm-slim"
 }
 
-// requireDocker returns a client to the Engine, or skips the test (fails it when CI=true) when there is no Engine
+// dockerRequire returns a client to the Engine, or skips the test (fails it when CI=true) when there is no Engine
 // or no test image.
-func requireDocker(t testing.TB) *client.Client {
+func dockerRequire(t testing.TB) *client.Client {
 	t.Helper()
 	unavailable := func(format string, args ...any) {
 		t.Helper()
@@ -73,7 +70,7 @@ func dockerWorkspace(t testing.TB) string {
 	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(ws, sentinelName), []byte(sentinelText), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(ws, dockerSentinelName), []byte(dockerSentinelText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if os.Getuid() == 0 {
@@ -98,14 +95,14 @@ func dockerWorkspace(t testing.TB) string {
 }
 
 const (
-	sentinelName = "sentinel.txt"
-	sentinelText = "the workspace is intact\n"
+	dockerSentinelName = "sentinel.txt"
+	dockerSentinelText = "the workspace is intact\n"
 )
 
-func checkSentinel(t testing.TB, ws string) {
+func dockerCheckSentinel(t testing.TB, ws string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(ws, sentinelName))
-	if err != nil || string(b) != sentinelText {
+	b, err := os.ReadFile(filepath.Join(ws, dockerSentinelName))
+	if err != nil || string(b) != dockerSentinelText {
 		t.Fatalf("workspace sentinel damaged: %q, %v", b, err)
 	}
 }
@@ -113,7 +110,7 @@ func checkSentinel(t testing.TB, ws string) {
 // newDockerTestBackend starts a docker backend over a fresh workspace; mutate adjusts the configuration.
 func newDockerTestBackend(t testing.TB, mutate func(*DockerConfig)) (*dockerBackend, string) {
 	t.Helper()
-	requireDocker(t)
+	dockerRequire(t)
 	ws := dockerWorkspace(t)
 	cfg := DockerConfig{
 		Image:            dockerTestImage(),
@@ -132,56 +129,8 @@ func newDockerTestBackend(t testing.TB, mutate func(*DockerConfig)) (*dockerBack
 	return b.(*dockerBackend), ws
 }
 
-// dockerMCP serves the executor over b on a loopback HTTP server and connects the go-sdk client to it.
-func dockerMCP(t testing.TB, b Backend, ws string, cfg Config) *mcp.ClientSession {
-	t.Helper()
-	_, cs := dockerMCPWithURL(t, b, ws, cfg)
-	return cs
-}
-
-// dockerMCPWithURL is dockerMCP that also returns the server's URL, for attacks on its own port.
-func dockerMCPWithURL(t testing.TB, b Backend, ws string, cfg Config) (string, *mcp.ClientSession) {
-	t.Helper()
-	g, err := pathguard.Open(ws, pathguard.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	e, err := New(cfg, b, g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(mcpserve.Handler(e.Server(), mcpserve.Config{MaxRequestBytes: mcpserve.DefaultMaxRequestBytes}, e.Health, slog.New(slog.DiscardHandler)))
-	t.Cleanup(srv.Close)
-	c := mcp.NewClient(&mcp.Implementation{Name: "docker-test", Version: "0"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + protocol.EndpointPath}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return srv.URL, cs
-}
-
-// runTool calls sandbox_run_command and decodes the structured result; a tool error fails the test.
-func runTool(t testing.TB, ctx context.Context, cs *mcp.ClientSession, in protocol.RunCommandInput) protocol.RunCommandOutput {
-	t.Helper()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: in})
-	if err != nil {
-		t.Fatalf("call %q: %v", in.Command, err)
-	}
-	if res.IsError {
-		t.Fatalf("call %q: tool error: %s", in.Command, mcpserve.ToolErrorText(res))
-	}
-	var out protocol.RunCommandOutput
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("call %q: structured content %s: %v", in.Command, raw, err)
-	}
-	return out
-}
-
-// instanceContainers lists this backend's containers, running or not.
-func instanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
+// dockerInstanceContainers lists this backend's containers, running or not.
+func dockerInstanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
 	t.Helper()
 	list, err := b.cli.ContainerList(context.Background(), client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance),
@@ -194,8 +143,7 @@ func instanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
 
 func TestDockerRunThroughMCP(t *testing.T) {
 	b, ws := newDockerTestBackend(t, nil)
-	cs := dockerMCP(t, b, ws, Config{OutputCap: 4 << 10})
-	ctx := context.Background()
+	cs := startExecTestServer(t, b, ws, Config{OutputCap: 4 << 10}, nil).Session
 
 	cases := []struct {
 		name  string
@@ -203,7 +151,7 @@ func TestDockerRunThroughMCP(t *testing.T) {
 		check func(t *testing.T, out protocol.RunCommandOutput)
 	}{
 		{"success", protocol.RunCommandInput{Command: "echo hello; cat sentinel.txt"}, func(t *testing.T, out protocol.RunCommandOutput) {
-			if out.ExitCode != 0 || out.Stdout != "hello\n"+sentinelText || out.Stderr != "" || out.TimedOut {
+			if out.ExitCode != 0 || out.Stdout != "hello\n"+dockerSentinelText || out.Stderr != "" || out.TimedOut {
 				t.Errorf("got %+v", out)
 			}
 		}},
@@ -247,9 +195,9 @@ func TestDockerRunThroughMCP(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.check(t, runTool(t, ctx, cs, c.in)) })
+		t.Run(c.name, func(t *testing.T) { c.check(t, mustRun(t, cs, c.in)) })
 	}
-	if left := instanceContainers(t, b); len(left) != 0 {
+	if left := dockerInstanceContainers(t, b); len(left) != 0 {
 		t.Errorf("%d containers left after the calls, want 0", len(left))
 	}
 }
@@ -272,13 +220,13 @@ func TestDockerCancelKillsAndRemoves(t *testing.T) {
 		if res.ExitCode != -1 || res.TimedOut || time.Since(start) > 20*time.Second {
 			t.Errorf("got %+v after %v, want exit -1, not timed out, promptly", res, time.Since(start))
 		}
-		if left := instanceContainers(t, b); len(left) != 0 {
+		if left := dockerInstanceContainers(t, b); len(left) != 0 {
 			t.Errorf("%d containers left after cancellation, want 0", len(left))
 		}
 	})
 
 	t.Run("mcp client cancels", func(t *testing.T) {
-		cs := dockerMCP(t, b, ws, Config{})
+		cs := startExecTestServer(t, b, ws, Config{}, nil).Session
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
@@ -287,8 +235,8 @@ func TestDockerCancelKillsAndRemoves(t *testing.T) {
 			done <- err
 		}()
 		// Wait until the container runs, then cancel the call.
-		waitFor(t, 30*time.Second, "the command's container to run", func() bool {
-			for _, c := range instanceContainers(t, b) {
+		dockerWaitFor(t, 30*time.Second, "the command's container to run", func() bool {
+			for _, c := range dockerInstanceContainers(t, b) {
 				if c.State == container.StateRunning {
 					return true
 				}
@@ -299,18 +247,18 @@ func TestDockerCancelKillsAndRemoves(t *testing.T) {
 		if err := <-done; err == nil {
 			t.Error("a cancelled call returned no error")
 		}
-		waitFor(t, 20*time.Second, "the container to be removed after cancellation", func() bool {
-			return len(instanceContainers(t, b)) == 0
+		dockerWaitFor(t, 20*time.Second, "the container to be removed after cancellation", func() bool {
+			return len(dockerInstanceContainers(t, b)) == 0
 		})
 		// The server still serves.
-		if out := runTool(t, context.Background(), cs, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
+		if out := mustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
 			t.Errorf("after cancellation got %+v", out)
 		}
 	})
 }
 
-// waitFor polls cond until it holds or limit passes; it bounds a wait for something the Engine does asynchronously.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+// dockerWaitFor polls cond until it holds or limit passes; it bounds a wait for something the Engine does asynchronously.
+func dockerWaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -373,13 +321,13 @@ func TestDockerFilesBelongToWorkspaceOwner(t *testing.T) {
 	if _, _, err := g.Remove("out", true); err != nil {
 		t.Errorf("pathguard remove: %v", err)
 	}
-	checkSentinel(t, ws)
+	dockerCheckSentinel(t, ws)
 }
 
 // TestDockerLeftoversRemovedAtStart plays a crashed server: containers with the instance's labels, one running and
 // one exited, are gone once a new backend of the same instance starts; another instance's container is kept.
 func TestDockerLeftoversRemovedAtStart(t *testing.T) {
-	cli := requireDocker(t)
+	cli := dockerRequire(t)
 	ws := dockerWorkspace(t)
 	ctx := context.Background()
 	instance := fmt.Sprintf("leftover-test-%d", time.Now().UnixNano())
@@ -423,7 +371,7 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 }
 
 func TestDockerConfigErrors(t *testing.T) {
-	requireDocker(t)
+	dockerRequire(t)
 	ws := dockerWorkspace(t)
 	ctx := context.Background()
 	base := DockerConfig{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-", Logger: slog.New(slog.DiscardHandler)}
