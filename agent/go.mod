@@ -3,6 +3,7 @@ module github.com/goalbox/goalbox/agent
 go 1.26.8
 
 require (
+	github.com/caarlos0/env/v11 v11.4.2
 	github.com/goalbox/goalbox/pkg v0.0.0
 	github.com/goalbox/goalbox/servers/executor v0.0.0
 	github.com/goalbox/goalbox/servers/filesystem v0.0.0
@@ -12,7 +13,6 @@ require (
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/caarlos0/env/v11 v11.4.2 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/loop"
+)
+
+// summary is summary.json: the loop's result and where to find the rest.
+type summary struct {
+	loop.Result
+	Goal       string `json:"goal"`
+	Verify     string `json:"verify,omitempty"`
+	Transcript string `json:"transcript"`
+	Workspace  string `json:"workspace,omitempty"`
+}
+
+// runGoal pursues o.Goal and returns the exit status.
+func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
+		return exitError
+	}
+	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout})
+	if err != nil {
+		return fail("%v", err)
+	}
+	transcriptPath, summaryPath, err := runFiles(o)
+	if err != nil {
+		return fail("%v", err)
+	}
+	tf, err := os.OpenFile(transcriptPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fail("transcript: %v", err)
+	}
+	defer tf.Close()
+
+	sb, workspace, closeSandbox, err := openSandbox(ctx, o, stderr)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer closeSandbox()
+
+	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
+		Progress: stderr, Transcript: loop.NewTranscript(tf)}
+	if o.Approve {
+		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
+	}
+	fmt.Fprintf(stderr, "agent: model %s, transcript %s\n", o.Model, transcriptPath)
+	res, runErr := loop.Run(ctx, cfg, model, sb)
+
+	sum := summary{Result: res, Goal: o.Goal, Verify: o.Verify, Transcript: transcriptPath, Workspace: workspace}
+	if err := writeJSON(summaryPath, sum); err != nil {
+		fmt.Fprintf(stderr, "agent: summary: %v\n", err)
+	}
+	printSummary(stdout, sum, summaryPath)
+	switch {
+	case runErr != nil || res.Outcome == loop.OutcomeError:
+		fmt.Fprintf(stderr, "agent: %v\n", runErr)
+		return exitError
+	case res.Met():
+		return exitMet
+	}
+	return exitNotMet
+}
+
+// openSandbox connects to the running servers named by the options, or starts both in-process over the workspace.
+func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox, string, func(), error) {
+	if o.FSURL != "" {
+		sb, err := loop.ConnectMCP(ctx, loop.Endpoint{URL: o.FSURL, Token: o.FSToken}, loop.Endpoint{URL: o.ExecURL, Token: o.ExecToken})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return sb, "", func() { sb.Close() }, nil
+	}
+	ws, err := filepath.Abs(o.Workspace)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("workspace: %w", err)
+	}
+	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+	if err != nil {
+		local.Close()
+		return nil, "", nil, err
+	}
+	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: %s\n", ws, confinementNote(local.Health()))
+	return sb, ws, func() { sb.Close(); local.Close() }, nil
+}
+
+// runFiles picks the transcript and summary paths: -transcript FILE puts the summary beside it as
+// FILE-without-extension.summary.json; otherwise both go into a new folder <runs-dir>/<UTC time>.
+func runFiles(o options) (transcript, summary string, err error) {
+	if o.Transcript != "" {
+		if err := os.MkdirAll(filepath.Dir(o.Transcript), 0o755); err != nil {
+			return "", "", fmt.Errorf("transcript folder: %w", err)
+		}
+		return o.Transcript, strings.TrimSuffix(o.Transcript, filepath.Ext(o.Transcript)) + ".summary.json", nil
+	}
+	if err := os.MkdirAll(o.RunsDir, 0o755); err != nil {
+		return "", "", fmt.Errorf("runs folder: %w", err)
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for i := 1; ; i++ {
+		name := stamp
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", stamp, i)
+		}
+		dir := filepath.Join(o.RunsDir, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return filepath.Join(dir, "transcript.jsonl"), filepath.Join(dir, "summary.json"), nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", "", fmt.Errorf("run folder: %w", err)
+		}
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func printSummary(w io.Writer, s summary, path string) {
+	verdict := map[string]string{
+		loop.OutcomeMet:        "goal met (verified)",
+		loop.OutcomeNotMet:     "goal NOT met",
+		loop.OutcomeUnverified: "completed (unverified: give -verify CMD to check the goal)",
+		loop.OutcomeError:      "error",
+	}[s.Outcome]
+	fmt.Fprintf(w, "%s\n  stop reason  %s\n  turns        %d\n  tokens       %d in, %d out\n", verdict, s.StopReason, s.Turns, s.TokensIn, s.TokensOut)
+	if s.CostUSD != nil {
+		fmt.Fprintf(w, "  cost         $%.4f\n", *s.CostUSD)
+	} else {
+		fmt.Fprintf(w, "  cost         unknown (no price for %s: give -price-in/-price-out)\n", s.Model)
+	}
+	fmt.Fprintf(w, "  seconds      %.1f\n", s.Seconds)
+	if s.LastVerify != nil {
+		fmt.Fprintf(w, "  verify       exit %d after %d run(s)\n", s.LastVerify.ExitCode, s.VerifyRuns)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "  error        %s\n", s.Error)
+	}
+	fmt.Fprintf(w, "  transcript   %s\n  summary      %s\n", s.Transcript, path)
+}
+
+// confinementNote is the one-line gist of the executor's confinement report.
+func confinementNote(health map[string]any) string {
+	exec, _ := health["executor"].(map[string]any)
+	conf, _ := exec["confinement"].(map[string]any)
+	var parts []string
+	for _, k := range []string{"mode", "landlock", "network"} {
+		if v, ok := conf[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	if w, ok := conf["warnings"].([]any); ok && len(w) > 0 {
+		parts = append(parts, fmt.Sprintf("WARNINGS=%v", w))
+	}
+	if len(parts) == 0 {
+		return "backend " + fmt.Sprint(exec["backend"])
+	}
+	return strings.Join(parts, ", ")
+}
