@@ -30,7 +30,13 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(t.TempDir())
+	return newFixtureIn(t, t.TempDir())
+}
+
+// newFixtureIn builds the fixture in dir, an empty folder the caller owns.
+func newFixtureIn(t testing.TB, dir string) *fixture {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
