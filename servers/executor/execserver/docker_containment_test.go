@@ -1,6 +1,7 @@
 package execserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -174,6 +175,27 @@ func TestDockerContainment(t *testing.T) {
 			dockerWaitFor(t, 20*time.Second, "no container left", func() bool { return len(dockerInstanceContainers(t, b)) == 0 })
 		})
 	}
+}
+
+// TestDockerContainmentShared runs the backend-neutral containment table on the docker backend. Its memory bomb
+// needs python3, which only some images have; TestDockerContainment's shell memory bomb runs on every image.
+func TestDockerContainmentShared(t *testing.T) {
+	probe, _ := newDockerTestBackend(t, nil)
+	var out strings.Builder
+	if _, err := probe.Run(context.Background(), Request{Command: "command -v python3 || true", Dir: ".", Timeout: time.Minute, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var memoryBomb int64
+	if out.Len() > 0 {
+		memoryBomb = 1 << 30
+	}
+	runContainment(t, containmentTarget{
+		newBackend: func(t *testing.T) (Backend, string) {
+			return newDockerTestBackend(t, func(c *DockerConfig) { c.PIDs = 128; c.Memory = 256 << 20 })
+		},
+		memoryBomb: memoryBomb,
+		forkBomb:   true,
+	})
 }
 
 func dockerPortOf(t testing.TB, addr string) int {
