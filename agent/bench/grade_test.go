@@ -146,3 +146,15 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestGradeRustEarlyExit(t *testing.T) {
+	// A Rust solution that ends the test binary with status 0: cargo's exit code is 0, but the binary never
+	// reports its result, so the grade fails.
+	ex := oneExercise(t, "rust", "acronym")
+	res := gradeWith(t, ex, func(dir string) {
+		must(t, os.WriteFile(filepath.Join(dir, "src/lib.rs"), []byte("pub fn abbreviate(_phrase: &str) -> String {\n    std::process::exit(0)\n}\n"), 0o644))
+	})
+	if res.ExitCode != 0 || res.Passed {
+		t.Errorf("exit %d passed %v, want exit 0 and not passed:\n%s", res.ExitCode, res.Passed, res.Output)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,10 +36,36 @@ func benchmarkDir(t testing.TB) string {
 
 // localSandbox runs commands on the host with sh -c in a process group that is killed on timeout. It is a test
 // double for the executor's sandbox_run_command and must never be used to grade a model: it confines nothing.
-type localSandbox struct{ root string }
+type localSandbox struct {
+	root string
+	cpu  *cpuMeter // optional: adds up the CPU time commands use
+	lang string
+}
 
 func localFactory(_ context.Context, root string) (Sandbox, func() error, error) {
 	return localSandbox{root: root}, func() error { return nil }, nil
+}
+
+// cpuMeter adds up, per language, the user+system CPU time of the commands run and of every descendant they
+// waited for: a figure that, unlike wall time, does not depend on what else the machine is doing.
+type cpuMeter struct {
+	mu     sync.Mutex
+	byLang map[string]time.Duration
+}
+
+// factory opens local sandboxes that report to m; the language is read from the root's place in the run
+// folder (work/<lang>/<slug>).
+func (m *cpuMeter) factory(_ context.Context, root string) (Sandbox, func() error, error) {
+	return localSandbox{root: root, cpu: m, lang: filepath.Base(filepath.Dir(root))}, func() error { return nil }, nil
+}
+
+func (m *cpuMeter) add(lang string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byLang == nil {
+		m.byLang = map[string]time.Duration{}
+	}
+	m.byLang[lang] += d
 }
 
 func (s localSandbox) Run(ctx context.Context, command, cwd string, timeout time.Duration) (int, string, error) {
@@ -56,6 +83,9 @@ func (s localSandbox) Run(ctx context.Context, command, cwd string, timeout time
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
+		if s.cpu != nil && cmd.ProcessState != nil {
+			s.cpu.add(s.lang, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			return exit.ExitCode(), out.String(), nil
