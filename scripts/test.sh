@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: every module's tests (unit, MCP clients against real servers, attacks, Docker backend, the
 # benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARKS_DIR is
-# there, compose end to end), then the MCP conformance suite against both servers.
+# there, compose end to end), then the MCP conformance suite against both servers and
+# every tool called through the MCP Inspector CLI.
 #
 # First it runs scripts/setup.sh, which installs what the tests need (Docker engine and local base images, Docker
 # Compose, language toolchains, Node 22 for the conformance suite). That needs root; without root it says what is
@@ -27,5 +28,8 @@ go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
 
 echo "== MCP conformance suite"
 scripts/conformance.sh
+
+echo "== MCP Inspector CLI"
+scripts/inspector.sh
 
 echo "== all tests passed in $(( $(date +%s) - start ))s"

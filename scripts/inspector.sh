@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Calls every tool of both servers through the MCP Inspector CLI (@modelcontextprotocol/inspector, a real
+# third-party client) over streamable HTTP, and checks each structured result.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+. "$here/lib-cache.sh"
+
+version=0.17.2
+dir="$GOALBOX_CACHE/inspector-$version"
+if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ]; then
+  echo "inspector: installing @modelcontextprotocol/inspector@$version into $dir"
+  mkdir -p "$dir"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "@modelcontextprotocol/inspector@$version")
+fi
+inspector="$dir/node_modules/.bin/mcp-inspector"
+
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+(cd "$repo" && go build -o "$work/fs" ./servers/filesystem && go build -o "$work/exec" ./servers/executor)
+mkdir -p "$work/ws"
+"$work/fs" -addr 127.0.0.1:17201 -workspace "$work/ws" 2>"$work/fs.log" & pids+=($!)
+"$work/exec" -addr 127.0.0.1:17202 -workspace "$work/ws" 2>"$work/exec.log" & pids+=($!)
+for port in 17201 17202; do
+  for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+fails=0
+# call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r.
+call() {
+  local port=$1 expect=$2 tool=$3; shift 3
+  local args=()
+  for a in "$@"; do args+=(--tool-arg "$a"); done
+  local out
+  if ! out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --method tools/call --tool-name "$tool" "${args[@]}" 2>&1); then
+    echo "inspector: FAIL $tool: $out"; fails=$((fails+1)); return
+  fi
+  if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d["structuredContent"]; sys.exit(0 if (not d.get("isError") and ('"$expect"')) else 1)' "$out"; then
+    echo "inspector: ok   $tool"
+  else
+    echo "inspector: FAIL $tool: $out"; fails=$((fails+1))
+  fi
+}
+call 17201 'r["created"] and r["bytes_written"]==12' sandbox_write_file path=src/hello.py 'content=print("hi")
+'
+call 17201 'r["content"]=="print(\"hi\")\n" and r["total_lines"]==1' sandbox_read_file path=src/hello.py
+call 17201 'r["replacements"]==1 and "+print(\"hello\")" in r["diff"]' sandbox_edit_file path=src/hello.py 'old_text="hi"' 'new_text="hello"'
+call 17201 'any(e["path"]=="src/hello.py" for e in r["entries"])' sandbox_list_files path=. depth=3
+call 17201 'r["matches"][0]["line"]==1' sandbox_search_files pattern=hello include=*.py
+call 17202 'r["exit_code"]==0 and r["stdout"]=="hello\n"' sandbox_run_command 'command=python3 src/hello.py'
+call 17201 'r["destination"]=="lib/hello.py"' sandbox_move_path source=src/hello.py destination=lib/hello.py
+call 17201 'r["deleted"]' sandbox_delete_path path=lib recursive=true
+if [ "$fails" != 0 ]; then echo "inspector: $fails tool calls failed"; exit 1; fi
+echo "inspector: every tool of both servers answered the MCP Inspector CLI"
