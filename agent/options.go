@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -62,7 +64,7 @@ var errUsage = errors.New("usage")
 func parseOptions(args []string, environ map[string]string, stderr io.Writer) (options, error) {
 	o := defaultOptions()
 	if err := env.ParseWithOptions(&o, env.Options{Environment: environ}); err != nil {
-		return o, fmt.Errorf("%w: environment: %v", errUsage, err)
+		return o, fmt.Errorf("%w: %v", errUsage, envError(err))
 	}
 	fs := flag.NewFlagSet("goalbox-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -107,9 +109,31 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 	return o, o.check()
 }
 
+// envError names the variable behind each of caarlos0/env's parse errors, which only name the Go field.
+func envError(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var msgs []string
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[options]().FieldByName(pe.Name); ok {
+				msgs = append(msgs, fmt.Sprintf("environment variable %s: %v (want a %s)", f.Tag.Get("env"), pe.Err, pe.Type))
+				continue
+			}
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
 // check reports option errors that do not depend on anything outside the command line.
 func (o options) check() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+	}
 	switch {
 	case o.Goal == "":
 		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL)")

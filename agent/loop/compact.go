@@ -41,32 +41,30 @@ func fitJSON(v any, budget int) string {
 	}
 	var ptrs []*string
 	collectStrings(&v, &ptrs)
-	lens := make([]int, len(ptrs))
+	// Work in encoded bytes: a newline is one byte in a string and two in JSON.
+	enc := make([]int, len(ptrs))
+	maxLen := 0
 	for i, p := range ptrs {
-		lens[i] = len(*p)
+		enc[i] = len(marshalCompact(*p)) - 2
+		maxLen = max(maxLen, enc[i])
 	}
-	// Water-filling: the largest cap c such that cutting every string down to c saves enough, markers included.
+	// Water-filling: the largest cap c (encoded bytes) such that cutting every longer string to c saves enough,
+	// markers included.
 	const markerCost = 40
 	saved := func(c int) int {
 		n := 0
-		for _, l := range lens {
+		for _, l := range enc {
 			if l > c+markerCost {
 				n += l - c - markerCost
 			}
 		}
 		return n
 	}
-	maxLen := 0
-	for _, l := range lens {
-		maxLen = max(maxLen, l)
-	}
-	c := sort.Search(maxLen+1, func(c int) bool { return saved(c) < excess }) - 1
-	if c < 0 {
-		c = 0
-	}
-	for _, p := range ptrs {
-		if len(*p) > c+markerCost {
-			*p = headTail(*p, c)
+	c := max(sort.Search(maxLen+1, func(c int) bool { return saved(c) < excess })-1, 0)
+	for i, p := range ptrs {
+		if enc[i] > c+markerCost {
+			keep := int(float64(c) * float64(len(*p)) / float64(enc[i])) // back to raw bytes at this string's ratio
+			*p = headTail(*p, keep)
 		}
 	}
 	out = marshalCompact(v)

@@ -14,14 +14,14 @@ const (
 
 // Stop reasons: why the loop ended.
 const (
-	StopDone         = "done"          // the model answered without a tool call (and verification passed, if any)
-	StopMaxTurns     = "max_turns"     // Limits.MaxTurns model calls were made
-	StopMaxTokens    = "max_tokens"    // Limits.MaxTokens were used
-	StopMaxCost      = "max_cost"      // Limits.MaxCost dollars were spent
-	StopTimeout      = "timeout"       // Limits.Timeout (or the caller's deadline) passed
-	StopCanceled     = "canceled"      // the caller canceled (Ctrl-C)
-	StopModelError   = "model_error"   // the model server failed after its retries
-	StopSandboxError = "sandbox_error" // a tool server failed (not a tool error: the server itself)
+	StopDone         = "done"           // the model answered without a tool call (and verification passed, if any)
+	StopMaxTurns     = "max_turns"      // Limits.MaxTurns model calls were made
+	StopMaxTokens    = "max_tokens"     // Limits.MaxTokens were used
+	StopMaxCost      = "max_cost"       // Limits.MaxCost dollars were spent
+	StopTimeout      = "timeout"        // Limits.Timeout (or the caller's deadline) passed
+	StopCanceled     = "canceled"       // the caller canceled (Ctrl-C)
+	StopModelError   = "model_error"    // the model server failed after its retries
+	StopSandboxError = "sandbox_error"  // a tool server failed (not a tool error: the server itself)
 	StopInternal     = "internal_error" // the transcript could not be written, a prompt could not be rendered
 )
 

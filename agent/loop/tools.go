@@ -183,4 +183,3 @@ func resultNote(outcome string, res ToolResult) string {
 	}
 	return outcome + ": " + msg
 }
-

@@ -1,0 +1,98 @@
+package loop
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCompactResultKeepsHeadAndTailWithinBudget(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef\n", 4096) + "LAST LINE\n"
+	raw, _ := json.Marshal(map[string]any{"exit_code": 1, "stdout": "FIRST LINE\n" + big, "stderr": "short <err> & more", "timed_out": false})
+	for _, budget := range []int{512, 4096, 16 << 10} {
+		out := compactResult(ToolResult{Structured: raw}, budget)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("budget %d: not JSON: %v", budget, err)
+		}
+		stdout, _ := v["stdout"].(string)
+		if len(out) > budget+budget/8 || !strings.HasPrefix(stdout, "FIRST LINE") || !strings.HasSuffix(stdout, "LAST LINE\n") ||
+			!strings.Contains(stdout, "bytes left out") {
+			t.Errorf("budget %d: %d bytes, stdout head/tail kept: %q…%q", budget, len(out), stdout[:20], stdout[len(stdout)-20:])
+		}
+		if v["stderr"] != "short <err> & more" || v["exit_code"] != float64(1) {
+			t.Errorf("budget %d: small fields should be untouched and unescaped: %s", budget, out[:80])
+		}
+	}
+}
+
+func TestCompactResultSmallIsVerbatimAndErrorsAreMarked(t *testing.T) {
+	raw := json.RawMessage(`{"path":"a.go","bytes_written":3,"created":true}`)
+	if got := compactResult(ToolResult{Structured: raw, Text: "ignored"}, 1024); got != `{"bytes_written":3,"created":true,"path":"a.go"}` {
+		t.Errorf("got %s", got)
+	}
+	if got := compactResult(ToolResult{IsError: true, Text: "path escapes the workspace"}, 1024); got != `{"error":"path escapes the workspace"}` {
+		t.Errorf("got %s", got)
+	}
+	if got := compactResult(ToolResult{Text: "plain"}, 1024); got != `{"text":"plain"}` {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestCompactResultCutsLongListingsAndKeepsUTF8(t *testing.T) {
+	var entries []map[string]any
+	for i := 0; i < 2000; i++ {
+		entries = append(entries, map[string]any{"path": "dir/file" + strings.Repeat("x", i%7) + ".go", "type": "file", "size": i})
+	}
+	raw, _ := json.Marshal(map[string]any{"path": ".", "entries": entries, "truncated": false})
+	out := compactResult(ToolResult{Structured: raw}, 2048)
+	if len(out) > 2048+2048/4 || !json.Valid([]byte(out)) || !strings.Contains(out, "bytes left out") {
+		t.Errorf("listing not cut to budget: %d bytes", len(out))
+	}
+	s := headTail(strings.Repeat("é", 1000), 101)
+	if !utf8.ValidString(s) {
+		t.Error("headTail split a rune")
+	}
+}
+
+func TestElideOldOutputsFirst(t *testing.T) {
+	big := strings.Repeat("x", 10_000)
+	msgs := []Message{
+		{Role: RoleSystem, Content: "sys"},
+		{Role: RoleUser, Content: "goal"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "1", Name: "sandbox_write_file", Arguments: `{"path":"a","content":"` + big + `"}`}}},
+		{Role: RoleTool, ToolCallID: "1", Content: big},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "2", Name: "sandbox_read_file", Arguments: `{"path":"a"}`}}},
+		{Role: RoleTool, ToolCallID: "2", Content: big},
+	}
+	names := map[string]string{"1": "sandbox_write_file", "2": "sandbox_read_file"}
+	saved := elide(msgs, names, 25_000)
+	if !msgs[3].Elided || !strings.Contains(msgs[3].Content, "sandbox_write_file") || msgs[5].Elided || msgs[5].Content != big {
+		t.Errorf("the old output should go first and the latest stay: %+v", msgs[3])
+	}
+	if msgs[2].ToolCalls[0].Arguments == `{"path":"a","content":"`+big+`"}` && conversationSize(msgs) > 25_000 {
+		t.Error("still over budget with old arguments whole")
+	}
+	if saved <= 0 || conversationSize(msgs) > 25_000 {
+		t.Errorf("saved %d, size now %d", saved, conversationSize(msgs))
+	}
+	saved = elide(msgs, names, 12_000)
+	if !json.Valid([]byte(msgs[2].ToolCalls[0].Arguments)) || !strings.Contains(msgs[2].ToolCalls[0].Arguments, "elided") || msgs[0].Content != "sys" {
+		t.Errorf("old arguments should be shortened, staying JSON: %s", msgs[2].ToolCalls[0].Arguments)
+	}
+	if saved <= 0 {
+		t.Error("nothing saved on the second pass")
+	}
+}
+
+func TestLookupPrice(t *testing.T) {
+	for model, want := range map[string]float64{"gpt-4o": 2.5, "gpt-4o-mini-2024-07-18": 0.15, "openai/gpt-4.1-mini": 0.4, "gpt-4.1-2025-04-14": 2} {
+		if p, ok := LookupPrice(model); !ok || p.InPerMillion != want {
+			t.Errorf("%s: %+v %v, want in %v", model, p, ok, want)
+		}
+	}
+	if _, ok := LookupPrice("qwen2.5-coder:7b"); ok {
+		t.Error("unknown model priced")
+	}
+}

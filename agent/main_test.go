@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+// These tests run the whole command — options, the real filesystem and executor servers started in-process over
+// loopback HTTP, the OpenAI SDK — against a scripted model server, the only test double.
+
+type agentRun struct {
+	code           int
+	stdout, stderr string
+	workspace      string
+	summary        summary
+	events         []loop.Event
+}
+
+// runAgent runs the command with the scripted model and a fresh workspace (prepared by setup, if given).
+func runAgent(t *testing.T, model *looptest.Server, stdin string, setup func(ws string), args ...string) agentRun {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(ws)
+	}
+	transcript := filepath.Join(dir, "run", "transcript.jsonl")
+	environ := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.BaseURL}
+	args = append([]string{"-workspace", ws, "-transcript", transcript, "-model", "scripted"}, args...)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, environ, strings.NewReader(stdin), &stdout, &stderr)
+	r := agentRun{code: code, stdout: stdout.String(), stderr: stderr.String(), workspace: ws}
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, r.stdout, r.stderr)
+	if b, err := os.ReadFile(filepath.Join(dir, "run", "transcript.summary.json")); err == nil {
+		if err := json.Unmarshal(b, &r.summary); err != nil {
+			t.Fatalf("summary.json: %v", err)
+		}
+	}
+	if f, err := os.Open(transcript); err == nil {
+		defer f.Close()
+		if r.events, err = loop.ReadTranscript(f); err != nil {
+			t.Fatalf("transcript does not read back: %v", err)
+		}
+	}
+	return r
+}
+
+func (r agentRun) want(t *testing.T, code int, outcome, stop string) {
+	t.Helper()
+	if r.code != code || r.summary.Outcome != outcome || r.summary.StopReason != stop {
+		t.Fatalf("got exit %d, outcome %q, stop %q; want exit %d, outcome %q, stop %q", r.code, r.summary.Outcome, r.summary.StopReason, code, outcome, stop)
+	}
+}
+
+func write(path, content string) looptest.Call {
+	return looptest.Call{Name: protocol.ToolWriteFile, Args: looptest.Args(protocol.WriteFileInput{Path: path, Content: content})}
+}
+
+func command(cmd string) looptest.Call {
+	return looptest.Call{Name: protocol.ToolRunCommand, Args: looptest.Args(protocol.RunCommandInput{Command: cmd})}
+}
+
+// toolMessages are the tool results the model was sent in req.
+func toolMessages(req looptest.Request) []looptest.Message {
+	var out []looptest.Message
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+const addScript = "add() { echo $(( $1 + $2 )); }\n"
+const testScript = ". ./add.sh\n[ \"$(add 2 3)\" = 5 ] || { echo 'FAIL: add 2 3 is not 5'; exit 1; }\necho PASS\n"
+
+func TestGoalMet(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{
+			Check: func(t testing.TB, req looptest.Request) {
+				// Tools come from tools/list on both servers, not from a list in the agent.
+				for _, name := range []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
+					protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath, protocol.ToolRunCommand} {
+					if !strings.Contains(strings.Join(req.Tools, " "), name) {
+						t.Errorf("tool %s not offered to the model; offered %v", name, req.Tools)
+					}
+				}
+				if len(req.Messages) != 2 || req.Messages[0].Role != "system" || !strings.Contains(req.Messages[0].Text(), "sh test.sh") ||
+					req.Messages[1].Role != "user" || !strings.Contains(req.Messages[1].Text(), "add function") {
+					t.Errorf("first request should be the system prompt naming the test command, then the goal: %s", req.Raw)
+				}
+			},
+			Calls: []looptest.Call{write("add.sh", addScript), write("test.sh", testScript)},
+		},
+		looptest.Step{Calls: []looptest.Call{command("sh test.sh")},
+			Check: func(t testing.TB, req looptest.Request) {
+				if tm := toolMessages(req); len(tm) != 2 || !strings.Contains(tm[0].Text(), `"bytes_written"`) {
+					t.Errorf("both writes should be answered with their results: %v", tm)
+				}
+			}},
+		looptest.Step{Content: "Done: add.sh passes its test.",
+			Check: func(t testing.TB, req looptest.Request) {
+				tm := toolMessages(req)
+				if last := tm[len(tm)-1].Text(); !strings.Contains(last, `"exit_code":0`) || !strings.Contains(last, "PASS") {
+					t.Errorf("the test run's result should reach the model as compact JSON: %s", last)
+				}
+			}},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "Write an add function in add.sh with a test", "-verify", "sh test.sh")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if b, _ := os.ReadFile(filepath.Join(r.workspace, "add.sh")); string(b) != addScript {
+		t.Errorf("add.sh in the workspace = %q", b)
+	}
+	s := r.summary
+	if s.Turns != 3 || s.TokensIn != 300 || s.TokensOut != 30 || s.ToolCalls != 3 || s.ToolErrors != 0 || s.VerifyRuns != 1 || s.LastVerify.ExitCode != 0 {
+		t.Errorf("summary = %+v", s)
+	}
+	if !strings.Contains(r.stdout, "goal met (verified)") || !strings.Contains(r.stderr, "turn 2  sandbox_run_command sh test.sh  exit 0") {
+		t.Errorf("summary or progress lines missing")
+	}
+}
+
+func TestClaimWithoutWorkIsNotTrusted(t *testing.T) {
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Content: "All tests pass, the goal is met!"}
+	r := runAgent(t, model, "", nil, "-goal", "Write add.sh with a test", "-verify", "sh test.sh", "-max-turns", "3")
+	r.want(t, exitNotMet, loop.OutcomeNotMet, loop.StopMaxTurns)
+	if r.summary.VerifyRuns != 3 || r.summary.LastVerify.ExitCode == 0 {
+		t.Errorf("every claim should be checked and fail: %+v", r.summary)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model asked %d times, want 3", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != "user" || !strings.Contains(last.Text(), "sh test.sh") || !strings.Contains(last.Text(), "exited with status 2") {
+		t.Errorf("the failed check should go back to the model: %s", last.Text())
+	}
+}
+
+func TestMalformedArgumentsAndUnknownToolsGoBackToTheModel(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{
+			{Name: protocol.ToolWriteFile, Args: `{"path": "a.txt", "content": `},
+			{Name: "sandbox_teleport", Args: `{}`},
+			{Name: protocol.ToolReadFile, Args: `{"path": 42}`},
+			{Name: protocol.ToolReadFile, Args: `{"path": "../../etc/passwd"}`},
+		}},
+		looptest.Step{
+			Check: func(t testing.TB, req looptest.Request) {
+				tm := toolMessages(req)
+				if len(tm) != 4 {
+					t.Fatalf("want 4 tool results, got %d", len(tm))
+				}
+				for i, want := range []string{"not valid", `unknown tool \"sandbox_teleport\"`, "error", "error"} {
+					if !strings.Contains(tm[i].Text(), want) || !strings.HasPrefix(tm[i].Text(), `{"error":`) {
+						t.Errorf("result %d = %s; want an error containing %q", i+1, tm[i].Text(), want)
+					}
+				}
+			},
+			Calls: []looptest.Call{write("a.txt", "fixed\n")},
+		},
+		looptest.Step{Content: "done"},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "write a.txt", "-verify", "grep -qx fixed a.txt")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if r.summary.ToolErrors != 4 || r.summary.ToolCalls != 5 {
+		t.Errorf("summary = %+v", r.summary)
+	}
+}
+
+func TestModelServerErrorsAreRetried(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Status: 500},
+		looptest.Step{Status: 429, Header: map[string]string{"Retry-After": "1"}},
+		looptest.Step{Content: "hello"},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "say hello")
+	// Without -verify the model's word cannot be checked: completed, unverified, exit 1.
+	r.want(t, exitNotMet, loop.OutcomeUnverified, loop.StopDone)
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("want 3 attempts, got %d", len(reqs))
+	}
+	if gap := reqs[2].At.Sub(reqs[1].At); gap < 900*time.Millisecond {
+		t.Errorf("Retry-After: 1 not respected: retried after %v", gap)
+	}
+	if r.summary.Turns != 1 || !strings.Contains(r.stdout, "unverified") {
+		t.Errorf("summary = %+v", r.summary)
+	}
+}
+
+func TestModelServerDownIsAnInfrastructureError(t *testing.T) {
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Status: 503}
+	r := runAgent(t, model, "", nil, "-goal", "anything", "-retries", "1")
+	r.want(t, exitError, loop.OutcomeError, loop.StopModelError)
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("want 1 try + 1 retry, got %d requests", n)
+	}
+}
+
+func TestBudgetsEndTheRun(t *testing.T) {
+	list := looptest.Step{Calls: []looptest.Call{{Name: protocol.ToolListFiles, Args: `{}`}}, PromptTokens: 600, CompletionTokens: 100}
+	cases := []struct {
+		name  string
+		step  looptest.Step
+		args  []string
+		stop  string
+		turns int
+	}{
+		{"turns", list, []string{"-max-turns", "2"}, loop.StopMaxTurns, 2},
+		{"tokens", list, []string{"-max-tokens", "1000"}, loop.StopMaxTokens, 2},
+		{"cost", list, []string{"-max-cost", "0.002", "-price-in", "1", "-price-out", "1"}, loop.StopMaxCost, 3},
+		{"timeout", looptest.Step{Delay: 10 * time.Second}, []string{"-timeout", "1s"}, loop.StopTimeout, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			model := looptest.New(t)
+			model.Repeat = &c.step
+			start := time.Now()
+			r := runAgent(t, model, "", nil, append([]string{"-goal", "keep listing"}, c.args...)...)
+			r.want(t, exitNotMet, loop.OutcomeNotMet, c.stop)
+			if r.summary.Turns != c.turns {
+				t.Errorf("turns = %d, want %d", r.summary.Turns, c.turns)
+			}
+			if c.stop == loop.StopTimeout && time.Since(start) > 5*time.Second {
+				t.Errorf("timeout of 1s took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestApproveRefusalGoesBackToTheModel(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{command("touch refused.txt")}},
+		looptest.Step{Calls: []looptest.Call{command("touch approved.txt")},
+			Check: func(t testing.TB, req looptest.Request) {
+				tm := toolMessages(req)
+				if got := tm[0].Text(); !strings.Contains(got, "refused") || !strings.Contains(got, "not on my disk") {
+					t.Errorf("refusal with reason should reach the model: %s", got)
+				}
+			}},
+		looptest.Step{Content: "done"},
+	)
+	r := runAgent(t, model, "not on my disk\ny\n", nil, "-goal", "touch files", "-approve", "-verify", "test -f approved.txt")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if _, err := os.Stat(filepath.Join(r.workspace, "refused.txt")); err == nil {
+		t.Error("a refused command ran")
+	}
+	if !strings.Contains(r.stderr, "Run it? [y/N") || !strings.Contains(r.stderr, "touch refused.txt") {
+		t.Error("the command was not shown before asking")
+	}
+}
+
+func TestTranscriptHoldsEverything(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef\n", 4096) // 68 KiB, over the 4 KiB tool output budget
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{write("big.txt", big), command("cat big.txt; echo tail-marker")}, PromptTokens: 123, CompletionTokens: 45},
+		looptest.Step{Content: "done", PromptTokens: 7, CompletionTokens: 8,
+			Check: func(t testing.TB, req looptest.Request) {
+				out := toolMessages(req)[1].Text()
+				if len(out) > 5<<10 || !strings.Contains(out, "bytes left out") || !strings.Contains(out, "tail-marker") || !strings.HasPrefix(out, "{") {
+					t.Errorf("model should get head and tail of the output within budget, got %d bytes", len(out))
+				}
+			}},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "write big.txt", "-verify", "test -s big.txt", "-tool-output-bytes", "4096")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+
+	var types []string
+	var tools []loop.Event
+	var usage loop.Usage
+	for _, ev := range r.events {
+		types = append(types, ev.Type)
+		switch ev.Type {
+		case "tool":
+			tools = append(tools, ev)
+		case "model":
+			usage.PromptTokens += ev.Usage.PromptTokens
+			usage.CompletionTokens += ev.Usage.CompletionTokens
+		}
+	}
+	if want := "start message message model tool tool model verify end"; strings.Join(types, " ") != want {
+		t.Fatalf("events %v, want %s", types, want)
+	}
+	if usage != (loop.Usage{PromptTokens: 130, CompletionTokens: 53}) {
+		t.Errorf("usage in transcript = %+v", usage)
+	}
+	if len(r.events[0].Tools) < 8 || r.events[1].Message.Role != "system" || r.events[2].Message.Role != "user" {
+		t.Errorf("start and first messages incomplete")
+	}
+	if calls := r.events[3].Message.ToolCalls; len(calls) != 2 || calls[0].ID != tools[0].Call.ID || calls[1].ID != tools[1].Call.ID {
+		t.Errorf("tool events do not match the calls")
+	}
+	if !strings.Contains(tools[0].Call.Arguments, strings.ReplaceAll(big[:100], "\n", `\n`)) || len(tools[0].Call.Arguments) < len(big) {
+		t.Errorf("the write's arguments should be kept whole")
+	}
+	var res loop.ToolResult
+	var out protocol.RunCommandOutput
+	if err := json.Unmarshal(tools[1].Result, &res); err != nil || json.Unmarshal(res.Structured, &out) != nil {
+		t.Fatalf("command result does not decode: %v", err)
+	}
+	if out.Stdout != big+"tail-marker\n" {
+		t.Errorf("transcript should keep the full output (%d bytes), has %d", len(big), len(out.Stdout))
+	}
+	end := r.events[len(r.events)-1].Summary
+	if end == nil || end.Outcome != loop.OutcomeMet || end.TokensIn != 130 {
+		t.Errorf("end event summary = %+v", end)
+	}
+}
+
+func TestConfigurationErrorsExit2(t *testing.T) {
+	model := looptest.New(t)
+	cases := []struct {
+		name    string
+		environ map[string]string
+		args    []string
+		want    string
+	}{
+		{"no key or endpoint", map[string]string{}, []string{"-goal", "x"}, "OPENAI_API_KEY"},
+		{"no goal", map[string]string{"OPENAI_API_KEY": "k"}, nil, "no goal"},
+		{"one server url", map[string]string{"OPENAI_API_KEY": "k"}, []string{"-goal", "x", "-fs-url", "http://127.0.0.1:1/mcp"}, "both -fs-url and -exec-url"},
+		{"cost without price", map[string]string{"OPENAI_API_KEY": "k"}, []string{"-goal", "x", "-model", "mystery", "-max-cost", "1"}, "-price-in"},
+		{"bad flag", map[string]string{"OPENAI_API_KEY": "k"}, []string{"-goal", "x", "-max-turns", "many"}, "invalid value"},
+		{"bad env", map[string]string{"OPENAI_API_KEY": "k", "GOALBOX_MAX_TURNS": "many"}, []string{"-goal", "x"}, "GOALBOX_MAX_TURNS"},
+		{"server down", map[string]string{"OPENAI_BASE_URL": model.BaseURL}, []string{"-goal", "x", "-fs-url", "http://127.0.0.1:1/mcp", "-exec-url", "http://127.0.0.1:1/mcp"}, "connect"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"-runs-dir", t.TempDir()}, c.args...)
+			code := run(context.Background(), args, c.environ, strings.NewReader(""), io.Discard, &stderr)
+			if code != exitError || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), c.want)
+			}
+		})
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("a configuration error should not reach the model (%d requests)", n)
+	}
+}
+
+func TestFlagsWinOverEnvironment(t *testing.T) {
+	o, err := parseOptions([]string{"-goal", "g", "-max-turns", "7"}, map[string]string{
+		"GOALBOX_MAX_TURNS": "3", "GOALBOX_MAX_TOKENS": "999", "GOALBOX_MODEL": "m-env", "OPENAI_BASE_URL": "http://x/v1", "GOALBOX_TIMEOUT": "90s",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxTurns != 7 || o.MaxTokens != 999 || o.Model != "m-env" || o.BaseURL != "http://x/v1" || o.Timeout != 90*time.Second {
+		t.Errorf("options = %+v", o)
+	}
+}
