@@ -1,6 +1,7 @@
 package pathguard
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -151,11 +152,15 @@ func (g *Guard) ReadFile(p string) (string, []byte, error) {
 		return rel, nil, &Error{Op: "read", Path: rel, Reason: ReasonTooLarge,
 			Detail: fmt.Sprintf("%d bytes; the limit is %d", fi.Size(), g.opts.MaxReadBytes)}
 	}
-	// Read one byte past the cap so a file that grew after the stat is still refused, not silently cut.
-	data, err := io.ReadAll(io.LimitReader(f, g.opts.MaxReadBytes+1))
-	if err != nil {
+	// Read one byte past the cap so a file that grew after the stat is still refused, not silently cut. The buffer
+	// is sized from the stat, so a file that did not change is read in one call plus the one that sees the end
+	// (io.ReadAll would grow from 512 bytes, one read syscall per step).
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, g.opts.MaxReadBytes+1)); err != nil {
 		return rel, nil, wrap("read", rel, err)
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > g.opts.MaxReadBytes {
 		return rel, nil, &Error{Op: "read", Path: rel, Reason: ReasonTooLarge,
 			Detail: fmt.Sprintf("the limit is %d bytes", g.opts.MaxReadBytes)}
