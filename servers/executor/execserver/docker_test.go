@@ -453,3 +453,51 @@ func TestDockerConfinementReport(t *testing.T) {
 		t.Errorf("inside the container:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// TestDockerGoToolchain runs a real toolchain in the Go image: go test in the workspace with the read-only root,
+// twice, the second run served from the build cache that survives between containers. It uses the default cache
+// folder of a fixed instance, as a server would, so only the first run on a machine compiles the standard library.
+func TestDockerGoToolchain(t *testing.T) {
+	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
+	if img == "" {
+		img = "golang:1.26-bookworm"
+	}
+	cli := dockerRequire(t)
+	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the Go image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
+		}
+		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
+	}
+	b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.Image = img; c.CacheHostDir = ""; c.Instance = "go-toolchain-test" })
+	files := map[string]string{
+		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
+		"sum.go":      "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
+		"sum_test.go": "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(ws, "sub", name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if os.Getuid() == 0 {
+			if err := os.Chown(p, dockerTestUID, dockerTestUID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func() string {
+		var out strings.Builder
+		res, err := b.Run(context.Background(), Request{Command: "go test ./...", Dir: "sub", Timeout: 5 * time.Minute, Stdout: &out, Stderr: &out})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("go test: %+v, %v:\n%s", res, err, out.String())
+		}
+		return out.String()
+	}
+	if first := run(); !strings.HasPrefix(first, "ok  \texample.com/sum") {
+		t.Fatalf("first go test: %q", first)
+	}
+	if second := run(); !strings.Contains(second, "(cached)") {
+		t.Errorf("second go test was not served from the cache: %q", second)
+	}
+}
