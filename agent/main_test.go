@@ -366,3 +366,58 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 		t.Errorf("options = %+v", o)
 	}
 }
+
+func TestTimeoutKillsARunningCommand(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("sleep 30")}})
+	start := time.Now()
+	r := runAgent(t, model, "", nil, "-goal", "wait", "-timeout", "2s")
+	r.want(t, exitNotMet, loop.OutcomeNotMet, loop.StopTimeout)
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("a 2s timeout took %v", d)
+	}
+}
+
+func TestLimitStopStillVerifiesTheWork(t *testing.T) {
+	// The model did the work but never said so: the check, not the model, decides.
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{write("done.txt", "ok\n")}})
+	model.Repeat = &looptest.Step{Calls: []looptest.Call{{Name: protocol.ToolListFiles, Args: `{}`}}}
+	r := runAgent(t, model, "", nil, "-goal", "write done.txt", "-verify", "test -f done.txt", "-max-turns", "3")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopMaxTurns)
+	if r.summary.VerifyRuns != 1 {
+		t.Errorf("verify runs = %d, want 1 (at the end)", r.summary.VerifyRuns)
+	}
+}
+
+func TestOldOutputsAreElidedForTheModelButKeptInTheTranscript(t *testing.T) {
+	content := strings.Repeat("line of text\n", 600) // 7.8 KB a read
+	read := looptest.Call{Name: protocol.ToolReadFile, Args: `{"path":"f.txt"}`}
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{write("f.txt", content)}},
+		looptest.Step{Calls: []looptest.Call{read}},
+		looptest.Step{Calls: []looptest.Call{read}},
+		looptest.Step{Calls: []looptest.Call{read}},
+		looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+			tm := toolMessages(req)
+			if !strings.Contains(tm[1].Text(), `"elided"`) || strings.Contains(tm[3].Text(), `"elided"`) {
+				t.Errorf("the oldest read should be elided and the latest kept: %.100s / %.100s", tm[1].Text(), tm[3].Text())
+			}
+			if strings.Contains(req.Messages[2].ToolCalls[0].Function.Arguments, "line of text") {
+				t.Errorf("the old write's content should be elided from the conversation")
+			}
+		}},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "read f.txt", "-context-bytes", "12000", "-tool-output-bytes", "10000")
+	r.want(t, exitNotMet, loop.OutcomeUnverified, loop.StopDone)
+	elides, fullReads := 0, 0
+	for _, ev := range r.events {
+		if ev.Type == "elide" {
+			elides++
+		}
+		if ev.Type == "tool" && ev.Call.Name == protocol.ToolReadFile && strings.Contains(string(ev.Result), strings.Repeat(`line of text\n`, 600)) {
+			fullReads++
+		}
+	}
+	if elides == 0 || fullReads != 3 {
+		t.Errorf("transcript: %d elide events, %d full reads (want >0 and 3)", elides, fullReads)
+	}
+}
