@@ -285,6 +285,7 @@ func TestEscapeCorpus(t *testing.T) {
 					echo = a.echo(f)
 				}
 				f.checkMessage(t, r.err, echo...)
+				t.Logf("refused: %v", r.err)
 			case !a.allowed:
 				t.Fatalf("not refused (data %q)", r.data)
 			}

@@ -177,7 +177,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Op)
 		b.WriteString(" ")
 	}
-	fmt.Fprintf(&b, "%q: %s", e.Path, e.Reason)
+	fmt.Fprintf(&b, "%q: %s", printable(e.Path), e.Reason)
 	if e.Detail != "" {
 		b.WriteString(" (")
 		b.WriteString(e.Detail)

@@ -14,8 +14,9 @@ import (
 	"syscall"
 )
 
-// maxLinkHops bounds how many symlinks are followed while resolving a write target, as the kernel does (ELOOP).
-const maxLinkHops = 40
+// maxLinkHops bounds how many symlinks one path may pass through. It matches os.Root's own limit (8; the kernel
+// allows 40), so a write follows exactly the chains a read follows.
+const maxLinkHops = 8
 
 // tempPrefix marks the temporary files of atomic writes; listings hide them.
 const tempPrefix = ".goalbox-tmp-"
@@ -43,7 +44,7 @@ func wrap(op, rel string, err error) error {
 	case strings.Contains(err.Error(), "path escapes from parent"):
 		e.Reason, e.Detail = ReasonOutside, "it, or a symlink on the way, leads out of the workspace; absolute symlinks are never followed"
 	case errors.Is(err, syscall.ELOOP):
-		e.Reason, e.Detail = ReasonOutside, "too many levels of symlinks"
+		e.Reason, e.Detail = ReasonInvalid, loopDetail
 	case errors.Is(err, fs.ErrNotExist):
 		e.Reason = ReasonNotFound
 	case errors.Is(err, fs.ErrExist):

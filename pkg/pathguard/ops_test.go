@@ -1,6 +1,7 @@
 package pathguard
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -471,5 +472,36 @@ func TestErrorMessages(t *testing.T) {
 	}
 	if got := printable(strings.Repeat("x", 300)); len(got) != 203 {
 		t.Fatalf("printable kept %d bytes", len(got))
+	}
+}
+
+// Reads and writes follow the same symlink chains: up to 8 links on one path (os.Root's limit), refused past it.
+func TestSymlinkChainLimit(t *testing.T) {
+	f := newFixture(t)
+	prev := "file.txt"
+	for i := 1; i <= 9; i++ {
+		name := fmt.Sprintf("c%d", i)
+		f.link(t, prev, name)
+		prev = name
+	}
+	if _, b, err := f.g.ReadFile("c8"); err != nil || string(b) != "hello\n" {
+		t.Fatalf("ReadFile through 8 links = %q, %v", b, err)
+	}
+	if _, _, err := f.g.WriteFile("c8", []byte("eight")); err != nil {
+		t.Fatalf("WriteFile through 8 links = %v", err)
+	}
+	for _, err := range []error{
+		func() error { _, _, err := f.g.ReadFile("c9"); return err }(),
+		func() error { _, _, err := f.g.WriteFile("c9", nil); return err }(),
+		func() error { _, err := f.g.Symlink("c9", "l"); return err }(),
+	} {
+		if !IsReason(err, ReasonInvalid) || !strings.Contains(err.Error(), "more than 8 symlinks") {
+			t.Errorf("past the chain limit: %v", err)
+		}
+	}
+	f.link(t, "loop-b", "loop-a")
+	f.link(t, "loop-a", "loop-b")
+	if _, _, err := f.g.ReadFile("loop-a"); !IsReason(err, ReasonInvalid) || !strings.Contains(err.Error(), "a loop") {
+		t.Errorf("ReadFile(loop) = %v", err)
 	}
 }

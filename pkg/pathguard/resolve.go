@@ -50,7 +50,7 @@ func (g *Guard) resolve(op, rel string) (string, fs.FileInfo, error) {
 			continue
 		}
 		if hops++; hops > maxLinkHops {
-			return "", nil, &Error{Op: op, Path: rel, Reason: ReasonOutside, Detail: "too many levels of symlinks"}
+			return "", nil, &Error{Op: op, Path: rel, Reason: ReasonInvalid, Detail: loopDetail}
 		}
 		link, err := g.root.Readlink(cur)
 		if err != nil {
@@ -75,6 +75,9 @@ func (g *Guard) resolve(op, rel string) (string, fs.FileInfo, error) {
 	}
 	return real, last, nil
 }
+
+// loopDetail explains ELOOP: os.Root gives up after 8 symlinks in one path (the kernel after 40).
+const loopDetail = "too many levels of symlinks: a loop, or more than 8 symlinks on one path"
 
 // splitPath splits a slash-separated path into its names, dropping empty and "." names.
 func splitPath(p string) []string {
