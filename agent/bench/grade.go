@@ -131,7 +131,7 @@ func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference
 			cmake += " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
 			// Paths relative to the exercise and no working folder in the hash: every exercise shares
 			// one compiled copy of Catch's main.
-			env = `CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 `
+			env = `export CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 && `
 		}
 		return env + "rm -rf build && mkdir build && cd build && " + cmake + " .. && make", "", nil
 	case "java":

@@ -275,3 +275,16 @@ func writeJSON(p string, v any) error {
 	}
 	return nil
 }
+
+// NewTry starts a try's record from its grade; the caller adds the agent's figures (turns, tokens, cost...).
+func NewTry(try int, g GradeResult) TryResult {
+	return TryResult{
+		Try:          try,
+		Passed:       g.Passed,
+		ExitCode:     g.ExitCode,
+		TimedOut:     g.TimedOut,
+		TestOutput:   g.Output,
+		Restored:     g.Restored,
+		GradeSeconds: g.Seconds,
+	}
+}

@@ -111,11 +111,14 @@ func selfTestOne(ctx context.Context, opts SelfTestOptions, ex Exercise) (res Se
 	}
 	res.Ref, res.Stub = ref, stub
 	switch {
-	case ref.Ungradable != "":
-		res.Status, res.Reason = SelfUngradable, ref.Ungradable
-		if stub.Ungradable == "" && stub.Passed {
+	case ref.Ungradable != "" && stub.Ungradable == "":
+		// The model's tries are gradable (the stub's build works); only the reference needs more.
+		if stub.Passed {
 			return problem("the stub passed its tests")
 		}
+		res.Status, res.Reason = SelfUngradable, "reference solution "+ref.Ungradable+"; the stub is gradable and fails as it should"
+	case ref.Ungradable != "":
+		res.Status, res.Reason = SelfUngradable, ref.Ungradable
 	case stub.Ungradable != "":
 		res.Status, res.Reason = SelfUngradable, stub.Ungradable
 	case !ref.Passed && stub.Passed:
