@@ -148,3 +148,15 @@ func (f *fixture) noMarker(t testing.TB, data []byte) {
 		t.Fatalf("read returned a secret from outside the workspace: %q", data)
 	}
 }
+
+// ramDir is an empty folder on a RAM disk when there is one (else on t.TempDir()): for tests whose many fsyncs
+// and renames would otherwise measure the disk rather than the guard.
+func ramDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "pathguard-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -36,11 +36,7 @@ func FuzzGuard(f *testing.F) {
 	}
 	// Every input rebuilds the workspace five times and writes with fsync: on a RAM disk, when there is one, the
 	// fuzzer spends its time on inputs rather than on the disk.
-	dir := f.TempDir()
-	if shm, err := os.MkdirTemp("/dev/shm", "pathguard-fuzz-"); err == nil {
-		f.Cleanup(func() { os.RemoveAll(shm) })
-		dir = shm
-	}
+	dir := ramDir(f)
 	fx := newFixtureIn(f, dir)
 	before := fx.hashOutside(f)
 	planted := map[string]bool{}

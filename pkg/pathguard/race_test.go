@@ -15,7 +15,7 @@ import (
 // delete through the guard. os.Root resolves each path component by file descriptor, so whichever side of a swap
 // an operation lands on, nothing outside may be read or written.
 func TestSwapRace(t *testing.T) {
-	f := newFixture(t)
+	f := newFixtureIn(t, ramDir(t))
 	box := filepath.Join(f.ws, "box")
 	if err := os.Mkdir(box, 0o755); err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestSwapRace(t *testing.T) {
 	os.WriteFile(filepath.Join(f.ws, "target.txt"), []byte("inside"), 0o644)
 	before := f.hashOutside(t)
 
-	const swaps = 3000
+	const swaps = 2000
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	swap := func(name, linkTarget string) {
@@ -36,6 +36,9 @@ func TestSwapRace(t *testing.T) {
 				return
 			}
 			os.Symlink(linkTarget, p)
+			for range 10 { // leave the link in place a little, so the readers meet it often
+				os.Lstat(p)
+			}
 			// The guard's writers may have made a fresh folder or file here meanwhile (inside, legitimately).
 			var err error
 			for range 1000 {
@@ -90,6 +93,7 @@ func TestSwapRace(t *testing.T) {
 		},
 		func(int) { f.g.Stat("box/secret.txt") },
 	}
+	ops = append(ops, ops[0], ops[0], ops[1], ops[1]) // more readers: they are the ones a leak would show in
 	for _, op := range ops {
 		workers.Add(1)
 		go func() {
