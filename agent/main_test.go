@@ -421,3 +421,19 @@ func TestOldOutputsAreElidedForTheModelButKeptInTheTranscript(t *testing.T) {
 		t.Errorf("transcript: %d elide events, %d full reads (want >0 and 3)", elides, fullReads)
 	}
 }
+
+func TestInterruptEndsTheRunWithASummary(t *testing.T) {
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Delay: 20 * time.Second}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel) // as SIGINT does in main
+	var stdout bytes.Buffer
+	code := run(ctx, []string{"-goal", "x", "-workspace", filepath.Join(dir, "ws"), "-runs-dir", filepath.Join(dir, "runs")},
+		map[string]string{"OPENAI_BASE_URL": model.BaseURL}, strings.NewReader(""), &stdout, io.Discard)
+	sums, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "summary.json"))
+	if code != exitNotMet || len(sums) != 1 || !strings.Contains(stdout.String(), "stop reason  canceled") {
+		t.Errorf("exit %d, summaries %v, stdout %s", code, sums, stdout.String())
+	}
+}
