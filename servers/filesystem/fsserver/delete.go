@@ -19,14 +19,14 @@ func deleteTool() *mcp.Tool {
 	}
 }
 
-func (s *server) delete(_ context.Context, _ *mcp.CallToolRequest, in protocol.DeletePathInput) (*mcp.CallToolResult, protocol.DeletePathOutput, error) {
+func (s *server) delete(_ context.Context, in protocol.DeletePathInput) (protocol.DeletePathOutput, error) {
 	var out protocol.DeletePathOutput
 	if in.Path == "" {
-		return nil, out, errors.New("path is required: give a file or folder path relative to the workspace")
+		return out, errors.New("path is required: give a file or folder path relative to the workspace")
 	}
 	rel, deleted, err := s.g.Remove(in.Path, in.Recursive)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
-	return nil, protocol.DeletePathOutput{Path: rel, Deleted: deleted}, nil
+	return protocol.DeletePathOutput{Path: rel, Deleted: deleted}, nil
 }

@@ -26,46 +26,46 @@ func editTool() *mcp.Tool {
 // maxListedMatches bounds the line numbers listed when old_text matches more than once.
 const maxListedMatches = 20
 
-func (s *server) edit(ctx context.Context, _ *mcp.CallToolRequest, in protocol.EditFileInput) (*mcp.CallToolResult, protocol.EditFileOutput, error) {
+func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.EditFileOutput, error) {
 	var out protocol.EditFileOutput
 	switch {
 	case in.Path == "":
-		return nil, out, errors.New("path is required: give a file path relative to the workspace")
+		return out, errors.New("path is required: give a file path relative to the workspace")
 	case in.OldText == "":
-		return nil, out, errors.New("old_text is empty: give the exact text to replace (to create or replace a whole file, use sandbox_write_file)")
+		return out, errors.New("old_text is empty: give the exact text to replace (to create or replace a whole file, use sandbox_write_file)")
 	case in.OldText == in.NewText:
-		return nil, out, errors.New("old_text and new_text are the same: there is nothing to change")
+		return out, errors.New("old_text and new_text are the same: there is nothing to change")
 	}
 	rel, err := s.g.Clean(in.Path)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	defer s.lock(rel)()
 	rel, data, err := s.g.ReadFile(in.Path)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	if why := binaryReason(data, true); why != "" {
-		return nil, out, fmt.Errorf("edit %q: refused, %d bytes, binary (%s): only text files can be edited", rel, len(data), why)
+		return out, fmt.Errorf("edit %q: refused, %d bytes, binary (%s): only text files can be edited", rel, len(data), why)
 	}
 	content := string(data)
 	idx := matchOffsets(content, in.OldText)
 	switch {
 	case len(idx) == 0:
-		return nil, out, fmt.Errorf("edit %q: old_text was not found; it must match exactly, whitespace and line endings included. %s",
+		return out, fmt.Errorf("edit %q: old_text was not found; it must match exactly, whitespace and line endings included. %s",
 			rel, nearest(content, in.OldText))
 	case len(idx) > 1 && !in.ReplaceAll:
-		return nil, out, fmt.Errorf("edit %q: old_text matches %d times, at lines %s; include more surrounding lines in old_text so it matches once, or set replace_all to replace them all",
+		return out, fmt.Errorf("edit %q: old_text matches %d times, at lines %s; include more surrounding lines in old_text so it matches once, or set replace_all to replace them all",
 			rel, len(idx), matchLines(content, idx))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, out, err
+		return out, err
 	}
 	updated, diff := replaceAndDiff(rel, content, in.OldText, in.NewText, idx)
 	if _, _, err := s.g.WriteFile(rel, []byte(updated)); err != nil {
-		return nil, out, err
+		return out, err
 	}
-	return nil, protocol.EditFileOutput{Path: rel, Replacements: len(idx), Diff: diff}, nil
+	return protocol.EditFileOutput{Path: rel, Replacements: len(idx), Diff: diff}, nil
 }
 
 // matchOffsets are the byte offsets of the non-overlapping matches of old in content, leftmost first.

@@ -30,18 +30,18 @@ func listTool(o Options) *mcp.Tool {
 // errListFull stops a walk when the listing is full.
 var errListFull = errors.New("listing full")
 
-func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in protocol.ListFilesInput) (*mcp.CallToolResult, protocol.ListFilesOutput, error) {
+func (s *server) list(ctx context.Context, in protocol.ListFilesInput) (protocol.ListFilesOutput, error) {
 	var out protocol.ListFilesOutput
 	if in.Depth < 0 {
-		return nil, out, fmt.Errorf("depth %d must not be negative: use 1 to %d (default 1)", in.Depth, s.opts.MaxListDepth)
+		return out, fmt.Errorf("depth %d must not be negative: use 1 to %d (default 1)", in.Depth, s.opts.MaxListDepth)
 	}
 	depth := min(max(in.Depth, 1), s.opts.MaxListDepth)
 	if err := checkGlob("pattern", in.Pattern); err != nil {
-		return nil, out, err
+		return out, err
 	}
 	rel, fi, err := s.g.Stat(in.Path)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	out.Path = rel
 	out.Entries = []protocol.ListEntry{}
@@ -50,7 +50,7 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in protocol.L
 		if in.Pattern == "" || matchGlob(in.Pattern, path.Base(rel)) {
 			out.Entries = append(out.Entries, protocol.ListEntry{Path: rel, Type: entryType(fi.Mode()), Size: entrySize(fi)})
 		}
-		return nil, out, nil
+		return out, nil
 	}
 	fsys := s.g.FS()
 	var walk func(dir string, level int) error
@@ -90,9 +90,9 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in protocol.L
 		return nil
 	}
 	if err := walk(rel, 1); err != nil && err != errListFull {
-		return nil, out, err
+		return out, err
 	}
-	return nil, out, nil
+	return out, nil
 }
 
 func entryType(m fs.FileMode) string {

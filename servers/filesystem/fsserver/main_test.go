@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -124,6 +126,13 @@ func connectURL(t testing.TB, url string) *mcp.ClientSession {
 
 func connectStdio(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 	t.Helper()
+	cs, _ := startStdio(t, workspace, s)
+	return cs
+}
+
+// startStdio starts the server binary over stdio and returns the connected session and the server's pid.
+func startStdio(t testing.TB, workspace string, s setup) (*mcp.ClientSession, int) {
+	t.Helper()
 	cmd := exec.Command(serverBin, s.flags(workspace)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -133,7 +142,7 @@ func connectStdio(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 		t.Fatalf("start %v: %v; stderr: %s", cmd.Args, err, stderr.String())
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, cmd.Process.Pid
 }
 
 // result is a tool call's outcome as a client sees it.
@@ -183,7 +192,38 @@ func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any)
 	if textJSON, _ := json.Marshal(fromText); !bytes.Equal(textJSON, r.raw) {
 		t.Fatalf("%s: text content and structuredContent differ:\n%s\n%s", tool, textJSON, r.raw)
 	}
+	if err := outputSchema(t, cs, tool).Validate(res.StructuredContent); err != nil {
+		t.Fatalf("%s: structuredContent does not match the declared outputSchema: %v\n%s", tool, err, r.raw)
+	}
 	return r
+}
+
+// outputSchemas caches each session's declared output schemas, as a client that validates results would.
+var outputSchemas sync.Map // *mcp.ClientSession -> map[string]*jsonschema.Resolved
+
+// outputSchema is the output schema the server declares for tool in tools/list, resolved for validation.
+func outputSchema(t testing.TB, cs *mcp.ClientSession, tool string) *jsonschema.Resolved {
+	t.Helper()
+	if m, ok := outputSchemas.Load(cs); ok {
+		return m.(map[string]*jsonschema.Resolved)[tool]
+	}
+	res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*jsonschema.Resolved{}
+	for _, tl := range res.Tools {
+		raw, _ := json.Marshal(tl.OutputSchema)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatalf("%s: output schema: %v", tl.Name, err)
+		}
+		if m[tl.Name], err = s.Resolve(nil); err != nil {
+			t.Fatalf("%s: output schema: %v", tl.Name, err)
+		}
+	}
+	outputSchemas.Store(cs, m)
+	return m[tool]
 }
 
 // ok calls a tool that must succeed and decodes its structured result into out.

@@ -19,14 +19,14 @@ func moveTool() *mcp.Tool {
 	}
 }
 
-func (s *server) move(_ context.Context, _ *mcp.CallToolRequest, in protocol.MovePathInput) (*mcp.CallToolResult, protocol.MovePathOutput, error) {
+func (s *server) move(_ context.Context, in protocol.MovePathInput) (protocol.MovePathOutput, error) {
 	var out protocol.MovePathOutput
 	if in.Source == "" || in.Destination == "" {
-		return nil, out, errors.New("source and destination are both required: paths relative to the workspace")
+		return out, errors.New("source and destination are both required: paths relative to the workspace")
 	}
 	src, dst, err := s.g.Rename(in.Source, in.Destination, in.Overwrite)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
-	return nil, protocol.MovePathOutput{Source: src, Destination: dst}, nil
+	return protocol.MovePathOutput{Source: src, Destination: dst}, nil
 }

@@ -32,13 +32,13 @@ func readTool(o Options) *mcp.Tool {
 // readBufPool holds the buffered readers of reads; a 16 KiB file then costs no buffer allocation.
 var readBufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
-func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.ReadFileInput) (*mcp.CallToolResult, protocol.ReadFileOutput, error) {
+func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.ReadFileOutput, error) {
 	var out protocol.ReadFileOutput
 	if in.Path == "" {
-		return nil, out, errors.New("path is required: give a file path relative to the workspace")
+		return out, errors.New("path is required: give a file path relative to the workspace")
 	}
 	if in.Offset < 0 || in.Limit < 0 {
-		return nil, out, fmt.Errorf("offset %d and limit %d must not be negative: offset is a 1-based line number, limit a number of lines up to %d",
+		return out, fmt.Errorf("offset %d and limit %d must not be negative: offset is a 1-based line number, limit a number of lines up to %d",
 			in.Offset, in.Limit, s.opts.MaxReadLines)
 	}
 	offset, limit := max(in.Offset, 1), in.Limit
@@ -47,10 +47,10 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 	}
 	rel, f, fi, err := s.g.OpenFile(in.Path)
 	if pathguard.IsReason(err, pathguard.ReasonIsDir) {
-		return nil, out, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
+		return out, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
 	}
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	defer f.Close()
 	out.Path = rel
@@ -62,10 +62,10 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 	// Refuse binary files by their head before reading any lines.
 	head, err := r.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return nil, out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
+		return out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
 	}
 	if why := binaryReason(head, err == io.EOF); why != "" {
-		return nil, out, fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read",
+		return out, fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read",
 			rel, fi.Size(), why)
 	}
 
@@ -74,7 +74,7 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 	endLine, total, cut := 0, 0, false
 	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
-			return nil, out, err
+			return out, err
 		}
 		chunk, rerr := r.ReadSlice('\n')
 		for rerr == bufio.ErrBufferFull {
@@ -85,7 +85,7 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 			chunk, long = append(long, chunk...), nil
 		}
 		if rerr != nil && rerr != io.EOF {
-			return nil, out, &pathguard.Error{Op: "read", Path: rel, Reason: rerr.Error()}
+			return out, &pathguard.Error{Op: "read", Path: rel, Reason: rerr.Error()}
 		}
 		if len(chunk) == 0 { // end of file right after a newline (or an empty file)
 			total = line - 1
@@ -110,17 +110,17 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 			// Only the count is still needed: count newlines in big chunks without splitting lines.
 			n, err := countRest(r)
 			if err != nil {
-				return nil, out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
+				return out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
 			}
 			total = line + n
 			break
 		}
 	}
 	if offset > 1 && offset > total {
-		return nil, out, fmt.Errorf("read %q: offset %d is past the end: the file has %d lines", rel, offset, total)
+		return out, fmt.Errorf("read %q: offset %d is past the end: the file has %d lines", rel, offset, total)
 	}
 	if why := binaryReason(content.Bytes(), !cut); why != "" {
-		return nil, out, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): only text files can be read",
+		return out, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): only text files can be read",
 			rel, fi.Size(), offset, endLine, why)
 	}
 	out.Content = content.String()
@@ -128,7 +128,7 @@ func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in protocol.R
 	out.EndLine = endLine
 	out.TotalLines = total
 	out.Truncated = cut || endLine < total
-	return nil, out, nil
+	return out, nil
 }
 
 // countRest counts the lines left in r, which is at the start of a line: each newline ends one, and bytes after

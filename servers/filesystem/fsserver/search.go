@@ -41,17 +41,17 @@ var errSearchFull = errors.New("search full")
 // searchBufPool holds file buffers between searches; most source files fit the first one a search grows.
 var searchBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in protocol.SearchFilesInput) (*mcp.CallToolResult, protocol.SearchFilesOutput, error) {
+func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (protocol.SearchFilesOutput, error) {
 	out := protocol.SearchFilesOutput{Matches: []protocol.SearchMatch{}}
 	if in.Pattern == "" {
-		return nil, out, errors.New("pattern is required: give an RE2 regular expression, e.g. func \\w+\\(")
+		return out, errors.New("pattern is required: give an RE2 regular expression, e.g. func \\w+\\(")
 	}
 	re, err := regexp.Compile(in.Pattern)
 	if err != nil {
-		return nil, out, fmt.Errorf("pattern is not a valid RE2 regular expression: %v (RE2 has no backreferences or lookaround; escape literal characters such as ( [ . with \\)", err)
+		return out, fmt.Errorf("pattern is not a valid RE2 regular expression: %v (RE2 has no backreferences or lookaround; escape literal characters such as ( [ . with \\)", err)
 	}
 	if in.MaxResults < 0 {
-		return nil, out, fmt.Errorf("max_results %d must not be negative: use 1 to %d (default %d)", in.MaxResults, s.opts.MaxSearchResults, s.opts.DefaultSearchResults)
+		return out, fmt.Errorf("max_results %d must not be negative: use 1 to %d (default %d)", in.MaxResults, s.opts.MaxSearchResults, s.opts.DefaultSearchResults)
 	}
 	limit := in.MaxResults
 	if limit == 0 {
@@ -59,11 +59,11 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in protocol
 	}
 	limit = min(limit, s.opts.MaxSearchResults)
 	if err := checkGlob("include", in.Include); err != nil {
-		return nil, out, err
+		return out, err
 	}
 	rel, _, err := s.g.Stat(in.Path)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	// The whole-file prefilter sees ^ and $ at every line break, as the per-line match does. \A and \z mean
 	// something else on a whole file, so with them there is no prefilter.
@@ -108,9 +108,9 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in protocol
 		return nil
 	})
 	if err != nil && err != errSearchFull {
-		return nil, protocol.SearchFilesOutput{}, err
+		return protocol.SearchFilesOutput{}, err
 	}
-	return nil, out, nil
+	return out, nil
 }
 
 // searchFile appends the matches of re in the file p to matches, at most room of them, and reports whether there

@@ -92,13 +92,13 @@ func New(g *pathguard.Guard, opts Options) *mcp.Server {
 		Logger:       s.opts.Logger,
 		Instructions: instructions(g),
 	})
-	mcp.AddTool(srv, readTool(s.opts), s.read)
-	mcp.AddTool(srv, writeTool(g), s.write)
-	mcp.AddTool(srv, editTool(), s.edit)
-	mcp.AddTool(srv, listTool(s.opts), s.list)
-	mcp.AddTool(srv, searchTool(g, s.opts), s.search)
-	mcp.AddTool(srv, deleteTool(), s.delete)
-	mcp.AddTool(srv, moveTool(), s.move)
+	addTool(srv, readTool(s.opts), s.read)
+	addTool(srv, writeTool(g), s.write)
+	addTool(srv, editTool(), s.edit)
+	addTool(srv, listTool(s.opts), s.list)
+	addTool(srv, searchTool(g, s.opts), s.search)
+	addTool(srv, deleteTool(), s.delete)
+	addTool(srv, moveTool(), s.move)
 	return srv
 }
 

@@ -22,19 +22,19 @@ func writeTool(g *pathguard.Guard) *mcp.Tool {
 	}
 }
 
-func (s *server) write(_ context.Context, _ *mcp.CallToolRequest, in protocol.WriteFileInput) (*mcp.CallToolResult, protocol.WriteFileOutput, error) {
+func (s *server) write(_ context.Context, in protocol.WriteFileInput) (protocol.WriteFileOutput, error) {
 	var out protocol.WriteFileOutput
 	if in.Path == "" {
-		return nil, out, errors.New("path is required: give a file path relative to the workspace")
+		return out, errors.New("path is required: give a file path relative to the workspace")
 	}
 	rel, err := s.g.Clean(in.Path)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	defer s.lock(rel)()
 	rel, created, err := s.g.WriteFile(in.Path, []byte(in.Content))
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
-	return nil, protocol.WriteFileOutput{Path: rel, BytesWritten: len(in.Content), Created: created}, nil
+	return protocol.WriteFileOutput{Path: rel, BytesWritten: len(in.Content), Created: created}, nil
 }
