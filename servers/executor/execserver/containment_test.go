@@ -191,6 +191,11 @@ bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]s && echo REACHED-bash' 2>&1; true`, por
 		{name: "server_environment", command: fmt.Sprintf(`env; cat /proc/self/environ /proc/1/environ /proc/$PPID/environ /proc/%d/environ 2>&1;
 for f in /proc/[0-9]*/environ; do cat "$f" 2>/dev/null; done | tr '\0' '\n' | grep -a %s; true`, os.Getpid(), containmentSecretEnv),
 			check: mustNotSay(e.secret)},
+		{name: "server_threads_environment", command: fmt.Sprintf(`cat /proc/%[1]d/task/*/environ 2>&1 | tr '\0' '\n' | grep -a %[2]s;
+for t in $(ls /proc/%[1]d/task 2>/dev/null); do cat /proc/%[1]d/task/$t/environ 2>/dev/null; done | tr '\0' '\n' | grep -a %[2]s; true`, os.Getpid(), containmentSecretEnv),
+			check: mustNotSay(e.secret)},
+		{name: "signal_server", command: fmt.Sprintf("kill -STOP %[1]d 2>&1; kill -9 %[1]d 2>&1; for t in $(ls /proc/%[1]d/task 2>/dev/null); do kill -9 $t; done 2>&1; true", os.Getpid()),
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {}},
 		{name: "server_memory", command: fmt.Sprintf(`grep -a -c %[1]s /proc/%[2]d/mem 2>&1; python3 -c "
 f=open('/proc/%[2]d/maps'); print(f.read()[:100])" 2>&1; true`, e.secret, os.Getpid()),
 			check: mustNotSay(e.secret, "r-xp")},
@@ -212,7 +217,7 @@ curl -s -m 3 --unix-socket /run/docker.sock http://x/version 2>&1 | head -c 300;
 					e.t.Errorf("background processes outlived the call: %v", left)
 				}
 			}},
-		{name: "kill_own_init", command: fmt.Sprintf("sleep 3%[1]s.7 & kill -9 $PPID 2>&1; kill -9 1 2>&1; sleep 0.3; echo survived", numericNonce(n)),
+		{name: "kill_own_init", command: fmt.Sprintf("sleep 3%[1]s.7 & kill -9 $PPID 2>&1; kill -9 1 2>&1; kill -9 0 2>&1; kill -9 -1 2>&1; sleep 0.3; echo survived", numericNonce(n)),
 			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 				if left := processesWith("3" + numericNonce(n) + ".7"); len(left) > 0 {
 					e.t.Errorf("a process outlived the call after killing its init: %v", left)

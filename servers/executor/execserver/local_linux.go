@@ -14,36 +14,32 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// killGrace is how long a child init without a PID namespace gets to kill its descendants after it was told to,
-// before it is killed itself; and how long Run waits for output still in the pipes after the init exited.
+// killGrace is how long a child init (fallback mode) gets to kill its descendants after it was told to, before it
+// is killed itself; and how long Run waits for output still in the pipes after the command's PID 1 or init exited.
 const killGrace = 2 * time.Second
 
-// namespaceFlags are the namespaces each command gets when the server may create them.
-const namespaceFlags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC
-
-// localBackend runs commands on this machine, each through a child init (childinit_linux.go) that confines it.
+// localBackend runs commands on this machine: from the launcher thread into fresh PID namespaces where namespaces
+// are permitted (launcher_linux.go), else through a re-executed child init (childinit_linux.go).
 type localBackend struct {
-	workspace  string
-	dirs       sandboxDirs
-	env        []string
-	readDirs   []string
-	readFiles  []string
-	writeDirs  []string
-	rlimits    []rlimitV
-	namespaces bool
-	landlock   bool
-	applied    *appliedConfinement
-	logger     *slog.Logger
+	workspace string
+	dirs      sandboxDirs
+	env       []string
+	rules     sandboxRules
+	rlimits   []rlimitV
+	landlock  bool
+	launcher  *nsLauncher // nil in fallback mode
+	applied   *appliedConfinement
+	logger    *slog.Logger
 }
 
-// NewLocalBackend prepares the local backend and proves it by running one command: what that command's init
-// reports is what Confinement says. When namespaces cannot be created here, it falls back to a process group and a
-// subreaper, and logs that loudly.
+// NewLocalBackend prepares the local backend and proves it by running one command. When namespaces cannot be
+// created here, it falls back to a subreaper child init, and logs that loudly.
 func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -70,34 +66,46 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	b := &localBackend{
-		workspace:  cfg.Workspace,
-		dirs:       newSandboxDirs(cacheDir, hex.EncodeToString(id[:])),
-		namespaces: !cfg.NoNamespaces,
-		landlock:   !cfg.NoLandlock,
-		logger:     logger,
+		workspace: cfg.Workspace,
+		dirs:      newSandboxDirs(cacheDir, hex.EncodeToString(id[:])),
+		landlock:  !cfg.NoLandlock,
+		logger:    logger,
 	}
 	if err := b.dirs.create(); err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)
 	}
 	b.env = commandEnv(b.dirs, os.Getenv)
 	etcDirs, etcFiles := etcReadable()
-	b.readDirs = slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.env, os.Getenv("HOME")), cfg.ExtraReadDirs)
-	b.readFiles = etcFiles
-	b.writeDirs = []string{cfg.Workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache}
+	b.rules = sandboxRules{
+		ReadDirs:  slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.env, os.Getenv("HOME")), cfg.ExtraReadDirs),
+		ReadFiles: etcFiles,
+		WriteDirs: []string{cfg.Workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache},
+	}
 	b.rlimits = rlimitsFor(cfg)
 
-	applied, err := b.probe()
-	if err != nil && b.namespaces {
-		logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create PID/mount/network namespaces here; "+
-			"falling back to a process group and a subreaper init, network confined by Landlock only", "error", err)
-		b.namespaces = false
-		applied, err = b.probe()
+	if !cfg.NoNamespaces {
+		nsRules := b.rules
+		nsRules.PrivateShm = true
+		l, err := newNSLauncher(nsRules, b.landlock, slices.Concat(nsRules.WriteDirs, nsRules.ReadDirs))
+		if err == nil {
+			b.launcher = l
+			b.applied = l.applied
+		} else {
+			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create mount/network/PID namespaces here; "+
+				"falling back to a subreaper init per command, network confined by Landlock only", "error", err)
+		}
 	}
+	if b.launcher == nil {
+		b.rules.NetHandled = true
+	}
+	applied, err := b.probe()
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("local backend: cannot run a command: %w", err)
 	}
-	b.applied = applied
+	if b.launcher == nil {
+		b.applied = applied
+	}
 	b.logConfinement()
 	return b, nil
 }
@@ -119,14 +127,21 @@ func rlimitsFor(cfg LocalConfig) []rlimitV {
 	return r
 }
 
-// probe runs `true` and returns what its init applied.
+// probe runs `true`; in fallback mode it returns what the child init applied.
 func (b *localBackend) probe() (*appliedConfinement, error) {
 	var applied *appliedConfinement
-	res, err := b.run(context.Background(), Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}, &applied)
+	req := Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
+	var res Result
+	var err error
+	if b.launcher != nil {
+		res, err = b.runNamespaced(context.Background(), req)
+	} else {
+		res, err = b.runWithInit(context.Background(), req, &applied)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 || applied == nil {
+	if res.ExitCode != 0 || (b.launcher == nil && applied == nil) {
 		return nil, fmt.Errorf("the probe command `true` ended with exit code %d", res.ExitCode)
 	}
 	return applied, nil
@@ -134,13 +149,100 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 
 func (b *localBackend) Name() string { return "local" }
 
-func (b *localBackend) Close() error { return os.RemoveAll(b.dirs.Tmp) }
-
-func (b *localBackend) Run(ctx context.Context, req Request) (Result, error) {
-	return b.run(ctx, req, nil)
+func (b *localBackend) Close() error {
+	if b.launcher != nil {
+		b.launcher.close()
+		b.launcher = nil
+	}
+	return os.RemoveAll(b.dirs.Tmp)
 }
 
-func (b *localBackend) run(ctx context.Context, req Request, applied **appliedConfinement) (Result, error) {
+func (b *localBackend) Run(ctx context.Context, req Request) (Result, error) {
+	if b.launcher != nil {
+		return b.runNamespaced(ctx, req)
+	}
+	return b.runWithInit(ctx, req, nil)
+}
+
+// runNamespaced runs req from the launcher thread in a fresh PID namespace. Killing its PID 1 kills the namespace.
+func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, error) {
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		return Result{}, err
+	}
+	defer goW.Close()
+	cmd := &exec.Cmd{
+		Path:       "/bin/sh",
+		Args:       []string{"sh", "-c", nsInitScript, "sh", req.Command},
+		Env:        b.env,
+		Dir:        filepath.Join(b.workspace, filepath.FromSlash(req.Dir)),
+		Stdout:     req.Stdout,
+		Stderr:     req.Stderr,
+		ExtraFiles: []*os.File{goR},
+		WaitDelay:  killGrace,
+		// A session of its own: kill(0) from the command must not reach the server's process group, and without a
+		// controlling terminal the command cannot inject input into the server's (TIOCSTI).
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWPID,
+			Setsid:     true,
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	}
+	if req.Stdin != "" {
+		cmd.Stdin = strings.NewReader(req.Stdin)
+	}
+	err = b.launcher.start(cmd)
+	goR.Close()
+	if err != nil {
+		return Result{}, fmt.Errorf("start the sandbox: %w", err)
+	}
+	// The rlimits are set from here, on the namespace's PID 1, before it may start the command: they are per
+	// process, and setting them on the launcher thread would set them on the whole server.
+	for _, r := range b.rlimits {
+		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
+		var old unix.Rlimit
+		if unix.Prlimit(cmd.Process.Pid, rlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {
+			lim = unix.Rlimit{Cur: old.Max, Max: old.Max} // lower only, never raise
+		}
+		if err := unix.Prlimit(cmd.Process.Pid, rlimitByName[r.Name], &lim, nil); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return Result{}, fmt.Errorf("set rlimit %s: %w", r.Name, err)
+		}
+	}
+	_, _ = goW.Write([]byte("go\n"))
+	goW.Close()
+
+	killed, timedOut, _ := b.wait(ctx, cmd, req.Timeout, func() { _ = cmd.Process.Kill() })
+	if killed {
+		return Result{ExitCode: -1, TimedOut: timedOut}, nil
+	}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || ws.Signaled() {
+		return Result{ExitCode: -1}, nil
+	}
+	return Result{ExitCode: ws.ExitStatus()}, nil
+}
+
+// wait waits for cmd, killing it with kill on timeout or when ctx is done.
+func (b *localBackend) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, kill func()) (killed, timedOut bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+		return false, false, err
+	case <-ctx.Done():
+	case <-timer.C:
+		timedOut = true
+	}
+	kill()
+	return true, timedOut, <-done
+}
+
+// runWithInit runs req through a re-executed child init (fallback mode, no namespaces).
+func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **appliedConfinement) (Result, error) {
 	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
@@ -163,15 +265,12 @@ func (b *localBackend) run(ctx context.Context, req Request, applied **appliedCo
 		ExtraFiles: []*os.File{ctlR, repW},
 		WaitDelay:  killGrace,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
+			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
-	}
-	if b.namespaces {
-		cmd.SysProcAttr.Cloneflags = namespaceFlags
 	}
 	err = cmd.Start()
 	ctlR.Close()
@@ -195,43 +294,15 @@ func (b *localBackend) run(ctx context.Context, req Request, applied **appliedCo
 			reports <- r
 		}
 	}()
-	cfg := initConfig{
-		Command: req.Command, Dir: dir, Env: b.env, Namespaces: b.namespaces, Landlock: b.landlock,
-		ReadDirs: b.readDirs, ReadFiles: b.readFiles, WriteDirs: b.writeDirs, Rlimits: b.rlimits,
-	}
+	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
 	line, _ := json.Marshal(cfg)
 	_, _ = ctlW.Write(append(line, '\n'))
 
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(req.Timeout)
-	defer timer.Stop()
-	var killOnce sync.Once
-	killed, timedOut := false, false
-	kill := func() {
-		killOnce.Do(func() {
-			killed = true
-			// Closing the control pipe tells the init to kill everything. With a PID namespace, killing the init
-			// is enough and immediate: the kernel kills the rest of the namespace with it.
-			ctlW.Close()
-			if b.namespaces {
-				_ = cmd.Process.Kill()
-				return
-			}
-			time.AfterFunc(killGrace, func() { _ = cmd.Process.Kill() })
-		})
-	}
-	var waitErr error
-	select {
-	case waitErr = <-done:
-	case <-ctx.Done():
-		kill()
-		waitErr = <-done
-	case <-timer.C:
-		timedOut = true
-		kill()
-		waitErr = <-done
-	}
+	// Closing the control pipe tells the init to kill everything; it gets killGrace to do so.
+	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, func() {
+		ctlW.Close()
+		time.AfterFunc(killGrace, func() { _ = cmd.Process.Kill() })
+	})
 	ctlW.Close()
 
 	var exited *initReport
@@ -266,13 +337,16 @@ func (b *localBackend) run(ctx context.Context, req Request, applied **appliedCo
 	return Result{ExitCode: exited.Status}, nil
 }
 
-// Confinement describes what the probe command's init put in force.
+// Confinement describes what is in force: in namespace mode what the launcher thread set up, in fallback mode what
+// the probe command's init reported.
 func (b *localBackend) Confinement() map[string]any {
 	a := b.applied
 	mode := "pid-namespace"
 	network := "private network namespace: loopback only, no route out"
-	if !b.namespaces {
-		mode = "process-group+subreaper (NO PID namespace: a process that kills its init could outlive the call)"
+	procs := "a fresh PID namespace per command; killing its PID 1 kills every process in it"
+	if b.launcher == nil {
+		mode = "subreaper-init (NO namespaces)"
+		procs = "a subreaper init per command kills every descendant; Landlock's signal scoping keeps the command from killing its init"
 		switch {
 		case a.LandlockNet:
 			network = "Landlock: no TCP connect or bind (UDP is not restricted by this kernel's Landlock)"
@@ -289,40 +363,63 @@ func (b *localBackend) Confinement() map[string]any {
 		k, _, _ := strings.Cut(kv, "=")
 		names = append(names, k)
 	}
-	caps := "all dropped (bounding, effective, permitted, inheritable, ambient), no_new_privs"
-	if !a.CapsDropped {
+	caps := "none: bounding set emptied, secure bits locked (no capabilities for root at exec), ambient cleared, no_new_privs"
+	switch {
+	case !a.CapsDropped:
 		caps = "NOT DROPPED"
-	} else if !a.BoundingDropped {
-		caps = "effective, permitted, inheritable and ambient dropped, no_new_privs; bounding set kept (no CAP_SETPCAP)"
+	case b.launcher == nil && !a.BoundingDropped:
+		caps = "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
+	case b.launcher == nil:
+		caps = "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
+	}
+	rl := map[string]uint64{}
+	for _, r := range b.rlimits {
+		rl[r.Name] = r.Value
+	}
+	if b.launcher == nil {
+		rl = a.Rlimits
+	}
+	var readDirs []string
+	for _, d := range b.rules.ReadDirs {
+		if !strings.HasPrefix(d, "/etc/") {
+			readDirs = append(readDirs, d)
+		}
+	}
+	readDirs = append(readDirs, "/etc (but not shadow, gshadow, ssh, sudoers, ssl/private, docker, ...)")
+	hidden := []string{}
+	if a.PrivateProc {
+		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
+	}
+	if a.MountNamespace {
+		hidden = append(hidden, "/run and /var/run are empty (no host sockets)", "/dev/shm is private")
 	}
 	return map[string]any{
-		"mode":              mode,
-		"pid_namespace":     a.PIDNamespace,
-		"mount_namespace":   a.MountNamespace,
-		"network":           network,
-		"landlock":          landlock,
-		"landlock_scoped":   a.LandlockScoped,
-		"write_dirs":        b.writeDirs,
-		"read_dirs":         b.readDirs,
-		"capabilities":      caps,
-		"rlimits":           a.Rlimits,
-		"env_allowlist":     names,
-		"warnings":          a.Warnings,
-		"killed_on_timeout": "whole process tree",
+		"mode":          mode,
+		"processes":     procs,
+		"network":       network,
+		"landlock":      landlock,
+		"landlock_ipc":  a.LandlockScoped,
+		"write_dirs":    b.rules.WriteDirs,
+		"read_dirs":     readDirs,
+		"hidden":        hidden,
+		"capabilities":  caps,
+		"rlimits":       rl,
+		"env_allowlist": names,
+		"warnings":      a.Warnings,
 	}
 }
 
 func (b *localBackend) logConfinement() {
 	c := b.Confinement()
-	b.logger.Info("local backend confinement", "mode", c["mode"], "network", c["network"], "landlock", c["landlock"],
-		"capabilities", c["capabilities"], "rlimits", c["rlimits"], "write_dirs", b.writeDirs, "env", c["env_allowlist"])
-	if !b.namespaces {
-		b.logger.Warn("NO PID NAMESPACE: commands run in a process group under a subreaper init; " +
-			"a command that kills its init could leave processes behind")
+	b.logger.Info("local backend confinement", "mode", c["mode"], "processes", c["processes"], "network", c["network"],
+		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "write_dirs", b.rules.WriteDirs,
+		"env", c["env_allowlist"])
+	if b.launcher == nil {
+		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command; the network is confined by " +
+			"Landlock's TCP rules only (UDP is not), /proc shows host processes and host sockets under /run are reachable")
 	}
 	if b.applied.Landlock != "enforced" {
-		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can, and reach the network "+
-			"unless a network namespace is active", "landlock", b.applied.Landlock)
+		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
 	}
 	for _, w := range b.applied.Warnings {
 		b.logger.Warn("confinement: " + w)

@@ -20,18 +20,21 @@ const (
 //
 // Write is called by one goroutine (os/exec copies each pipe on its own); Total may be read by another (progress
 // notifications), so it is atomic; String is called after the writer is done.
+//
+// Buffers grow with the output (most commands print little), up to headCap and tailCap.
 type cappedWriter struct {
-	mu    sync.Mutex
-	head  []byte // the first headCap bytes
-	ring  []byte // the last len(ring) bytes, a ring buffer once full
-	start int    // index of the oldest byte in ring when full
-	full  bool
-	total atomic.Int64
+	mu      sync.Mutex
+	headCap int
+	tailCap int
+	head    []byte // the first headCap bytes
+	ring    []byte // the last tailCap bytes, a ring buffer once full
+	start   int    // index of the oldest byte in ring when full
+	full    bool
+	total   atomic.Int64
 }
 
 func newCappedWriter(cap int) *cappedWriter {
-	headCap := cap / 2
-	return &cappedWriter{head: make([]byte, 0, headCap), ring: make([]byte, 0, cap-headCap)}
+	return &cappedWriter{headCap: cap / 2, tailCap: cap - cap/2}
 }
 
 // Write never fails: output past the cap is counted and dropped, so a chatty command is never blocked or killed for
@@ -41,7 +44,7 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.total.Add(int64(n))
-	if room := cap(w.head) - len(w.head); room > 0 {
+	if room := w.headCap - len(w.head); room > 0 {
 		k := min(room, len(p))
 		w.head = append(w.head, p[:k]...)
 		p = p[k:]
@@ -49,8 +52,11 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return n, nil
 	}
-	rc := cap(w.ring)
+	rc := w.tailCap
 	if len(p) >= rc { // only the last rc bytes can survive
+		if w.ring == nil {
+			w.ring = make([]byte, 0, rc)
+		}
 		w.ring = append(w.ring[:0], p[len(p)-rc:]...)
 		w.start, w.full = 0, true
 		return n, nil
