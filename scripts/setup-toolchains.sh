@@ -8,7 +8,8 @@
 #               which Debian installs as a directory registry in /usr/share/cargo/registry: cargo runs offline
 #   javascript  jest 29.7.0, babel-jest and the Exercism babel preset, installed once from npm into
 #               $CACHE/js/node_modules; each exercise links to it instead of running npm install
-#   cpp         cmake, make, g++, and ccache (the selftest shares one compiled Catch main between exercises)
+#   cpp         cmake, make, g++, Boost date_time (gigasecond and meetup), and ccache (the selftest shares one
+#               compiled Catch main between exercises)
 #   java        a JDK, JUnit 5 (its console launcher), AssertJ and org.json from Debian: Gradle cannot run offline
 #
 # Idempotent: a second run checks and installs nothing. Needs root for apt-get. CI and a person run the same script.
@@ -33,7 +34,7 @@ die() {
 # has in a matching version (time 0.3, rand 0.8, anyhow 1, thiserror 1); see docs/benchmark.md for the rest.
 packages=(
 	python3-pytest
-	cmake make g++ ccache
+	cmake make g++ ccache libboost-date-time-dev
 	default-jdk-headless junit5 libassertj-core-java libandroid-json-java
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev
 )

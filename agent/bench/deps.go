@@ -166,3 +166,9 @@ func javaJars(ex Exercise) (jars, missing []string, err error) {
 	}
 	return jars, missing, nil
 }
+
+// needsBoost says whether ex's CMakeLists.txt looks for Boost (gigasecond and meetup use its date_time).
+func needsBoost(ex Exercise) bool {
+	data, err := os.ReadFile(filepath.Join(ex.Dir, "CMakeLists.txt"))
+	return err == nil && regexp.MustCompile(`(?i)find_package\(\s*Boost\b`).Match(data)
+}

@@ -125,6 +125,9 @@ func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference
 		// The package.json test script is "jest ./*"; jest comes from the shared install through a symlink.
 		return "ln -sfn " + shellQuote(t.JSModules) + " node_modules && node node_modules/jest/bin/jest.js --ci ./*", "", nil
 	case "cpp":
+		if !tc.boost && needsBoost(ex) {
+			return "", "needs the Boost date_time library (Debian: apt-get install libboost-date-time-dev)", nil
+		}
 		cmake := "cmake -DEXERCISM_RUN_ALL_TESTS=1"
 		env := ""
 		if t.CompilerCache {

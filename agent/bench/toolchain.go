@@ -56,6 +56,7 @@ type toolchain struct {
 	missing string   // why the language cannot be graded; empty when it can
 	python  string   // the interpreter that has pytest
 	crates  []string // name-version folders in the offline cargo registry
+	boost   bool     // Boost date_time headers are there (two C++ exercises need them)
 }
 
 // probes remembers each language's probe: the toolchains do not change during a run.
@@ -92,6 +93,7 @@ func (g *Grader) probe(ctx context.Context, sb Sandbox, lang string) (toolchain,
 		if t.CompilerCache {
 			cmd += " && ccache --version >/dev/null"
 		}
+		cmd += " && { test -r /usr/include/boost/date_time/posix_time/posix_time.hpp && echo boost; true; }"
 		hint = "no cmake, make or g++ on PATH (Debian: apt-get install cmake make g++)"
 		if t.CompilerCache {
 			hint = "no cmake, make, g++ or ccache on PATH (Debian: apt-get install cmake make g++ ccache)"
@@ -115,6 +117,8 @@ func (g *Grader) probe(ctx context.Context, sb Sandbox, lang string) (toolchain,
 		tc.python = strings.TrimSpace(out)
 	case lang == "rust":
 		tc.crates = strings.Fields(out)
+	case lang == "cpp":
+		tc.boost = strings.Contains(out, "boost")
 	}
 	if g.probes.done == nil {
 		g.probes.done = map[string]toolchain{}
