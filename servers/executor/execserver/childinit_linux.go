@@ -154,6 +154,11 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 		return
 	}
 	applied.NoNewPrivs = true
+	if err := denyInetSockets(); err != nil {
+		applied.Warnings = append(applied.Warnings, "no seccomp filter against Internet sockets: "+err.Error())
+	} else {
+		applied.SeccompNoInet = true
+	}
 	if cfg.Landlock {
 		if err := applyLandlock(cfg.Rules, applied); err != nil {
 			fail("landlock: %v", err)

@@ -348,8 +348,12 @@ func (b *localBackend) Confinement() map[string]any {
 		mode = "subreaper-init (NO namespaces)"
 		procs = "a subreaper init per command kills every descendant; Landlock's signal scoping keeps the command from killing its init"
 		switch {
+		case a.SeccompNoInet && a.LandlockNet:
+			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
+		case a.SeccompNoInet:
+			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
 		case a.LandlockNet:
-			network = "Landlock: no TCP connect or bind (UDP is not restricted by this kernel's Landlock)"
+			network = "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
 		default:
 			network = "NOT CONFINED"
 		}
