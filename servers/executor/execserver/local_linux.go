@@ -378,7 +378,12 @@ func (b *localBackend) Confinement() map[string]any {
 	}
 	rl := map[string]uint64{}
 	for _, r := range b.rlimits {
+		// Limits are only lowered: where the server's own hard limit is lower, that is what commands get.
 		rl[r.Name] = r.Value
+		var own unix.Rlimit
+		if unix.Getrlimit(rlimitByName[r.Name], &own) == nil && own.Max < r.Value {
+			rl[r.Name] = own.Max
+		}
 	}
 	if b.launcher == nil {
 		rl = a.Rlimits

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// asMainEnv makes the test binary run the executor's main with the arguments that follow "--".
+const asMainEnv = "EXECUTOR_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		args := []string{"executor"}
+		for i, a := range os.Args {
+			if a == "--" {
+				args = append(args, os.Args[i+1:]...)
+				break
+			}
+		}
+		os.Exit(run(args))
+	}
+	os.Exit(m.Run())
+}
+
+// executor starts the executor's main as a process.
+func executor(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	return cmd
+}
+
+func TestMainRefusesBadConfiguration(t *testing.T) {
+	ws := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use local or docker`},
+		{[]string{"-backend", "local"}, "no workspace"},
+		{[]string{"-workspace", ws, "-output-cap", "5000000"}, "must be between"},
+		{[]string{"-workspace", ws, "-timeout-default", "1h", "-timeout-max", "10m"}, "at least the default timeout"},
+		{[]string{"-workspace", ws, "-allow", "("}, "allow pattern"},
+		{[]string{"-workspace", ws, "-backend", "docker"}, "docker backend"},
+		{[]string{"-workspace", ws, "stray"}, "unexpected arguments"},
+	}
+	for _, c := range cases {
+		out, err := executor(t, []string{"GOALBOX_EXEC_CACHE_DIR=" + t.TempDir()}, c.args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v: want exit 2, got %v\n%s", c.args, err, out)
+		}
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: output does not say %q:\n%s", c.args, c.want, out)
+		}
+	}
+}
+
+func errorsAs(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*ee = e
+	}
+	return ok
+}
+
+// TestMainServesAndShutsDown runs the executor as its own process, configured from the environment, with a secret
+// in that environment: a command cannot see it, health reports the confinement, SIGTERM shuts down cleanly.
+func TestMainServesAndShutsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ws := t.TempDir()
+	cmd := executor(t, []string{
+		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + addr, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
+		"GOALBOX_EXEC_DENY=^rm\n^curl", "OPENAI_API_KEY=sk-test-never-leaks",
+	})
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	var health map[string]any
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + protocol.HealthPath)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&health)
+			resp.Body.Close()
+			if err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no health endpoint: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if health["backend"] != "local" || fmt.Sprint(health["policy"]) == "" {
+		t.Errorf("health: %v", health)
+	}
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + protocol.EndpointPath}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand,
+		Arguments: protocol.RunCommandInput{Command: "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; echo done"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	text, _ := json.Marshal(res.StructuredContent)
+	if strings.Contains(string(text), "sk-test-never-leaks") || !strings.Contains(string(text), "done") {
+		t.Errorf("command output: %s", text)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{Command: "rm -f x"}})
+	if err != nil || !res.IsError {
+		t.Errorf("deny pattern from the environment not applied: %v %+v", err, res)
+	}
+	cs.Close()
+
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no exit after SIGTERM\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "local backend confinement") {
+		t.Errorf("start-up log lacks the confinement:\n%s", logs.String())
+	}
+}
