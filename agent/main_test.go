@@ -437,3 +437,30 @@ func TestInterruptEndsTheRunWithASummary(t *testing.T) {
 		t.Errorf("exit %d, summaries %v, stdout %s", code, sums, stdout.String())
 	}
 }
+
+func TestVerifyTheExecutorRefusesIsAConfigurationError(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Content: "done"})
+	// 10 hours is over the executor's maximum timeout: the model could never fix that, so it is not sent back.
+	r := runAgent(t, model, "", nil, "-goal", "x", "-verify", "true", "-verify-timeout", "10h")
+	r.want(t, exitError, loop.OutcomeError, loop.StopSandboxError)
+	if !strings.Contains(r.summary.Error, "-verify") {
+		t.Errorf("error should name -verify: %q", r.summary.Error)
+	}
+}
+
+func TestToolCallsWithoutIDsGetOne(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{write("a.txt", "a")}, Content: "Writing the file now.\nSecond line.", NoIDs: true},
+		looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+			tm := toolMessages(req)
+			if len(tm) != 1 || tm[0].ToolCallID == "" || tm[0].ToolCallID != req.Messages[2].ToolCalls[0].ID {
+				t.Errorf("tool answer not linked to its call: %s", req.Raw)
+			}
+		}},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "x", "-verify", "test -f a.txt")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if !strings.Contains(r.stderr, "turn 1  says: Writing the file now.\n") {
+		t.Errorf("the model's words should show in the progress")
+	}
+}

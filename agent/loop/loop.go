@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/prompts"
@@ -48,8 +49,11 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 				return StopDone, nil
 			}
 			passed, err := r.verify(ctx)
-			if err != nil || passed {
-				return stopFor(ctx, StopDone), err
+			if err != nil {
+				return stopFor(ctx, StopSandboxError), err
+			}
+			if passed {
+				return StopDone, nil
 			}
 			continue // the failure was handed to the model
 		}
@@ -176,6 +180,11 @@ func (r *runner) ask(ctx context.Context) (Message, error) {
 	r.usage.CompletionTokens += reply.Usage.CompletionTokens
 	msg := reply.Message
 	msg.Role = RoleAssistant
+	for i := range msg.ToolCalls {
+		if msg.ToolCalls[i].ID == "" { // some compatible servers leave it out; the answer must name its call
+			msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", r.turns, i+1)
+		}
+	}
 	r.msgs = append(r.msgs, msg)
 	for _, tc := range msg.ToolCalls {
 		r.toolNames[tc.ID] = tc.Name
@@ -185,6 +194,9 @@ func (r *runner) ask(ctx context.Context) (Message, error) {
 		FinishReason: reply.FinishReason, DurationMs: ms(t0)})
 	fmt.Fprintf(r.progress, "turn %d  model %s  tokens in %d out %d (run total %d%s)  %s\n", r.turns,
 		time.Since(t0).Round(time.Millisecond), reply.Usage.PromptTokens, reply.Usage.CompletionTokens, r.usage.Total(), r.costNote(), replyNote(msg))
+	if say := firstLine(msg.Content, 120); say != "" {
+		fmt.Fprintf(r.progress, "turn %d  says: %s\n", r.turns, say)
+	}
 	return msg, nil
 }
 
@@ -200,6 +212,19 @@ func replyNote(m Message) string {
 		return fmt.Sprintf("%d tool call(s)", n)
 	}
 	return "no tool call: the model says it is done"
+}
+
+// firstLine is the first non-empty line of s, cut to n bytes.
+func firstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > n {
+				l = strings.ToValidUTF8(l[:n], "") + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }
 
 func ms(t0 time.Time) int64 { return time.Since(t0).Milliseconds() }

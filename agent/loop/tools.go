@@ -106,14 +106,13 @@ func (r *runner) verify(ctx context.Context) (bool, error) {
 		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
 		return false, fmt.Errorf("verify: %w", err)
 	}
-	vr := VerifyResult{ExitCode: -1, DurationMs: ms(t0)}
 	var out protocol.RunCommandOutput
-	if !res.IsError && json.Unmarshal(res.Structured, &out) == nil {
-		vr.ExitCode = out.ExitCode
-		vr.Output = joinOutput(out)
-	} else {
-		vr.Output = "the command could not be run: " + res.Text
+	if res.IsError || json.Unmarshal(res.Structured, &out) != nil {
+		// The executor refused the check itself (a policy, a timeout over its maximum): the model cannot fix that.
+		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + res.Text, DurationMs: ms(t0)})
+		return false, fmt.Errorf("the executor would not run the -verify command: %s", res.Text)
 	}
+	vr := VerifyResult{ExitCode: out.ExitCode, Output: joinOutput(out), DurationMs: ms(t0)}
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	full, _ := json.Marshal(res)

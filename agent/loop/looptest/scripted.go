@@ -34,6 +34,8 @@ type Step struct {
 	Calls   []Call
 	// PromptTokens and CompletionTokens are the usage reported (defaults 100 and 10).
 	PromptTokens, CompletionTokens int64
+	// NoIDs leaves the tool call IDs empty, as some compatible servers do.
+	NoIDs bool
 	// Check, when set, looks at the request this step answers.
 	Check func(t testing.TB, req Request)
 }
@@ -179,8 +181,12 @@ func completion(n int, model string, st Step) map[string]any {
 	if len(st.Calls) > 0 {
 		var calls []map[string]any
 		for i, c := range st.Calls {
+			id := "call_" + strconv.Itoa(n+1) + "_" + strconv.Itoa(i+1)
+			if st.NoIDs {
+				id = ""
+			}
 			calls = append(calls, map[string]any{
-				"id": "call_" + strconv.Itoa(n+1) + "_" + strconv.Itoa(i+1), "type": "function",
+				"id": id, "type": "function",
 				"function": map[string]any{"name": c.Name, "arguments": c.Args},
 			})
 		}
