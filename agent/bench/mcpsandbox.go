@@ -73,14 +73,7 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 		if err != nil {
 			return nil, nil, err
 		}
-		var extra []string
-		if tc.JSModules != "" {
-			extra = append(extra, filepath.Dir(tc.JSModules))
-			if real, err := filepath.EvalSymlinks(tc.JSModules); err == nil {
-				extra = append(extra, filepath.Dir(real))
-			}
-		}
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), ExtraReadDirs: extra}, logger)
+		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			guard.Close()
 			return nil, nil, err
@@ -104,4 +97,17 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 		}
 		return MCPSandbox{Session: cs}, closeAll, nil
 	}
+}
+
+// readDirs are the folders outside the system ones that test commands must read: the shared JavaScript modules
+// (and where their symlink leads). Both the grader's sandbox and the agent's get them.
+func (tc Toolchains) readDirs() []string {
+	var extra []string
+	if tc.JSModules != "" {
+		extra = append(extra, filepath.Dir(tc.JSModules))
+		if real, err := filepath.EvalSymlinks(tc.JSModules); err == nil {
+			extra = append(extra, filepath.Dir(real))
+		}
+	}
+	return extra
 }
