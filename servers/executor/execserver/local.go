@@ -22,6 +22,9 @@ type LocalConfig struct {
 	ExtraReadDirs []string
 	// MemoryLimit caps each process's data segment (RLIMIT_DATA), in bytes. 0 means DefaultMemoryLimit; -1 none.
 	MemoryLimit int64
+	// PidsLimit caps the processes and threads of one command (pids cgroup, where the server may create one).
+	// 0 means DefaultPidsLimit; -1 none.
+	PidsLimit int
 	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
 	// DefaultFileSizeLimit; -1 none.
 	FileSizeLimit int64

@@ -34,6 +34,8 @@ type localBackend struct {
 	rlimits   []rlimitV
 	landlock  bool
 	launcher  *nsLauncher // nil in fallback mode
+	pids      *pidsCgroup // nil where no pids cgroup can be made
+	pidsNote  string      // why there is no process limit
 	applied   *appliedConfinement
 	logger    *slog.Logger
 }
@@ -83,6 +85,21 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	}
 	b.rlimits = rlimitsFor(cfg)
 
+	switch {
+	case cfg.PidsLimit < 0:
+		b.pidsNote = "none (turned off)"
+	default:
+		limit := cfg.PidsLimit
+		if limit == 0 {
+			limit = DefaultPidsLimit
+		}
+		pc, err := newPidsCgroup(hex.EncodeToString(id[:]), limit)
+		if err != nil {
+			b.pidsNote = "none: cannot create a pids cgroup here (" + err.Error() + "); a fork bomb runs until the timeout"
+		} else {
+			b.pids = pc
+		}
+	}
 	if !cfg.NoNamespaces {
 		nsRules := b.rules
 		nsRules.PrivateShm = true
@@ -154,6 +171,9 @@ func (b *localBackend) Close() error {
 		b.launcher.close()
 		b.launcher = nil
 	}
+	if b.pids != nil {
+		b.pids.close()
+	}
 	return os.RemoveAll(b.dirs.Tmp)
 }
 
@@ -209,6 +229,15 @@ func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, 
 			_ = cmd.Wait()
 			return Result{}, fmt.Errorf("set rlimit %s: %w", r.Name, err)
 		}
+	}
+	if b.pids != nil {
+		release, err := b.pids.place(cmd.Process.Pid)
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return Result{}, fmt.Errorf("process limit: %w", err)
+		}
+		defer release()
 	}
 	_, _ = goW.Write([]byte("go\n"))
 	goW.Close()
@@ -294,6 +323,17 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 			reports <- r
 		}
 	}()
+	if b.pids != nil {
+		// The init waits for its configuration: it is in the cgroup before it can start anything.
+		release, err := b.pids.place(cmd.Process.Pid)
+		if err != nil {
+			_ = cmd.Process.Kill()
+			ctlW.Close()
+			_ = cmd.Wait()
+			return Result{}, fmt.Errorf("process limit: %w", err)
+		}
+		defer release()
+	}
 	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
 	line, _ := json.Marshal(cfg)
 	_, _ = ctlW.Write(append(line, '\n'))
@@ -413,15 +453,24 @@ func (b *localBackend) Confinement() map[string]any {
 		"hidden":        hidden,
 		"capabilities":  caps,
 		"rlimits":       rl,
+		"process_limit": b.processLimit(),
 		"env_allowlist": names,
 		"warnings":      a.Warnings,
 	}
 }
 
+func (b *localBackend) processLimit() string {
+	if b.pids == nil {
+		return b.pidsNote
+	}
+	return fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
+}
+
 func (b *localBackend) logConfinement() {
 	c := b.Confinement()
 	b.logger.Info("local backend confinement", "mode", c["mode"], "processes", c["processes"], "network", c["network"],
-		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "write_dirs", b.rules.WriteDirs,
+		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "process_limit", c["process_limit"],
+		"write_dirs", b.rules.WriteDirs,
 		"env", c["env_allowlist"])
 	if b.launcher == nil {
 		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command; the network is confined by " +
@@ -429,6 +478,9 @@ func (b *localBackend) logConfinement() {
 	}
 	if b.applied.Landlock != "enforced" {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
+	}
+	if b.pids == nil {
+		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
 	}
 	for _, w := range b.applied.Warnings {
 		b.logger.Warn("confinement: " + w)

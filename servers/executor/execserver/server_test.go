@@ -497,3 +497,17 @@ func TestStdio(t *testing.T) {
 		t.Errorf("stdio: %+v", out)
 	}
 }
+
+func TestRunProcessLimit(t *testing.T) {
+	if !pidsCgroupAvailable(t) {
+		t.Skip("no pids cgroup on this machine")
+	}
+	for _, noNS := range []bool{false, true} {
+		b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.PidsLimit = 40; c.NoNamespaces = noNS })
+		srv := startExecTestServer(t, b, ws, Config{}, nil)
+		out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: "n=0; for i in $(seq 80); do sleep 2 & n=$((n+1)); done; jobs -p | wc -l; wait"})
+		if !strings.Contains(out.Stderr, "fork") {
+			t.Errorf("no namespaces %v: 80 background processes under a limit of 40 did not fail to fork: %+v", noNS, out)
+		}
+	}
+}
