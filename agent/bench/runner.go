@@ -1,0 +1,414 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+)
+
+// The runner puts a model to work on each exercise and lets the grader, not the model, say whether it passed:
+// a fresh copy of the exercise, the agent loop over it through the sandbox, then the exercise's own tests run by
+// the harness after every test and build file is put back from the pristine source. A second try sees the first
+// try's test output.
+
+// AgentSandboxFactory opens the sandbox the agent works in over a workspace root; close releases it.
+type AgentSandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Exercises []Exercise
+	RunDir    string // results/, transcripts/ and work/ go here
+	Tries     int    // tries per exercise; 2 when zero
+	Workers   int    // exercises at once; 1 when zero
+	// Resume keeps the finished result files already in RunDir and runs only the rest; without it a RunDir that
+	// holds results for any of the exercises is refused, so two runs never mix.
+	Resume bool
+	Model  loop.Model
+	Limits loop.Limits // per try
+	Price  loop.Price
+	Grader *Grader
+	// GradeSandbox is where the tests run; AgentSandbox where the model works. Both are required.
+	GradeSandbox SandboxFactory
+	AgentSandbox AgentSandboxFactory
+	// Progress, when set, is told about every exercise that is resumed or finished.
+	Progress *Progress
+	// Info is written to run.json (and checked against it on resume).
+	Info RunInfo
+}
+
+// RunInfo is run.json: what a run was asked to do. A resume must ask for the same model and tries.
+type RunInfo struct {
+	Model           string      `json:"model"`
+	Tries           int         `json:"tries"`
+	Limits          loop.Limits `json:"limits"`
+	Benchmark       string      `json:"benchmark,omitempty"`        // the benchmark folder's name
+	BenchmarkCommit string      `json:"benchmark_commit,omitempty"` // its COMMIT file, when it has one
+	Started         time.Time   `json:"started"`
+	Command         []string    `json:"command,omitempty"`
+}
+
+// RunReport is what Run did.
+type RunReport struct {
+	// Results are the selected exercises' results in their order, resumed ones included; an exercise the run
+	// did not reach (interrupted) has none.
+	Results []ExerciseResult
+	Resumed int
+	// Errors are the exercises whose result records an infrastructure error (a -resume runs them again).
+	Errors  []string
+	Summary Summary
+}
+
+// maxConsecutiveErrors stops a run whose infrastructure keeps failing (no model server, a broken sandbox)
+// before it burns through every exercise recording the same error.
+const maxConsecutiveErrors = 3
+
+// Run works through opts.Exercises and writes results/<lang>/<slug>.json for each, then summary.json and
+// summary.txt for the selection. The error is for the run itself: bad options, a run folder that cannot be used,
+// an interruption, or infrastructure that kept failing. A model that fails exercises is not an error.
+func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
+	if err := opts.check(); err != nil {
+		return RunReport{}, err
+	}
+	if opts.Tries == 0 {
+		opts.Tries = 2
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	results := make([]ExerciseResult, len(opts.Exercises))
+	have := make([]bool, len(opts.Exercises))
+	report := RunReport{}
+	if err := opts.claimRunDir(); err != nil {
+		return report, err
+	}
+	var todo []int
+	for i, ex := range opts.Exercises {
+		r, ok, err := LoadResult(opts.RunDir, ex.ID())
+		if err != nil {
+			return report, err
+		}
+		if ok && finished(r) {
+			results[i], have[i] = r, true
+			report.Resumed++
+			opts.Progress.add(r, true)
+			continue
+		}
+		todo = append(todo, i)
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan int)
+	var mu sync.Mutex
+	streak := 0
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Go(func() {
+			for i := range jobs {
+				r, ok := opts.exercise(ctx, opts.Exercises[i])
+				if !ok {
+					continue // interrupted: no result, a resume runs it
+				}
+				if err := SaveResult(opts.RunDir, r); err != nil {
+					cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
+					continue
+				}
+				mu.Lock()
+				results[i], have[i] = r, true
+				if resultError(r) != "" {
+					streak++
+					if streak >= maxConsecutiveErrors {
+						cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
+					}
+				} else {
+					streak = 0
+				}
+				mu.Unlock()
+				opts.Progress.add(r, false)
+			}
+		})
+	}
+feed:
+	for _, i := range todo {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	opts.Progress.finish()
+
+	for i := range results {
+		if have[i] {
+			report.Results = append(report.Results, results[i])
+			if resultError(results[i]) != "" {
+				report.Errors = append(report.Errors, results[i].ID)
+			}
+		}
+	}
+	report.Summary = Summarize(report.Results)
+	if err := SaveSummary(opts.RunDir, report.Summary); err != nil {
+		return report, fmt.Errorf("saving the summary: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(opts.RunDir, "summary.txt"), []byte(report.Summary.Table()), 0o644); err != nil {
+		return report, fmt.Errorf("saving the summary table: %w", err)
+	}
+	if err := context.Cause(ctx); err != nil {
+		return report, err
+	}
+	return report, nil
+}
+
+func (o RunOptions) check() error {
+	switch {
+	case len(o.Exercises) == 0:
+		return errors.New("no exercises selected: check the languages, keywords and benchmark folder")
+	case o.RunDir == "":
+		return errors.New("no results folder given")
+	case o.Tries < 0 || o.Workers < 0:
+		return errors.New("tries and workers must be positive")
+	case o.Model == nil || o.Grader == nil || o.GradeSandbox == nil || o.AgentSandbox == nil:
+		return errors.New("a benchmark run needs a model, a grader, a grading sandbox and an agent sandbox")
+	}
+	return nil
+}
+
+// claimRunDir makes the run folder and writes run.json, or, on resume, checks that the run there asked for the
+// same model and tries. Without Resume, a folder that already holds a result for a selected exercise is refused.
+func (o RunOptions) claimRunDir() error {
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return fmt.Errorf("results folder: %w", err)
+	}
+	info := o.Info
+	info.Model, info.Tries, info.Limits = o.Model.Name(), o.Tries, o.Limits
+	if info.Started.IsZero() {
+		info.Started = time.Now().UTC()
+	}
+	path := filepath.Join(o.RunDir, "run.json")
+	if o.Resume {
+		data, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			// Nothing to resume: a new run in this folder.
+		case err != nil:
+			return fmt.Errorf("reading run.json: %w", err)
+		default:
+			var old RunInfo
+			if err := json.Unmarshal(data, &old); err != nil {
+				return fmt.Errorf("run.json in the results folder is not valid: %v", err)
+			}
+			if old.Model != info.Model || old.Tries != info.Tries {
+				return fmt.Errorf("cannot resume: the results folder holds a run of model %q with %d tries, this run asks for %q with %d tries; use another -results folder",
+					old.Model, old.Tries, info.Model, info.Tries)
+			}
+			return nil
+		}
+	} else {
+		for _, ex := range o.Exercises {
+			if _, err := os.Stat(ResultPath(o.RunDir, ex.ID())); err == nil {
+				return fmt.Errorf("the results folder already holds a result for %s: give -resume to continue that run, or another -results folder", ex.ID())
+			}
+		}
+	}
+	return writeJSON(path, info)
+}
+
+// finished says a result file needs no more work: graded to the end, or ungradable. A result that records an
+// infrastructure error is run again on resume.
+func finished(r ExerciseResult) bool {
+	return r.Ungradable != "" || (len(r.Tries) > 0 && resultError(r) == "")
+}
+
+// resultError is the first infrastructure error a result records, or "".
+func resultError(r ExerciseResult) string {
+	for _, t := range r.Tries {
+		if t.Error != "" {
+			return t.Error
+		}
+	}
+	return ""
+}
+
+// TranscriptPath is where the agent's transcript of one try goes: outside the workspace, so the model can
+// neither read nor change it.
+func TranscriptPath(runDir, id string, try int) string {
+	return filepath.Join(runDir, "transcripts", filepath.FromSlash(id), fmt.Sprintf("try-%d.jsonl", try))
+}
+
+// exercise runs the tries of one exercise. ok is false when the run was interrupted before the exercise ended;
+// an infrastructure failure is recorded in the result (as a try's Error) so the summary and a resume see it.
+func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResult, ok bool) {
+	start := time.Now()
+	res = ExerciseResult{ID: ex.ID(), Lang: ex.Lang, Slug: ex.Slug, Model: o.Model.Name(), StartedAt: start.UTC()}
+	fail := func(err error) (ExerciseResult, bool) {
+		if ctx.Err() != nil {
+			return res, false
+		}
+		res.Tries = append(res.Tries, TryResult{Try: len(res.Tries) + 1, Error: err.Error()})
+		res.Seconds = time.Since(start).Seconds()
+		return res, true
+	}
+	ws, err := Prepare(ex, o.RunDir)
+	if err != nil {
+		return fail(err)
+	}
+	gsb, closeG, err := o.GradeSandbox(ctx, ws.Root)
+	if err != nil {
+		return fail(fmt.Errorf("opening the grading sandbox: %w", err))
+	}
+	defer closeG()
+	cmd, ungradable, err := o.Grader.Command(ctx, gsb, ex)
+	if err != nil {
+		return fail(err)
+	}
+	if ungradable != "" {
+		// Known before any model call: no money is spent on an exercise that cannot be graded here.
+		res.Ungradable = ungradable
+		res.Seconds = time.Since(start).Seconds()
+		return res, true
+	}
+	asb, closeA, err := o.AgentSandbox(ctx, ws.Root)
+	if err != nil {
+		return fail(fmt.Errorf("opening the agent's sandbox: %w", err))
+	}
+	defer closeA()
+	goal, err := InstructionsPrompt(ex, ws, cmd)
+	if err != nil {
+		return fail(err)
+	}
+	for try := 1; try <= o.Tries; try++ {
+		tr, grade, err := o.try(ctx, ex, ws, gsb, asb, goal, try)
+		if ctx.Err() != nil {
+			return res, false
+		}
+		if err != nil {
+			tr.Error = err.Error()
+		}
+		if grade.Ungradable != "" {
+			res.Ungradable, res.Tries = grade.Ungradable, nil
+			break
+		}
+		res.Tries = append(res.Tries, tr)
+		if tr.Passed || tr.Error != "" {
+			break
+		}
+		retry, err := RetryPrompt(ex, ws, grade.Output)
+		if err != nil {
+			return fail(err)
+		}
+		// A new conversation: the instructions again, then the failed tests. The workspace keeps the first
+		// try's code.
+		goal += "\n\n---\n\n" + retry
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, true
+}
+
+// try is one agent run and its grade. The returned error is an infrastructure failure of the model server, the
+// sandbox or the grader; the try's figures are filled in as far as they got.
+func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sandbox, asb loop.Sandbox, goal string, try int) (TryResult, GradeResult, error) {
+	tpath := TranscriptPath(o.RunDir, ex.ID(), try)
+	if err := os.MkdirAll(filepath.Dir(tpath), 0o755); err != nil {
+		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("transcript folder: %w", err)
+	}
+	tf, err := os.OpenFile(tpath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("transcript: %w", err)
+	}
+	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Transcript: loop.NewTranscript(tf)}
+	lr, runErr := loop.Run(ctx, cfg, o.Model, asb)
+	tf.Close()
+
+	// Grade whatever the model left, even after a model failure: the figures are worth keeping, though the try
+	// is then marked as an error and run again on resume.
+	g, gradeErr := o.Grader.Grade(ctx, gsb, ex, ws)
+	tr := NewTry(try, g)
+	tr.Turns, tr.StopReason = lr.Turns, lr.StopReason
+	tr.PromptTokens, tr.CompletionTokens = lr.TokensIn, lr.TokensOut
+	if lr.CostUSD != nil {
+		tr.Cost = *lr.CostUSD
+	}
+	tr.AgentSeconds = lr.Seconds
+	malformed, err := MalformedCalls(tpath)
+	tr.MalformedResponses = malformed
+	switch {
+	case runErr != nil:
+		return tr, g, fmt.Errorf("agent: %w", runErr)
+	case gradeErr != nil:
+		return tr, g, fmt.Errorf("grading: %w", gradeErr)
+	case err != nil:
+		return tr, g, fmt.Errorf("reading the transcript: %w", err)
+	}
+	return tr, g, nil
+}
+
+// malformedOutcomes are the transcript outcomes of a tool call the model got wrong in form: arguments that are
+// not a JSON object, or a tool no server offers. A call the tool refuses (a missing file, a path outside the
+// workspace, arguments that fail the tool's schema) is well-formed: the model asked in the right shape.
+var malformedOutcomes = []string{"bad_arguments", "unknown_tool"}
+
+// MalformedCalls counts the tool calls in a transcript file whose outcome is in malformedOutcomes.
+func MalformedCalls(transcript string) (int, error) {
+	f, err := os.Open(transcript)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 256<<20) // the transcript keeps whole tool outputs
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line[:min(len(line), 40)]), `"tool"`) {
+			continue
+		}
+		var ev struct{ Type, Outcome string }
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return n, fmt.Errorf("%s: %v", filepath.Base(transcript), err)
+		}
+		if ev.Type == "tool" && slices.Contains(malformedOutcomes, ev.Outcome) {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// LocalAgentSandbox starts both goalbox servers in-process over each workspace root, as the agent does for a
+// goal, and connects to them over loopback HTTP. Commands keep their home and build caches in cacheDir, which must
+// not be the grader's: whatever a model leaves in its caches (a usercustomize.py in its home, a forged build cache
+// entry) then cannot reach the tests that grade it. JavaScript commands may read the shared jest install.
+func LocalAgentSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) AgentSandboxFactory {
+	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: real, CacheDir: cacheDir, ExtraReadDirs: tc.readDirs()}, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		local, err := loop.StartLocal(loop.LocalOptions{Workspace: real, Backend: backend, Logger: logger})
+		if err != nil {
+			return nil, nil, errors.Join(err, backend.Close())
+		}
+		sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+		if err != nil {
+			return nil, nil, errors.Join(err, local.Close(), backend.Close())
+		}
+		return sb, func() error { return errors.Join(sb.Close(), local.Close(), backend.Close()) }, nil
+	}
+}
