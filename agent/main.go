@@ -45,6 +45,11 @@ func run(ctx context.Context, args []string, environ map[string]string, stdin io
 		fmt.Fprintf(stderr, "agent: %v\n", err)
 		return exitError
 	}
-	// One mode today; the benchmark runner becomes a second case here.
+	switch {
+	case o.Benchmarks:
+		return runBenchmarks(ctx, o, args, stdout, stderr)
+	case o.SelfTest:
+		return runSelfTest(ctx, o, stdout, stderr)
+	}
 	return runGoal(ctx, o, stdin, stdout, stderr)
 }

@@ -464,3 +464,12 @@ func TestToolCallsWithoutIDsGetOne(t *testing.T) {
 		t.Errorf("the model's words should show in the progress")
 	}
 }
+
+func TestSlowModelAttemptIsRetried(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Delay: 3 * time.Second}, looptest.Step{Content: "hello"})
+	r := runAgent(t, model, "", nil, "-goal", "hi", "-model-timeout", "1s")
+	r.want(t, exitNotMet, loop.OutcomeUnverified, loop.StopDone)
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("want the slow attempt and its retry, got %d requests", n)
+	}
+}

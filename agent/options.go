@@ -43,6 +43,7 @@ type options struct {
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR"`
 	loop.Limits
+	benchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
 
 func defaultOptions() options {
@@ -54,6 +55,7 @@ func defaultOptions() options {
 		RunsDir:       "runs",
 		VerifyTimeout: 10 * time.Minute,
 		Limits:        loop.DefaultLimits(),
+		benchOptions:  defaultBenchOptions(),
 	}
 }
 
@@ -97,6 +99,7 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "wall-clock limit of the whole run, 0 for none (env GOALBOX_TIMEOUT)")
 	fs.IntVar(&o.ToolOutputBytes, "tool-output-bytes", o.ToolOutputBytes, "most bytes of one tool result sent to the model, head and tail kept (env GOALBOX_TOOL_OUTPUT_BYTES)")
 	fs.IntVar(&o.ContextBytes, "context-bytes", o.ContextBytes, "conversation size past which old tool outputs are elided, 0 never (env GOALBOX_CONTEXT_BYTES)")
+	registerBenchFlags(fs, &o.benchOptions)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -134,8 +137,13 @@ func (o options) check() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
 	}
+	if o.benchMode() {
+		if err := o.benchOptions.check(o); err != nil {
+			return bad("%v", err)
+		}
+	}
 	switch {
-	case o.Goal == "":
+	case o.Goal == "" && !o.benchMode():
 		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL)")
 	case (o.FSURL == "") != (o.ExecURL == ""):
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")

@@ -22,16 +22,15 @@ type ModelConfig struct {
 	BaseURL string
 	// APIKey is sent as a bearer token. It may be empty for a local server that wants none, when BaseURL is set.
 	APIKey string
-	// MaxRetries is how many times a failed request (429, 408, 409, 5xx, connection error, attempt timeout) is
+	// MaxRetries is how many times a failed request (429, 408, 409, 5xx, connection error, RequestTimeout) is
 	// tried again. Waits grow exponentially from 0.5 s (capped at 8 s) with jitter; a Retry-After or Retry-After-Ms
 	// header is obeyed instead, up to MaxRetryDelay.
 	MaxRetries int
 	// MaxRetryDelay caps one wait between tries; a server asking for longer ends the retries.
 	MaxRetryDelay time.Duration
-	// RequestTimeout bounds one attempt; a slower attempt counts as failed and is retried.
+	// RequestTimeout bounds one attempt's wait for the response (its headers: a chat completion's body follows at
+	// once). A slower attempt fails like a dropped connection and is retried. 0 keeps the SDK's 10 minutes.
 	RequestTimeout time.Duration
-	// HTTPClient, when set, carries the requests (tests use it to reach a loopback server without proxies).
-	HTTPClient *http.Client
 }
 
 // ErrNoModelEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
@@ -67,10 +66,15 @@ func NewOpenAIModel(cfg ModelConfig) (*OpenAIModel, error) {
 		opts = append(opts, option.WithMaxRetryDelay(cfg.MaxRetryDelay))
 	}
 	if cfg.RequestTimeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(cfg.RequestTimeout))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+		// Not option.WithRequestTimeout: the SDK does not retry an attempt whose own deadline passed. A transport
+		// timeout is a connection error to it, which it does retry (its default client bounds headers the same way).
+		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+			t := dt.Clone()
+			t.ResponseHeaderTimeout = cfg.RequestTimeout
+			opts = append(opts, option.WithHTTPClient(&http.Client{Transport: t}))
+		} else { // a wrapped default transport (tracing): bound attempts the SDK's way, without the retry
+			opts = append(opts, option.WithRequestTimeout(cfg.RequestTimeout))
+		}
 	}
 	return &OpenAIModel{client: openai.NewClient(opts...), model: cfg.Model}, nil
 }

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/bench"
+	"github.com/goalbox/goalbox/agent/loop"
+)
+
+// runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
+// selected exercise was run and graded (whatever the pass rate), 2 for a configuration or infrastructure error,
+// an interrupted run, or exercises whose result records an infrastructure error (-resume runs those again).
+func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
+		return exitError
+	}
+	dir, exercises, err := selectExercises(o.benchOptions)
+	if err != nil {
+		return fail("%v", err)
+	}
+	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout})
+	if err != nil {
+		return fail("%v", err)
+	}
+	results := o.Results
+	if results == "" {
+		results = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"--"+safeName(o.Model))
+	}
+	results, err = filepath.Abs(results)
+	if err != nil {
+		return fail("results folder: %v", err)
+	}
+	grader := bench.NewGrader()
+	grader.Timeout = o.GradeTimeout
+	// The model's commands keep their caches in the run folder, apart from the grader's: nothing a model leaves
+	// in a cache reaches the grading, so the grader may keep its compiler cache.
+	grader.Toolchains.CompilerCache = true
+	progress := bench.NewProgress(stderr, len(exercises), isTerminal(stderr))
+	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, results in %s\n",
+		filepath.Base(dir), len(exercises), o.Model, o.Tries, o.Threads, results)
+	report, runErr := bench.Run(ctx, bench.RunOptions{
+		Exercises: exercises, RunDir: results, Tries: o.Tries, Workers: o.Threads, Resume: o.Resume,
+		Model: model, Limits: o.Limits, Price: o.price(), Grader: grader,
+		GradeSandbox: bench.LocalExecutor(grader.Toolchains, nil),
+		AgentSandbox: bench.LocalAgentSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil),
+		Progress:     progress,
+		Info:         bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: args},
+	})
+	if len(report.Results) > 0 {
+		fmt.Fprint(stdout, report.Summary.Table())
+		fmt.Fprintf(stdout, "results in %s (summary.json, summary.txt, results/, transcripts/)\n", results)
+	}
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		return fail("interrupted after %d of %d exercises; continue with -resume -results %s", len(report.Results), len(exercises), results)
+	case runErr != nil:
+		return fail("%v", runErr)
+	case len(report.Errors) > 0:
+		return fail("%d exercise(s) ended in an infrastructure error (%s); see their result files, then run again with -resume -results %s",
+			len(report.Errors), strings.Join(report.Errors, " "), results)
+	}
+	return exitMet
+}
+
+// runSelfTest proves the grader on this machine: each selected exercise's reference solution must pass and its
+// stub must fail. Exit status: 0 when no exercise shows a problem (ungradable ones are listed, not counted), 1 when
+// the grader is wrong about some exercise, 2 for a configuration or infrastructure error.
+func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
+		return exitError
+	}
+	_, exercises, err := selectExercises(o.benchOptions)
+	if err != nil {
+		return fail("%v", err)
+	}
+	runDir, err := os.MkdirTemp("", "goalbox-selftest-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(runDir)
+	grader := bench.NewGrader()
+	grader.Timeout = o.GradeTimeout
+	grader.Toolchains.CompilerCache = true // no model runs: nothing can poison the cache
+	start := time.Now()
+	results, err := bench.SelfTest(ctx, bench.SelfTestOptions{
+		Exercises: exercises, RunDir: runDir, Workers: o.Threads, Grader: grader,
+		Sandbox: bench.LocalExecutor(grader.Toolchains, nil),
+		Progress: func(done, total int, r bench.SelfTestResult) {
+			fmt.Fprintf(stderr, "selftest %d/%d  %s  %s  %.1fs  %s\n", done, total, r.ID, r.Status, r.Seconds, r.Reason)
+		},
+	})
+	sums := bench.SummarizeSelfTest(results)
+	fmt.Fprint(stdout, bench.SelfTestTable(sums, time.Since(start)))
+	if o.Results != "" {
+		if err := writeReport(filepath.Join(o.Results, "selftest.json"), results); err != nil {
+			return fail("selftest report: %v", err)
+		}
+	}
+	if err != nil {
+		return fail("selftest: %v", err)
+	}
+	for _, s := range sums {
+		if len(s.Problems) > 0 {
+			return exitNotMet
+		}
+	}
+	return exitMet
+}
+
+func writeReport(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeJSON(path, v)
+}
+
+// selectExercises finds the benchmark folder and the exercises the flags select.
+func selectExercises(b benchOptions) (string, []bench.Exercise, error) {
+	dir := b.BenchDir
+	if dir == "" {
+		dir = filepath.Join("..", "shared", "polyglot-benchmark")
+		if _, err := os.Stat(dir); err != nil {
+			return "", nil, errors.New("no benchmark folder: give -benchmarks-dir DIR (a checkout of Aider's polyglot-benchmark); ../shared/polyglot-benchmark is not there")
+		}
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return "", nil, fmt.Errorf("-benchmarks-dir %s is not a folder", dir)
+	}
+	exercises, err := bench.Discover(dir, bench.Filter{Languages: list(b.Languages), Keywords: list(b.Keywords), Limit: b.BenchLimit, Seed: b.Seed})
+	if err != nil {
+		return "", nil, err
+	}
+	if len(exercises) == 0 {
+		return "", nil, fmt.Errorf("no exercise matches -languages %q -keywords %q", b.Languages, b.Keywords)
+	}
+	return dir, exercises, nil
+}
+
+// benchmarkCommit is the commit the benchmark folder says it is at (its COMMIT file), or "".
+func benchmarkCommit(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "COMMIT"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// safeName turns a model name such as "openai/gpt-4.1" into a folder name.
+func safeName(s string) string { return strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_.") }
+
+// isTerminal says w is a character device (a terminal), where the progress line can be redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
