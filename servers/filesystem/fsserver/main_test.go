@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,8 +116,13 @@ func connectHTTP(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 
 func connectURL(t testing.TB, url string) *mcp.ClientSession {
 	t.Helper()
+	// Each session gets its own connection pool, as separate client processes would have: sharing
+	// http.DefaultTransport (two idle connections per host) would make concurrent clients reconnect on every call.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 8
+	t.Cleanup(tr.CloseIdleConnections)
 	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
