@@ -5,8 +5,10 @@ package execserver
 // mode) and the child init (fallback) use them.
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +34,7 @@ type appliedConfinement struct {
 	MountNamespace   bool              `json:"mount_namespace"`
 	NetworkNamespace bool              `json:"network_namespace"`
 	PrivateProc      bool              `json:"private_proc"`
+	PrivateTmp       bool              `json:"private_tmp"`
 	Subreaper        bool              `json:"subreaper"`
 	Landlock         string            `json:"landlock"`
 	LandlockABI      int               `json:"landlock_abi"`
@@ -194,4 +197,61 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// privateTmp puts the private temp folder over /tmp, for programs that write to /tmp whatever TMPDIR says (the JVM,
+// for one). Paths the commands need that lie under /tmp (a workspace in /tmp, say) are bound back at their own
+// paths inside the new /tmp, so they stay where they were.
+func privateTmp(priv string, needed []string) error {
+	var keep []string
+	for _, p := range needed {
+		if p == "/tmp" {
+			return errors.New("a needed path is /tmp itself")
+		}
+		if strings.HasPrefix(p, "/tmp/") {
+			keep = append(keep, p)
+		}
+	}
+	// Only the outermost: binding a folder brings along what is inside it.
+	var outer []string
+	for _, p := range keep {
+		inner := false
+		for _, q := range keep {
+			if q != p && strings.HasPrefix(p, q+"/") {
+				inner = true
+			}
+		}
+		if !inner && !slices.Contains(outer, p) {
+			outer = append(outer, p)
+		}
+	}
+	fds := make([]int, len(outer))
+	for i, p := range outer {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, f := range fds[:i] {
+				unix.Close(f)
+			}
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		fds[i] = fd
+	}
+	defer func() {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+	}()
+	if err := unix.Mount(priv, "/tmp", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind the private temp folder on /tmp: %w", err)
+	}
+	for i, p := range outer {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return err
+		}
+		src := fmt.Sprintf("/proc/thread-self/fd/%d", fds[i])
+		if err := unix.Mount(src, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s back: %w", p, err)
+		}
+	}
+	return nil
 }

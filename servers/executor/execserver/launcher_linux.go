@@ -7,7 +7,8 @@ package execserver
 //
 //   - unshares a mount, a network and an IPC namespace of its own (other server threads keep the host's). In its
 //     mount namespace /proc is a fresh procfs with hidepid=invisible — a command sees only processes it may ptrace,
-//     that is its own —, /run is an empty tmpfs (no host sockets, no Docker socket) and /dev/shm a private tmpfs;
+//     that is its own —, /run is an empty tmpfs (no host sockets, no Docker socket), /dev/shm a private tmpfs and
+//     /tmp the backend's private temp folder;
 //     its network namespace has only a loopback, up, so test suites may listen on 127.0.0.1 while nothing outside
 //     is reachable;
 //   - sets no_new_privs, enforces the Landlock ruleset, empties the capability bounding set and locks the secure bits
@@ -19,9 +20,11 @@ package execserver
 //     cannot signal or ptrace anything outside its namespace: PIDs outside do not exist for it.
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +40,8 @@ const nsInitScript = `read -r _ <&3 || exit 125; exec 3<&-; __goalbox_command=$1
 
 type nsLauncher struct {
 	reqs    chan nsLaunchReq
+	done    chan struct{}
+	once    sync.Once
 	applied *appliedConfinement
 }
 
@@ -46,20 +51,25 @@ type nsLaunchReq struct {
 }
 
 // newNSLauncher starts the launcher thread; it fails when the namespaces cannot be created here.
-func newNSLauncher(rules sandboxRules, withLandlock bool, needed []string) (*nsLauncher, error) {
-	l := &nsLauncher{reqs: make(chan nsLaunchReq), applied: &appliedConfinement{Rlimits: map[string]uint64{}}}
+func newNSLauncher(rules sandboxRules, withLandlock bool, tmp string, needed []string) (*nsLauncher, error) {
+	l := &nsLauncher{reqs: make(chan nsLaunchReq), done: make(chan struct{}), applied: &appliedConfinement{Rlimits: map[string]uint64{}}}
 	ready := make(chan error)
 	go func() {
 		// Never unlocked: when this goroutine returns (setup failed) the thread is destroyed with it, so no other
 		// goroutine ever runs in the confined thread.
 		runtime.LockOSThread()
-		if err := l.setup(rules, withLandlock, needed); err != nil {
+		if err := l.setup(rules, withLandlock, tmp, needed); err != nil {
 			ready <- err
 			return
 		}
 		ready <- nil
-		for r := range l.reqs {
-			r.err <- r.cmd.Start()
+		for {
+			select {
+			case r := <-l.reqs:
+				r.err <- r.cmd.Start()
+			case <-l.done:
+				return
+			}
 		}
 	}()
 	if err := <-ready; err != nil {
@@ -68,7 +78,7 @@ func newNSLauncher(rules sandboxRules, withLandlock bool, needed []string) (*nsL
 	return l, nil
 }
 
-func (l *nsLauncher) setup(rules sandboxRules, withLandlock bool, needed []string) error {
+func (l *nsLauncher) setup(rules sandboxRules, withLandlock bool, tmp string, needed []string) error {
 	a := l.applied
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC); err != nil {
 		return fmt.Errorf("unshare mount, network and IPC namespaces: %w", err)
@@ -84,6 +94,11 @@ func (l *nsLauncher) setup(rules sandboxRules, withLandlock bool, needed []strin
 		a.PrivateProc = true
 	}
 	maskHostPaths(needed, a)
+	if err := privateTmp(tmp, needed); err != nil {
+		a.Warnings = append(a.Warnings, "/tmp is the host's (not writable): "+err.Error())
+	} else {
+		a.PrivateTmp = true
+	}
 	if err := loopbackUp(); err != nil {
 		a.Warnings = append(a.Warnings, "loopback not up in the network namespace: "+err.Error())
 	}
@@ -106,11 +121,15 @@ func (l *nsLauncher) setup(rules sandboxRules, withLandlock bool, needed []strin
 }
 
 // close ends the launcher thread; commands still running get SIGKILL (their parent-death signal).
-func (l *nsLauncher) close() { close(l.reqs) }
+func (l *nsLauncher) close() { l.once.Do(func() { close(l.done) }) }
 
 // start starts cmd from the launcher thread.
 func (l *nsLauncher) start(cmd *exec.Cmd) error {
 	r := nsLaunchReq{cmd: cmd, err: make(chan error, 1)}
-	l.reqs <- r
-	return <-r.err
+	select {
+	case l.reqs <- r:
+		return <-r.err
+	case <-l.done:
+		return errors.New("the backend is closed")
+	}
 }

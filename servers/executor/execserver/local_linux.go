@@ -103,7 +103,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	if !cfg.NoNamespaces {
 		nsRules := b.rules
 		nsRules.PrivateShm = true
-		l, err := newNSLauncher(nsRules, b.landlock, slices.Concat(nsRules.WriteDirs, nsRules.ReadDirs))
+		l, err := newNSLauncher(nsRules, b.landlock, b.dirs.Tmp, slices.Concat(nsRules.WriteDirs, nsRules.ReadDirs))
 		if err == nil {
 			b.launcher = l
 			b.applied = l.applied
@@ -169,7 +169,6 @@ func (b *localBackend) Name() string { return "local" }
 func (b *localBackend) Close() error {
 	if b.launcher != nil {
 		b.launcher.close()
-		b.launcher = nil
 	}
 	if b.pids != nil {
 		b.pids.close()
@@ -441,6 +440,9 @@ func (b *localBackend) Confinement() map[string]any {
 	}
 	if a.MountNamespace {
 		hidden = append(hidden, "/run and /var/run are empty (no host sockets)", "/dev/shm is private")
+	}
+	if a.PrivateTmp {
+		hidden = append(hidden, "/tmp is the private temp folder")
 	}
 	return map[string]any{
 		"mode":          mode,

@@ -136,8 +136,11 @@ func TestRunLanguagesWork(t *testing.T) {
 		"python3": `python3 -c 'import sys; print(sys.version_info[0])'`,
 		"go":      `printf 'package main\nfunc main() { println("go-ok") }\n' > m.go && go run m.go 2>&1`,
 		"node":    `node -e 'console.log("node-" + (1+1))'`,
+		"javac":   `printf 'class H { public static void main(String[] a) { System.out.println("java-ok"); } }' > H.java && javac H.java && java H`,
+		"g++":     `printf '#include <iostream>\nint main() { std::cout << "cpp-ok\\n"; }\n' > h.cpp && g++ -o h h.cpp && ./h`,
+		"cargo":   `cargo --version && rustc --version && echo rust-ok`,
 	}
-	want := map[string]string{"python3": "3", "go": "go-ok", "node": "node-2"}
+	want := map[string]string{"python3": "3", "go": "go-ok", "node": "node-2", "javac": "java-ok", "g++": "cpp-ok", "cargo": "rust-ok"}
 	for tool, cmd := range cases {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Logf("%s not installed here; skipped", tool)
@@ -509,5 +512,22 @@ func TestRunProcessLimit(t *testing.T) {
 		if !strings.Contains(out.Stderr, "fork") {
 			t.Errorf("no namespaces %v: 80 background processes under a limit of 40 did not fail to fork: %+v", noNS, out)
 		}
+	}
+}
+
+func TestRunPrivateTmp(t *testing.T) {
+	srv, ws := localServer(t, Config{}, nil)
+	// /tmp is private and writable (the JVM ignores TMPDIR), and the workspace, which the tests keep under /tmp,
+	// is still where it was.
+	out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: "echo t > /tmp/private-probe && cat /tmp/private-probe && ls $TMPDIR/private-probe && pwd && echo w > in-ws"})
+	if out.ExitCode != 0 || !strings.HasPrefix(out.Stdout, "t\n") || !strings.Contains(out.Stdout, ws) {
+		t.Fatalf("private /tmp: %+v", out)
+	}
+	if _, err := os.Stat("/tmp/private-probe"); err == nil {
+		os.Remove("/tmp/private-probe")
+		t.Errorf("the command wrote the host's /tmp")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "in-ws")); err != nil || string(b) != "w\n" {
+		t.Errorf("workspace file: %q %v", b, err)
 	}
 }
