@@ -21,6 +21,7 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 			CacheDir:     opts.CacheDir,
 			NoNamespaces: opts.NoNamespaces,
 			MemoryLimit:  opts.MemoryLimitMB << 20,
+			PidsLimit:    opts.PidsLimit,
 		}, logger)
 	case "docker":
 		// The docker backend's options: the image, and the cache folder when one is given.
