@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBinary runs the real binary: configuration from the environment with flags winning, the health endpoint,
+// graceful shutdown on SIGTERM, and clear errors for bad configuration.
+func TestBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "filesystem")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+
+	out, err := exec.Command(bin, "-version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "goalbox-filesystem ") {
+		t.Errorf("-version: %q %v", out, err)
+	}
+	for _, c := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{nil, "", "no workspace"},
+		{[]string{"-workspace", t.TempDir(), "extra"}, "", "unexpected arguments"},
+		{[]string{"-workspace", t.TempDir(), "-advertised-root", "relative"}, "", "must be an absolute path"},
+		{[]string{"-workspace", t.TempDir()}, "GOALBOX_FS_MAX_READ_LINES=many", "environment"},
+		{[]string{"-workspace", t.TempDir(), "-log-level", "loud"}, "", "log level"},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Env = append(os.Environ(), c.env)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v %s: exit %v, output %q; want exit 2 and %q", c.args, c.env, err, out, c.want)
+		}
+	}
+
+	// Serve: the workspace and limits come from the environment, a flag overrides one of them.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ws := t.TempDir()
+	cmd := exec.Command(bin, "-max-read-lines", "7")
+	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+addr, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
+		"GOALBOX_FS_MAX_WRITE_BYTES=4096", "GOALBOX_FS_ADVERTISED_ROOT=/src")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var health map[string]any
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&health)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not come up: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	limits, _ := health["limits"].(map[string]any)
+	if health["workspace"] != real || health["advertised_root"] != "/src" || limits["max_read_lines"] != 7.0 || limits["max_write_bytes"] != 4096.0 {
+		t.Errorf("health: %v", health)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the server did not shut down on SIGTERM")
+	}
+	for _, want := range []string{`"msg":"filesystem server"`, `"msg":"serving"`, `"msg":"shutting down"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, stderr.String())
+		}
+	}
+}
