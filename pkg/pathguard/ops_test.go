@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -254,17 +255,29 @@ func TestWriteFileCap(t *testing.T) {
 	}
 }
 
-func TestWriteFileReadOnlyFolder(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root ignores folder permissions, so a permission error cannot be provoked")
-	}
+// A write the file system itself refuses (a read-only folder for a user, an immutable one for root) comes back
+// with the errno's text and the workspace-relative path, never the host path.
+func TestWriteFileRefusedByFileSystem(t *testing.T) {
 	dir := t.TempDir()
 	g, _ := Open(dir, Options{})
 	defer g.Close()
-	os.Mkdir(filepath.Join(dir, "ro"), 0o555)
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o555)
+	want := "permission denied"
+	if os.Geteuid() == 0 {
+		// Root ignores permission bits; an immutable folder refuses even root.
+		if out, err := exec.Command("chattr", "+i", ro).CombinedOutput(); err != nil {
+			t.Skipf("running as root and cannot make an immutable folder here (%v: %s)", err, out)
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", ro).Run() })
+		want = "operation not permitted"
+	}
 	_, _, err := g.WriteFile("ro/a", []byte("x"))
-	if err == nil || !strings.Contains(err.Error(), "permission denied") || strings.Contains(err.Error(), dir) {
-		t.Fatalf("write in a read-only folder: %v", err)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), dir) {
+		t.Fatalf("write in a folder the file system refuses: %v; want %q without the host path", err, want)
+	}
+	if want := `write "ro/a": ` + want; err.Error() != want {
+		t.Fatalf("message %q, want %q", err, want)
 	}
 }
 
