@@ -75,11 +75,15 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 
 // openSandbox connects to the running servers named by the options, or starts both in-process over the workspace.
 func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox, string, func(), error) {
+	showProgress := func(sb *loop.MCPSandbox) {
+		sb.OnProgress(func(tool, msg string) { fmt.Fprintf(stderr, "        %s: %s\n", tool, msg) })
+	}
 	if o.FSURL != "" {
 		sb, err := loop.ConnectMCP(ctx, loop.Endpoint{URL: o.FSURL, Token: o.FSToken}, loop.Endpoint{URL: o.ExecURL, Token: o.ExecToken})
 		if err != nil {
 			return nil, "", nil, err
 		}
+		showProgress(sb)
 		return sb, "", func() { sb.Close() }, nil
 	}
 	ws, err := filepath.Abs(o.Workspace)
@@ -95,6 +99,7 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 		local.Close()
 		return nil, "", nil, err
 	}
+	showProgress(sb)
 	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: %s\n", ws, confinementNote(local.Health()))
 	return sb, ws, func() { sb.Close(); local.Close() }, nil
 }

@@ -184,6 +184,7 @@ func TestMalformedArgumentsAndUnknownToolsGoBackToTheModel(t *testing.T) {
 }
 
 func TestModelServerErrorsAreRetried(t *testing.T) {
+	t.Parallel()
 	model := looptest.New(t,
 		looptest.Step{Status: 500},
 		looptest.Step{Status: 429, Header: map[string]string{"Retry-After": "1"}},
@@ -368,6 +369,7 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 }
 
 func TestTimeoutKillsARunningCommand(t *testing.T) {
+	t.Parallel()
 	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("sleep 30")}})
 	start := time.Now()
 	r := runAgent(t, model, "", nil, "-goal", "wait", "-timeout", "2s")
@@ -466,10 +468,21 @@ func TestToolCallsWithoutIDsGetOne(t *testing.T) {
 }
 
 func TestSlowModelAttemptIsRetried(t *testing.T) {
+	t.Parallel()
 	model := looptest.New(t, looptest.Step{Delay: 3 * time.Second}, looptest.Step{Content: "hello"})
 	r := runAgent(t, model, "", nil, "-goal", "hi", "-model-timeout", "1s")
 	r.want(t, exitNotMet, loop.OutcomeUnverified, loop.StopDone)
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("want the slow attempt and its retry, got %d requests", n)
+	}
+}
+
+func TestLongCommandsShowProgress(t *testing.T) {
+	t.Parallel()
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("sleep 11.5; echo finished")}}, looptest.Step{Content: "done"})
+	r := runAgent(t, model, "", nil, "-goal", "wait", "-verify", "true")
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if !strings.Contains(r.stderr, "sandbox_run_command: running for 10s") {
+		t.Errorf("no progress line for an 11 s command")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,13 +49,48 @@ type MCPSandbox struct {
 	sessions []*mcp.ClientSession
 	tools    []Tool
 	owner    map[string]*mcp.ClientSession
+
+	progressMu sync.Mutex
+	onProgress func(tool, message string)
+	nextToken  int64
+	inFlight   map[string]*progressState // progress token → the call it belongs to
+}
+
+type progressState struct {
+	tool     string
+	reported float64 // seconds of progress last passed on
+}
+
+// progressEvery is how often a long call's progress is passed on (servers send it about once a second).
+const progressEvery = 10.0
+
+// OnProgress asks servers for progress on every later call and passes it to f about every ten seconds of a long
+// call (a test suite that runs for minutes): the message is the server's, e.g. "running for 20s; 3120 bytes on
+// stdout, 0 on stderr so far".
+func (s *MCPSandbox) OnProgress(f func(tool, message string)) {
+	s.progressMu.Lock()
+	defer s.progressMu.Unlock()
+	s.onProgress = f
+}
+
+func (s *MCPSandbox) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok := fmt.Sprint(req.Params.ProgressToken)
+	s.progressMu.Lock()
+	st, f := s.inFlight[tok], s.onProgress
+	if st == nil || f == nil || req.Params.Progress < st.reported+progressEvery {
+		s.progressMu.Unlock()
+		return
+	}
+	st.reported = req.Params.Progress
+	s.progressMu.Unlock()
+	f(st.tool, req.Params.Message)
 }
 
 // ConnectMCP opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
 // error: a call could not be routed.
 func ConnectMCP(ctx context.Context, endpoints ...Endpoint) (*MCPSandbox, error) {
-	s := &MCPSandbox{owner: map[string]*mcp.ClientSession{}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: "0.1.0"}, nil)
+	s := &MCPSandbox{owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: "0.1.0"}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
 	for _, ep := range endpoints {
 		hc := &http.Client{Transport: http.DefaultTransport}
 		if ep.Token != "" {
@@ -102,7 +138,21 @@ func (s *MCPSandbox) Call(ctx context.Context, name string, args json.RawMessage
 	if !ok {
 		return ToolResult{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	s.progressMu.Lock()
+	if s.onProgress != nil {
+		s.nextToken++
+		tok := fmt.Sprintf("goalbox-%d", s.nextToken)
+		s.inFlight[tok] = &progressState{tool: name}
+		params.SetProgressToken(tok)
+		defer func() {
+			s.progressMu.Lock()
+			delete(s.inFlight, tok)
+			s.progressMu.Unlock()
+		}()
+	}
+	s.progressMu.Unlock()
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		var wire *jsonrpc.Error
 		if errors.As(err, &wire) && ctx.Err() == nil {
