@@ -172,3 +172,16 @@ func needsBoost(ex Exercise) bool {
 	data, err := os.ReadFile(filepath.Join(ex.Dir, "CMakeLists.txt"))
 	return err == nil && regexp.MustCompile(`(?i)find_package\(\s*Boost\b`).Match(data)
 }
+
+var goTestFunc = regexp.MustCompile(`(?m)^func (Test|Example|Fuzz)\w*\(`)
+
+// hasGoTests says whether ex's Go test files define any test; go/counter's do not (the model is to write them).
+func hasGoTests(ex Exercise) bool {
+	for _, f := range append(append([]string{}, ex.Test...), ex.Editor...) {
+		data, err := os.ReadFile(filepath.Join(ex.Dir, filepath.FromSlash(f)))
+		if err == nil && goTestFunc.Match(data) {
+			return true
+		}
+	}
+	return false
+}

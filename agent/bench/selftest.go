@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,8 @@ func selfTestOne(ctx context.Context, opts SelfTestOptions, ex Exercise) (res Se
 		return problem("the reference solution failed and the stub passed")
 	case !ref.Passed:
 		return problem("the reference solution failed (exit %d%s)", ref.ExitCode, timedOutNote(ref))
+	case stub.Passed && isRefactoring(ex):
+		res.Status, res.Reason = SelfOK, "refactoring exercise: the stub already passes, by design"
 	case stub.Passed:
 		return problem("the stub passed its tests")
 	default:
@@ -241,6 +244,7 @@ type LangSummary struct {
 	Gradable   int               `json:"gradable"`
 	RefPass    int               `json:"reference_passed"`
 	StubFail   int               `json:"stub_failed"`
+	Refactor   int               `json:"refactoring"`          // refactoring exercises, whose stub passes by design
 	Ungradable map[string]string `json:"ungradable,omitempty"` // id -> reason
 	Problems   map[string]string `json:"problems,omitempty"`   // id -> what went wrong
 	Seconds    float64           `json:"seconds"`              // summed over the language's exercises
@@ -277,6 +281,9 @@ func SummarizeSelfTest(results []SelfTestResult) []LangSummary {
 		if r.Stub.Ungradable == "" && !r.Stub.Passed {
 			s.StubFail++
 		}
+		if r.Status == SelfOK && r.Stub.Passed {
+			s.Refactor++
+		}
 	}
 	var out []LangSummary
 	for _, l := range Languages {
@@ -290,14 +297,15 @@ func SummarizeSelfTest(results []SelfTestResult) []LangSummary {
 // SelfTestTable renders summaries as a plain-text table followed by the ungradable exercises and the problems.
 func SelfTestTable(sums []LangSummary, wall time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-11s %9s %8s %8s %9s %10s %8s %9s\n", "language", "exercises", "gradable", "ref-pass", "stub-fail", "ungradable", "problems", "seconds")
+	fmt.Fprintf(&b, "%-11s %9s %8s %8s %9s %8s %10s %8s %9s\n", "language", "exercises", "gradable", "ref-pass", "stub-fail", "refactor", "ungradable", "problems", "seconds")
 	var t LangSummary
 	for _, s := range sums {
-		fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %10d %8d %9.0f\n", s.Lang, s.Exercises, s.Gradable, s.RefPass, s.StubFail, len(s.Ungradable), len(s.Problems), s.Seconds)
+		fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %8d %10d %8d %9.0f\n", s.Lang, s.Exercises, s.Gradable, s.RefPass, s.StubFail, s.Refactor, len(s.Ungradable), len(s.Problems), s.Seconds)
 		t.Exercises += s.Exercises
 		t.Gradable += s.Gradable
 		t.RefPass += s.RefPass
 		t.StubFail += s.StubFail
+		t.Refactor += s.Refactor
 		t.Seconds += s.Seconds
 	}
 	nu, np := 0, 0
@@ -305,7 +313,7 @@ func SelfTestTable(sums []LangSummary, wall time.Duration) string {
 		nu += len(s.Ungradable)
 		np += len(s.Problems)
 	}
-	fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %10d %8d %9.0f\n", "total", t.Exercises, t.Gradable, t.RefPass, t.StubFail, nu, np, t.Seconds)
+	fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %8d %10d %8d %9.0f\n", "total", t.Exercises, t.Gradable, t.RefPass, t.StubFail, t.Refactor, nu, np, t.Seconds)
 	fmt.Fprintf(&b, "wall time %s\n", wall.Round(time.Second))
 	for _, s := range sums {
 		for _, id := range sortedKeys(s.Ungradable) {
@@ -328,3 +336,13 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// isRefactoring says whether ex is one of Exercism's refactoring exercises (ledger, markdown, tree-building):
+// their stub is working, ugly code that already passes the tests, and the task is to improve it. Such an exercise
+// gives a model a free pass, as it does in Aider's harness; the selftest checks only that the reference passes.
+func isRefactoring(ex Exercise) bool {
+	data, err := os.ReadFile(filepath.Join(ex.Dir, ".docs", "instructions.md"))
+	return err == nil && refactoringNote.Match(data)
+}
+
+var refactoringNote = regexp.MustCompile(`(?im)^(Refactor\b|.*\bis a refactoring exercise\b)`)
