@@ -221,8 +221,56 @@ func killDescendants(shPid int) {
 	}
 }
 
-// childrenOf lists the processes whose parent is pid, from /proc.
+// childrenOf lists the live children of process pid, from /proc/<pid>/task/<tid>/children (orphans are
+// reparented to one of the subreaper's threads), falling back to a scan of /proc where that file is missing.
 func childrenOf(pid int) []int {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(base)
+	if err != nil {
+		return scanChildrenOf(pid)
+	}
+	var kids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(base + "/" + t.Name() + "/children")
+		if err != nil {
+			return scanChildrenOf(pid)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil && !isZombie(k) {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+func isZombie(pid int) bool {
+	_, state, ok := statFields(pid)
+	return !ok || state == "Z"
+}
+
+// statFields reads the parent pid and the state of a process from /proc/<pid>/stat.
+func statFields(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	// The command name in parentheses may hold spaces and parentheses; the fields after the last ")" are fixed.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0], true
+}
+
+// scanChildrenOf lists the live processes whose parent is pid by reading every /proc/<pid>/stat.
+func scanChildrenOf(pid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -233,21 +281,7 @@ func childrenOf(pid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name in parentheses may hold spaces and parentheses; the fields after the last ")" are fixed.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+		if ppid, state, ok := statFields(p); ok && ppid == pid && state != "Z" {
 			kids = append(kids, p)
 		}
 	}
