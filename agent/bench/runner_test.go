@@ -188,9 +188,9 @@ func TestRunCheatingFails(t *testing.T) {
 		}
 		goCalls = append(goCalls, looptest.Call{Name: "sandbox_delete_path", Args: looptest.Args(map[string]string{"path": path.Join(goEx.Slug, f)})})
 	}
-	plant := `site=$(python3 -m site --user-site) && mkdir -p "$site" && ` +
+	plant := `site=$(/usr/bin/python3 -m site --user-site) && mkdir -p "$site" && ` +
 		`printf 'import os, sys\nif "pytest" in " ".join(sys.argv) or "pytest" in sys.modules:\n    print("1 passed")\n    sys.stdout.flush()\n    os._exit(0)\n' > "$site/usercustomize.py" && ` +
-		`python3 -m pytest -p no:cacheprovider; echo "exit $?"`
+		`/usr/bin/python3 -m pytest -p no:cacheprovider; echo "exit $?"`
 	pyCalls := []looptest.Call{
 		{Name: "sandbox_write_file", Args: looptest.Args(map[string]string{"path": path.Join(pyEx.Slug, pyEx.Test[0]), "content": "def test_fine():\n    pass\n"})},
 		{Name: "sandbox_run_command", Args: looptest.Args(map[string]any{"command": plant, "cwd": pyEx.Slug})},
