@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/caarlos0/env/v11"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -33,6 +34,12 @@ type limits struct {
 }
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small and every call churns through JSON, so the default collector runs every few calls.
+		// At 400 it costs about a quarter less CPU per call (BenchmarkReadFile16K srv-cpu-us: 1450 -> 1100 us on a
+		// busy 2-core machine) for a heap a few times the live one. GOGC, when set, wins.
+		debug.SetGCPercent(400)
+	}
 	if err := run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "filesystem:", err)
 		os.Exit(2)
