@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -71,6 +72,9 @@ type DockerConfig struct {
 	Instance string
 	// Labels are added to every container (the backend's own labels win).
 	Labels map[string]string
+	// WarmPool is how many containers are kept started ahead of commands (see docker_pool.go). 0, the default,
+	// starts each command's container when the command comes.
+	WarmPool int
 	// Logger receives start-up and clean-up messages. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -88,6 +92,10 @@ type dockerBackend struct {
 	namePref  string
 	log       *slog.Logger
 	tmpfsOpts string
+	ctlRoot   string    // host folder (0700) holding the per-container control folders
+	pool      *warmPool // nil without a warm pool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewDockerBackend connects to the Docker Engine named by the environment (DOCKER_HOST, default the local socket),
@@ -173,6 +181,8 @@ func (cfg *DockerConfig) setDefaults() error {
 		return fmt.Errorf("docker backend: cpus %g is below the minimum of 0.01", cfg.CPUs)
 	case cfg.TmpfsSize < 1<<20:
 		return fmt.Errorf("docker backend: tmpfs size %d bytes is below the 1 MiB minimum", cfg.TmpfsSize)
+	case cfg.WarmPool < 0 || cfg.WarmPool > 16:
+		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
 	if cfg.Instance == "" {
 		sum := sha256.Sum256([]byte(wsDir))
@@ -273,6 +283,12 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if n > 0 {
 		b.log.Warn("docker backend removed containers left by an earlier server", "count", n, "instance", b.cfg.Instance)
 	}
+	if b.ctlRoot, err = os.MkdirTemp("", "goalbox-docker-"+b.cfg.Instance+"-"); err != nil {
+		return fmt.Errorf("docker backend: control folder: %w", err)
+	}
+	if b.cfg.WarmPool > 0 {
+		b.startPool()
+	}
 	return nil
 }
 
@@ -302,34 +318,44 @@ func (b *dockerBackend) Confinement() map[string]any {
 		cache = containerCache
 	}
 	return map[string]any{
-		"backend":            "docker",
-		"engine":             b.engine,
-		"api_version":        b.api,
-		"image":              b.cfg.Image,
-		"user":               fmt.Sprintf("%d:%d", b.uid, b.gid),
-		"workspace":          containerWorkspace,
-		"network":            "none",
-		"read_only_root":     true,
-		"tmp":                fmt.Sprintf("tmpfs, %d MiB", b.cfg.TmpfsSize>>20),
-		"cache":              cache,
-		"capabilities":       "all dropped",
-		"no_new_privileges":  true,
-		"memory_bytes":       b.cfg.Memory,
-		"swap":               "off",
-		"pids_limit":         b.cfg.PIDs,
-		"cpus":               b.cfg.CPUs,
-		"fresh_container":    "one per command, always removed",
-		"leftover_cleanup":   "on start, by label " + labelInstance + "=" + b.cfg.Instance,
-		"instance":           b.cfg.Instance,
-		"environment":        "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
+		"backend":             "docker",
+		"engine":              b.engine,
+		"api_version":         b.api,
+		"image":               b.cfg.Image,
+		"user":                fmt.Sprintf("%d:%d", b.uid, b.gid),
+		"workspace":           containerWorkspace,
+		"network":             "none",
+		"read_only_root":      true,
+		"tmp":                 fmt.Sprintf("tmpfs, %d MiB", b.cfg.TmpfsSize>>20),
+		"cache":               cache,
+		"capabilities":        "all dropped",
+		"no_new_privileges":   true,
+		"memory_bytes":        b.cfg.Memory,
+		"swap":                "off",
+		"pids_limit":          b.cfg.PIDs,
+		"cpus":                b.cfg.CPUs,
+		"fresh_container":     "one per command, always removed",
+		"leftover_cleanup":    "on start, by label " + labelInstance + "=" + b.cfg.Instance,
+		"instance":            b.cfg.Instance,
+		"environment":         "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
 		"process_containment": "PID namespace: every process dies with the container",
 	}
 }
 
+// Close stops the warm pool, removes its containers and releases the client. It may be called more than once.
 func (b *dockerBackend) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.close() })
+	return b.closeErr
+}
+
+func (b *dockerBackend) close() error {
+	b.closePool()
 	var err error
+	if b.ctlRoot != "" {
+		err = os.RemoveAll(b.ctlRoot)
+	}
 	if b.cli != nil {
-		err = b.cli.Close()
+		err = errors.Join(err, b.cli.Close())
 	}
 	if b.ws != nil {
 		err = errors.Join(err, b.ws.Close())

@@ -21,12 +21,23 @@ import (
 // still answer, the workspace sentinel must be intact, nothing next to the workspace may have changed, and no
 // container may be left.
 func TestDockerContainment(t *testing.T) {
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) { testDockerContainment(t, mode.pool) })
+	}
+}
+
+func testDockerContainment(t *testing.T, pool int) {
 	const secret = "GOALBOX-DOCKER-TEST-SECRET-8c1f"
 	t.Setenv("GOALBOX_TEST_API_KEY", secret) // the server's own environment
 
 	// Small limits make the bombs quick; the defaults are enforced the same way.
 	const pids, memory = 128, 256 << 20
-	b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.PIDs = pids; c.Memory = memory; c.TmpfsSize = 64 << 20 })
+	b, ws := newDockerTestBackend(t, func(c *DockerConfig) {
+		c.PIDs = pids
+		c.Memory = memory
+		c.TmpfsSize = 64 << 20
+		c.WarmPool = pool
+	})
 	outside := filepath.Join(filepath.Dir(ws), "outside.txt")
 	if err := os.WriteFile(outside, []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
@@ -172,7 +183,7 @@ func TestDockerContainment(t *testing.T) {
 			if b, err := os.ReadFile(outside); err != nil || string(b) != secret {
 				t.Errorf("file outside the workspace changed: %q, %v", b, err)
 			}
-			dockerWaitFor(t, 20*time.Second, "no container left", func() bool { return len(dockerInstanceContainers(t, b)) == 0 })
+			dockerSettled(t, b)
 		})
 	}
 }

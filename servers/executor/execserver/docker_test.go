@@ -141,8 +141,32 @@ func dockerInstanceContainers(t testing.TB, b *dockerBackend) []container.Summar
 	return list.Items
 }
 
+// dockerModes are the two ways a command's container is started: when the command comes (cold), or ahead of it by
+// the warm pool. Tests of behaviour run in both.
+var dockerModes = []struct {
+	name string
+	pool int
+}{{"cold", 0}, {"warm-pool", 2}}
+
+// dockerSettled waits until only the warm pool's idle containers are left: every container a command used has been
+// removed (with a pool, removal finishes after the call returns).
+func dockerSettled(t testing.TB, b *dockerBackend) {
+	t.Helper()
+	dockerWaitFor(t, 30*time.Second, fmt.Sprintf("%d containers (the warm pool) to be left", b.cfg.WarmPool), func() bool {
+		return len(dockerInstanceContainers(t, b)) == b.cfg.WarmPool
+	})
+}
+
 func TestDockerRunThroughMCP(t *testing.T) {
-	b, ws := newDockerTestBackend(t, nil)
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = mode.pool })
+			testDockerRunThroughMCP(t, b, ws)
+		})
+	}
+}
+
+func testDockerRunThroughMCP(t *testing.T, b *dockerBackend, ws string) {
 	cs := startExecTestServer(t, b, ws, Config{OutputCap: 4 << 10}, nil).Session
 
 	cases := []struct {
@@ -197,13 +221,19 @@ func TestDockerRunThroughMCP(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.check(t, mustRun(t, cs, c.in)) })
 	}
-	if left := dockerInstanceContainers(t, b); len(left) != 0 {
-		t.Errorf("%d containers left after the calls, want 0", len(left))
-	}
+	dockerSettled(t, b)
 }
 
 func TestDockerCancelKillsAndRemoves(t *testing.T) {
-	b, ws := newDockerTestBackend(t, nil)
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = mode.pool })
+			testDockerCancelKillsAndRemoves(t, b, ws)
+		})
+	}
+}
+
+func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) {
 
 	t.Run("backend", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -220,9 +250,11 @@ func TestDockerCancelKillsAndRemoves(t *testing.T) {
 		if res.ExitCode != -1 || res.TimedOut || time.Since(start) > 20*time.Second {
 			t.Errorf("got %+v after %v, want exit -1, not timed out, promptly", res, time.Since(start))
 		}
-		if left := dockerInstanceContainers(t, b); len(left) != 0 {
-			t.Errorf("%d containers left after cancellation, want 0", len(left))
+		// A killed container is removed before Run returns, pool or not.
+		if left := len(dockerInstanceContainers(t, b)); left > b.cfg.WarmPool {
+			t.Errorf("%d containers after cancellation, want at most the %d of the warm pool", left, b.cfg.WarmPool)
 		}
+		dockerSettled(t, b)
 	})
 
 	t.Run("mcp client cancels", func(t *testing.T) {
@@ -231,25 +263,22 @@ func TestDockerCancelKillsAndRemoves(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolRunCommand,
-				Arguments: protocol.RunCommandInput{Command: "sleep 120"}})
+				Arguments: protocol.RunCommandInput{Command: "touch cancel-me-started; sleep 1234"}})
 			done <- err
 		}()
-		// Wait until the container runs, then cancel the call.
-		dockerWaitFor(t, 30*time.Second, "the command's container to run", func() bool {
-			for _, c := range dockerInstanceContainers(t, b) {
-				if c.State == container.StateRunning {
-					return true
-				}
-			}
-			return false
+		// Wait until the command runs, then cancel the call.
+		dockerWaitFor(t, 30*time.Second, "the command to start", func() bool {
+			_, err := os.Stat(filepath.Join(ws, "cancel-me-started"))
+			return err == nil
 		})
 		cancel()
 		if err := <-done; err == nil {
 			t.Error("a cancelled call returned no error")
 		}
-		dockerWaitFor(t, 20*time.Second, "the container to be removed after cancellation", func() bool {
-			return len(dockerInstanceContainers(t, b)) == 0
+		dockerWaitFor(t, 20*time.Second, "the command's processes to end", func() bool {
+			return len(dockerHostProcesses(t, "sleep 1234")) == 0
 		})
+		dockerSettled(t, b)
 		// The server still serves.
 		if out := mustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
 			t.Errorf("after cancellation got %+v", out)
@@ -499,5 +528,20 @@ func TestDockerGoToolchain(t *testing.T) {
 	}
 	if second := run(); !strings.Contains(second, "(cached)") {
 		t.Errorf("second go test was not served from the cache: %q", second)
+	}
+}
+
+// TestDockerPoolClose checks that closing a backend with a warm pool removes the pool's waiting containers.
+func TestDockerPoolClose(t *testing.T) {
+	b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = 3 })
+	dockerSettled(t, b)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := dockerInstanceContainers(t, b); len(left) != 0 {
+		t.Errorf("%d containers left after Close, want 0", len(left))
+	}
+	if _, err := os.Stat(b.ctlRoot); !os.IsNotExist(err) {
+		t.Errorf("control folder left after Close: %v", err)
 	}
 }
