@@ -89,10 +89,10 @@ func (g *Guard) AdvertisedRoot() string { return g.opts.AdvertisedRoot }
 // Options returns the options in force, defaults filled in.
 func (g *Guard) Options() Options { return g.opts }
 
-// Clean turns a client path into a clean workspace-relative path ("." for the workspace itself). It refuses empty
-// names where a file is needed only at the operation, not here; it refuses NUL bytes, backslash-free tricks are left
-// to os.Root, absolute paths outside the advertised root and the real path, and ".." that climbs out lexically.
-// Clean does not touch the file system: symlinks are judged when the path is opened.
+// Clean turns a client path into a clean workspace-relative path ("." for the workspace itself; an empty path means
+// the workspace too, and operations that need a file refuse "." themselves). It refuses NUL bytes, absolute paths
+// outside the advertised root and the workspace's real path, and ".." that climbs out lexically. Clean does not
+// touch the file system: symlinks are judged when the path is opened.
 func (g *Guard) Clean(p string) (string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", &Error{Path: printable(p), Reason: ReasonInvalid, Detail: "the path contains a NUL byte"}
