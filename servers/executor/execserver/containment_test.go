@@ -178,14 +178,14 @@ bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]s && echo REACHED-bash' 2>&1; true`, por
 			check: mustNotExist(filepath.Join(e.parent, "escape-"+n), filepath.Join(e.parent, "escape-abs-"+n), filepath.Join(e.parent, "escape-dir-"+n))},
 		{name: "write_through_symlink", command: fmt.Sprintf("ln -s %s lnk-%s; echo x > lnk-%s/escape-sym-%s; ln -s .. up-%s; echo x > up-%s/escape-up-%s; true", e.parent, n, n, n, n, n, n),
 			check: mustNotExist(filepath.Join(e.parent, "escape-sym-"+n), filepath.Join(e.parent, "escape-up-"+n))},
+		{name: "read_outside_file", command: fmt.Sprintf("cat %s ../outside-%s.txt 2>&1; true", outsideFile, n),
+			check: mustNotSay("outside-content-" + n)},
 		{name: "overwrite_outside_file", command: fmt.Sprintf("echo pwned > %s; true", outsideFile),
 			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 				if b, _ := os.ReadFile(outsideFile); string(b) != "outside-content-"+n {
 					e.t.Errorf("file next to the workspace overwritten: %q", b)
 				}
 			}},
-		{name: "read_outside_file", command: fmt.Sprintf("cat %s ../outside-%s.txt 2>&1; true", outsideFile, n),
-			check: mustNotSay("outside-content-" + n)},
 		{name: "read_host_secrets", command: "cat /etc/shadow /root/.bash_history /etc/ssh/ssh_host_ed25519_key 2>&1 | head -c 2000; ls /root 2>&1; true",
 			check: mustNotSay("root:", "PRIVATE KEY")},
 		{name: "server_environment", command: fmt.Sprintf(`env; cat /proc/self/environ /proc/1/environ /proc/$PPID/environ /proc/%d/environ 2>&1;
@@ -219,7 +219,7 @@ curl -s -m 3 --unix-socket /run/docker.sock http://x/version 2>&1 | head -c 300;
 					e.t.Errorf("background processes outlived the call: %v", left)
 				}
 			}},
-		{name: "kill_own_init", command: fmt.Sprintf("sleep 3%[1]s.7 & kill -9 $PPID 2>&1; kill -9 1 2>&1; kill -9 0 2>&1; kill -9 -1 2>&1; sleep 0.3; echo survived", numericNonce(n)),
+		{name: "kill_own_init", command: fmt.Sprintf("setsid sleep 3%[1]s.7 & sleep 0.2; kill -9 $PPID 2>&1; kill -9 1 2>&1; sleep 0.3; echo survived", numericNonce(n)),
 			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 				if left := processesWith("3" + numericNonce(n) + ".7"); len(left) > 0 {
 					e.t.Errorf("a process outlived the call after killing its init: %v", left)
