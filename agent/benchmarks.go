@@ -23,7 +23,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	dir, exercises, err := selectExercises(o.benchOptions)
+	dir, exercises, err := selectExercises(o.BenchOptions)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -80,7 +80,7 @@ func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	_, exercises, err := selectExercises(o.benchOptions)
+	_, exercises, err := selectExercises(o.BenchOptions)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -126,7 +126,7 @@ func writeReport(path string, v any) error {
 }
 
 // selectExercises finds the benchmark folder and the exercises the flags select.
-func selectExercises(b benchOptions) (string, []bench.Exercise, error) {
+func selectExercises(b BenchOptions) (string, []bench.Exercise, error) {
 	dir := b.BenchDir
 	if dir == "" {
 		dir = filepath.Join("..", "shared", "polyglot-benchmark")

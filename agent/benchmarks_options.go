@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// benchOptions are the flags of the benchmark modes (-benchmarks, -selftest). They are embedded in options, so
+// BenchOptions are the flags of the benchmark modes (-benchmarks, -selftest). They are embedded in options, so
 // the model, price and limit flags are shared with the goal mode; the limits apply to each try.
-type benchOptions struct {
+type BenchOptions struct {
 	Benchmarks   bool          `env:"GOALBOX_BENCHMARKS"`
 	SelfTest     bool          `env:"GOALBOX_SELFTEST"`
 	BenchDir     string        `env:"GOALBOX_BENCHMARK_DIR"`
@@ -24,12 +24,12 @@ type benchOptions struct {
 	GradeTimeout time.Duration `env:"GOALBOX_GRADE_TIMEOUT"`
 }
 
-func defaultBenchOptions() benchOptions {
-	return benchOptions{Tries: 2, Threads: 1, GradeTimeout: 3 * time.Minute}
+func defaultBenchOptions() BenchOptions {
+	return BenchOptions{Tries: 2, Threads: 1, GradeTimeout: 3 * time.Minute}
 }
 
 // registerBenchFlags adds the benchmark flags to fs.
-func registerBenchFlags(fs *flag.FlagSet, b *benchOptions) {
+func registerBenchFlags(fs *flag.FlagSet, b *BenchOptions) {
 	fs.BoolVar(&b.Benchmarks, "benchmarks", b.Benchmarks, "run the Aider Polyglot benchmark instead of a goal (env GOALBOX_BENCHMARKS)")
 	fs.BoolVar(&b.SelfTest, "selftest", b.SelfTest, "grade each selected exercise's reference solution (must pass) and stub (must fail); no model (env GOALBOX_SELFTEST)")
 	fs.StringVar(&b.BenchDir, "benchmarks-dir", b.BenchDir, "the polyglot-benchmark checkout; default ../shared/polyglot-benchmark (env GOALBOX_BENCHMARK_DIR)")
@@ -45,10 +45,10 @@ func registerBenchFlags(fs *flag.FlagSet, b *benchOptions) {
 }
 
 // benchMode says a benchmark mode was asked for.
-func (b benchOptions) benchMode() bool { return b.Benchmarks || b.SelfTest }
+func (b BenchOptions) benchMode() bool { return b.Benchmarks || b.SelfTest }
 
 // check reports what is wrong with the benchmark flags, given the rest of the options.
-func (b benchOptions) check(o options) error {
+func (b BenchOptions) check(o options) error {
 	switch {
 	case b.Benchmarks && b.SelfTest:
 		return fmt.Errorf("give -benchmarks or -selftest, not both")

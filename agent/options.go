@@ -43,7 +43,7 @@ type options struct {
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR"`
 	loop.Limits
-	benchOptions // -benchmarks and -selftest (benchmarks_options.go)
+	BenchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
 
 func defaultOptions() options {
@@ -55,7 +55,7 @@ func defaultOptions() options {
 		RunsDir:       "runs",
 		VerifyTimeout: 10 * time.Minute,
 		Limits:        loop.DefaultLimits(),
-		benchOptions:  defaultBenchOptions(),
+		BenchOptions:  defaultBenchOptions(),
 	}
 }
 
@@ -99,7 +99,7 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "wall-clock limit of the whole run, 0 for none (env GOALBOX_TIMEOUT)")
 	fs.IntVar(&o.ToolOutputBytes, "tool-output-bytes", o.ToolOutputBytes, "most bytes of one tool result sent to the model, head and tail kept (env GOALBOX_TOOL_OUTPUT_BYTES)")
 	fs.IntVar(&o.ContextBytes, "context-bytes", o.ContextBytes, "conversation size past which old tool outputs are elided, 0 never (env GOALBOX_CONTEXT_BYTES)")
-	registerBenchFlags(fs, &o.benchOptions)
+	registerBenchFlags(fs, &o.BenchOptions)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -138,7 +138,7 @@ func (o options) check() error {
 		return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
 	}
 	if o.benchMode() {
-		if err := o.benchOptions.check(o); err != nil {
+		if err := o.BenchOptions.check(o); err != nil {
 			return bad("%v", err)
 		}
 	}
