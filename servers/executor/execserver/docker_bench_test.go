@@ -31,22 +31,38 @@ func BenchmarkDockerBareCycle(b *testing.B) {
 	}
 }
 
+// BenchmarkDockerRunTrue runs `true` on the backend and through the MCP server, cold and from the warm pool. The
+// warm-pool runs measure a call that finds the pool full, as an agent's call does after a model turn: the timer
+// stops while the pool refills. Back to back, a pool drains and calls run at the cold speed.
 func BenchmarkDockerRunTrue(b *testing.B) {
-	be, ws := newDockerTestBackend(b, nil)
-	b.Run("backend", func(b *testing.B) {
-		for b.Loop() {
-			dockerRunTrue(b, be)
-		}
-	})
-	b.Run("mcp", func(b *testing.B) {
-		cs := startExecTestServer(b, be, ws, Config{}, nil).Session
-		b.ResetTimer()
-		for b.Loop() {
-			if out := mustRun(b, cs, protocol.RunCommandInput{Command: "true"}); out.ExitCode != 0 {
-				b.Fatalf("true: %+v", out)
+	for _, mode := range dockerModes {
+		be, ws := newDockerTestBackend(b, func(c *DockerConfig) { c.WarmPool = mode.pool })
+		refilled := func(b *testing.B) {
+			if be.pool == nil {
+				return
 			}
+			b.StopTimer()
+			for len(be.pool.ready) < be.cfg.WarmPool {
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.StartTimer()
 		}
-	})
+		b.Run("backend/"+mode.name, func(b *testing.B) {
+			for b.Loop() {
+				refilled(b)
+				dockerRunTrue(b, be)
+			}
+		})
+		b.Run("mcp/"+mode.name, func(b *testing.B) {
+			cs := startExecTestServer(b, be, ws, Config{}, nil).Session
+			for b.Loop() {
+				refilled(b)
+				if out := mustRun(b, cs, protocol.RunCommandInput{Command: "true"}); out.ExitCode != 0 {
+					b.Fatalf("true: %+v", out)
+				}
+			}
+		})
+	}
 }
 
 func BenchmarkDockerRunVsBare(b *testing.B) {
