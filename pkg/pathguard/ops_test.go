@@ -197,6 +197,22 @@ func TestWriteFile(t *testing.T) {
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o775 {
 		t.Fatalf("mode after overwrite %v, want 0775", fi.Mode().Perm())
 	}
+	// setuid/setgid bits are not carried over; a read-only file is replaced and stays read-only.
+	os.Chmod(p, os.ModeSetuid|os.ModeSetgid|0o755)
+	if _, _, err := f.g.WriteFile("script.sh", []byte("#!/bin/sh\n")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode() != 0o755 {
+		t.Fatalf("mode after overwriting a setuid file %v, want -rwxr-xr-x", fi.Mode())
+	}
+	ro := filepath.Join(f.ws, "ro.txt")
+	os.WriteFile(ro, []byte("old"), 0o444)
+	if _, _, err := f.g.WriteFile("ro.txt", []byte("new")); err != nil {
+		t.Fatalf("replacing a read-only file: %v", err)
+	}
+	if fi, _ := os.Stat(ro); fi.Mode().Perm() != 0o444 {
+		t.Fatalf("read-only file became %v", fi.Mode().Perm())
+	}
 	// A symlink inside is written through: its target changes, the link stays.
 	f.link(t, "sub/inner.txt", "to-inner")
 	if _, created, err := f.g.WriteFile("to-inner", []byte("via link")); err != nil || created {
