@@ -90,6 +90,27 @@ func TestOpenOptions(t *testing.T) {
 	}
 }
 
+// A workspace given through a symlink is opened at its real path; that path is the one absolute paths may use.
+func TestOpenThroughSymlink(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	os.Symlink("real", filepath.Join(dir, "alias"))
+	g, err := Open(filepath.Join(dir, "alias"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Dir() != filepath.Join(dir, "real") {
+		t.Fatalf("Dir() = %q, want the real path", g.Dir())
+	}
+	if rel, err := g.Clean(dir + "/real/x"); err != nil || rel != "x" {
+		t.Fatalf("Clean(real path) = %q, %v", rel, err)
+	}
+	if _, err := g.Clean(dir + "/alias/x"); !IsReason(err, ReasonOutside) {
+		t.Fatalf("Clean(alias path) = %v; only the real path and the advertised root are accepted", err)
+	}
+}
+
 // A workspace whose real path lies under the advertised root: the more specific prefix wins.
 func TestCleanNestedRoots(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
