@@ -153,21 +153,22 @@ func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference
 	return "", "", fmt.Errorf("unknown language %q", ex.Lang)
 }
 
-// javaCommand compiles main and test sources with javac and runs them with the JUnit 5 console launcher: Gradle
-// cannot run offline here. Libraries come first on the class path so a class in the solution cannot stand in for
-// one of JUnit's or AssertJ's.
+// javaCommand compiles main and test sources in one javac run and runs the tests with the JUnit 5 console
+// launcher: Gradle cannot run offline here. Libraries come first on the class path so a class in the solution
+// cannot stand in for one of JUnit's or AssertJ's. Both JVMs stop at the C1 compiler and use the serial
+// collector: these runs last seconds, and that more than halves their CPU time.
 func javaCommand(libs string, extra []string) string {
 	lib := []string{path.Join(libs, "junit-platform-console-standalone.jar"), path.Join(libs, "assertj-core.jar")}
 	for _, j := range extra {
 		lib = append(lib, path.Join(libs, j))
 	}
-	cp := strings.Join(lib, ":")
-	out := "build/goalbox"
+	const out = "build/goalbox"
+	jvm := "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 	return "rm -rf " + out + " && mkdir -p " + out + " && " +
-		"javac -nowarn -encoding UTF-8 -d " + out + "/main $(find src/main/java -name '*.java') && " +
-		"javac -nowarn -encoding UTF-8 -d " + out + "/test -cp " + shellQuote(cp+":"+out+"/main") + " $(find src/test/java -name '*.java') && " +
-		"java -jar " + shellQuote(lib[0]) + " -cp " + shellQuote(strings.Join(lib[1:], ":")+":"+out+"/main:"+out+"/test") +
-		" --scan-classpath " + out + "/test --disable-banner --details=tree --fail-if-no-tests"
+		"javac -J" + strings.ReplaceAll(jvm, " ", " -J") + " -nowarn -encoding UTF-8 -d " + out + " -cp " + shellQuote(strings.Join(lib, ":")) +
+		" $(find src/main/java src/test/java -name '*.java') && " +
+		"java " + jvm + " -jar " + shellQuote(lib[0]) + " -cp " + shellQuote(strings.Join(lib[1:], ":")+":"+out) +
+		" --scan-classpath " + out + " --disable-banner --details=tree --fail-if-no-tests"
 }
 
 // Success summaries each runner prints only when every test it ran passed (and it ran some).
