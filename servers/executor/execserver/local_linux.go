@@ -109,7 +109,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 			b.applied = l.applied
 		} else {
 			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create mount/network/PID namespaces here; "+
-				"falling back to a subreaper init per command, network confined by Landlock only", "error", err)
+				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", err)
 		}
 	}
 	if b.launcher == nil {
@@ -475,8 +475,8 @@ func (b *localBackend) logConfinement() {
 		"write_dirs", b.rules.WriteDirs,
 		"env", c["env_allowlist"])
 	if b.launcher == nil {
-		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command; the network is confined by " +
-			"Landlock's TCP rules only (UDP is not), /proc shows host processes and host sockets under /run are reachable")
+		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
+			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
 	}
 	if b.applied.Landlock != "enforced" {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
