@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -188,8 +189,8 @@ func (cfg *DockerConfig) setDefaults() error {
 		sum := sha256.Sum256([]byte(wsDir))
 		cfg.Instance = hex.EncodeToString(sum[:6])
 	}
-	if strings.ContainsAny(cfg.Instance, ",= \t\n") {
-		return fmt.Errorf("docker backend: instance %q may not hold spaces, commas or '='", cfg.Instance)
+	if !instanceName.MatchString(cfg.Instance) {
+		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
 	if cfg.CacheHostDir == "" {
 		dir, err := os.UserCacheDir()
@@ -283,7 +284,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if n > 0 {
 		b.log.Warn("docker backend removed containers left by an earlier server", "count", n, "instance", b.cfg.Instance)
 	}
-	if b.ctlRoot, err = os.MkdirTemp("", "goalbox-docker-"+b.cfg.Instance+"-"); err != nil {
+	if b.ctlRoot, err = os.MkdirTemp("", b.ctlPrefix()); err != nil {
 		return fmt.Errorf("docker backend: control folder: %w", err)
 	}
 	if b.cfg.WarmPool > 0 {
@@ -305,6 +306,13 @@ func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 	for _, c := range list.Items {
 		if _, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return 0, fmt.Errorf("docker backend: remove leftover container %.12s: %w", c.ID, err)
+		}
+	}
+	// Their control folders (see docker_container.go) went with the crash too.
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), b.ctlPrefix()+"*"))
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			b.log.Warn("docker backend: remove leftover control folder", "err", err)
 		}
 	}
 	return len(list.Items), nil
@@ -362,6 +370,13 @@ func (b *dockerBackend) close() error {
 	}
 	return err
 }
+
+// ctlPrefix names the host folders that hold this instance's control folders. '=' cannot occur in an instance, so
+// one instance's prefix never matches another's ("x=" against "x-y=").
+func (b *dockerBackend) ctlPrefix() string { return "goalbox-docker-" + b.cfg.Instance + "=" }
+
+// instanceName is what a container name (which carries the instance) allows.
+var instanceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // containerName is unique per command and carries the instance, so `docker ps` shows whose container it is.
 func (b *dockerBackend) containerName() string {

@@ -45,8 +45,9 @@ func (b *dockerBackend) prepare(ctx context.Context) (_ *prepared, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
 	}
-	// The command user reads the files through the folder it owns; nobody else on the host can (ctlRoot is 0700).
-	if err := os.Chown(ctl, b.uid, b.gid); err != nil && os.Getuid() == 0 {
+	// The container reads the folder through its mount, whoever it runs as; on the host, nobody but the server
+	// gets through ctlRoot (0700) to it.
+	if err := os.Chmod(ctl, 0o755); err != nil {
 		os.RemoveAll(ctl)
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
 	}

@@ -382,6 +382,16 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 		return c.ID
 	}
 	running, created, kept := mk(instance, true), mk(instance, false), mk(other, true)
+	// A crashed server's control folder, and another instance's.
+	staleCtl, err := os.MkdirTemp("", "goalbox-docker-"+instance+"=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCtl, err := os.MkdirTemp("", "goalbox-docker-"+other+"=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(staleCtl); os.RemoveAll(otherCtl) })
 
 	b, err := NewDockerBackend(ctx, DockerConfig{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-",
 		Instance: instance, Logger: slog.New(slog.DiscardHandler)})
@@ -396,6 +406,12 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	}
 	if _, err := cli.ContainerInspect(ctx, kept, client.ContainerInspectOptions{}); err != nil {
 		t.Errorf("another instance's container was removed: %v", err)
+	}
+	if _, err := os.Stat(staleCtl); !os.IsNotExist(err) {
+		t.Errorf("leftover control folder still exists: %v", err)
+	}
+	if _, err := os.Stat(otherCtl); err != nil {
+		t.Errorf("another instance's control folder was removed: %v", err)
 	}
 }
 
@@ -416,6 +432,7 @@ func TestDockerConfigErrors(t *testing.T) {
 		{"named user", func(c *DockerConfig) { c.User = "nobody" }, "not a numeric uid"},
 		{"relative workspace", func(c *DockerConfig) { c.WorkspaceHostDir = "ws" }, "absolute host path"},
 		{"tiny memory", func(c *DockerConfig) { c.Memory = 1 << 20 }, "below the 16 MiB minimum"},
+		{"instance with a glob", func(c *DockerConfig) { c.Instance = "a*" }, "use letters, digits"},
 	}
 	if os.Getuid() == 0 {
 		rootWS := t.TempDir()
@@ -543,5 +560,34 @@ func TestDockerPoolClose(t *testing.T) {
 	}
 	if _, err := os.Stat(b.ctlRoot); !os.IsNotExist(err) {
 		t.Errorf("control folder left after Close: %v", err)
+	}
+}
+
+// TestDockerConcurrentRuns runs commands at the same time on one backend: each gets its own container, output and
+// exit code.
+func TestDockerConcurrentRuns(t *testing.T) {
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = mode.pool })
+			const n = 4
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					var out strings.Builder
+					res, err := b.Run(context.Background(), Request{Command: fmt.Sprintf("echo run-%d; exit %d", i, i+1),
+						Dir: ".", Timeout: time.Minute, Stdout: &out})
+					if err == nil && (res.ExitCode != i+1 || out.String() != fmt.Sprintf("run-%d\n", i)) {
+						err = fmt.Errorf("run %d: got %+v and %q", i, res, out.String())
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			dockerSettled(t, b)
+		})
 	}
 }
