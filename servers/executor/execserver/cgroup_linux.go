@@ -107,7 +107,14 @@ func hasOpt(opts, name string) bool {
 // removes the cgroup once its processes are gone.
 func (c *pidsCgroup) place(pid int) (func(), error) {
 	dir := filepath.Join(c.dir, strconv.FormatInt(c.seq.Add(1), 10))
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		// Someone removed the backend's parent cgroup (it is empty between commands): make it again.
+		if err = os.Mkdir(c.dir, 0o755); err == nil || errors.Is(err, os.ErrExist) {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	remove := func() {
