@@ -343,6 +343,7 @@ func (b *dockerBackend) Confinement() map[string]any {
 		"pids_limit":          b.cfg.PIDs,
 		"cpus":                b.cfg.CPUs,
 		"fresh_container":     "one per command, always removed",
+		"warm_pool":           b.cfg.WarmPool,
 		"leftover_cleanup":    "on start, by label " + labelInstance + "=" + b.cfg.Instance,
 		"instance":            b.cfg.Instance,
 		"environment":         "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
