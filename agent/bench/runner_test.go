@@ -318,13 +318,14 @@ func TestRunAgentCannotReadReference(t *testing.T) {
 		{Name: "sandbox_search_files", Args: looptest.Args(map[string]string{"pattern": regexpQuote(secret)})},
 		run("cat " + shellQuote(pristine)),
 		run("cat " + ex.Slug + "/.meta/example.py ../" + ex.Slug + "/.meta/example.py"),
-		run("grep -rF " + shellQuote(secret) + " / 2>/dev/null | head -5"),
+		run("grep -rF " + shellQuote(secret) + " " + shellQuote(filepath.Dir(filepath.Dir(filepath.Dir(ex.Dir)))) + " .. ../.. 2>&1 | head -5"),
 		{Name: "sandbox_read_reference", Args: "{}"},
 	}
 	opts, _ := newRunOptions(t, []Exercise{ex}, looptest.Step{Calls: calls}, done, done)
 	report, err := Run(context.Background(), opts)
 	must(t, err)
 	out := toolOutputs(t, TranscriptPath(opts.RunDir, ex.ID(), 1))
+	t.Logf("what the model got:\n%s", out)
 	if strings.Contains(out, secret) {
 		t.Errorf("a tool revealed the reference solution (%q):\n%s", secret, out)
 	}
