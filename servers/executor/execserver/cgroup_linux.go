@@ -1,8 +1,9 @@
 package execserver
 
-// A process limit per command from the pids cgroup controller, where the server may create cgroups (root on a
-// host; usually not in a container). RLIMIT_NPROC cannot do this job: the kernel does not apply it to root, and it
-// counts every process of the user, the server's own included. The limit counts threads as well as processes.
+// Limits per command from cgroup controllers, where the server may create cgroups (root on a host; usually not in
+// a container): a process limit (pids) and a memory limit (memory) over all of a command's processes together.
+// RLIMIT_NPROC cannot do the first: the kernel does not apply it to root, and it counts every process of the user,
+// the server's own included. RLIMIT_DATA, which is set too, binds each process alone.
 
 import (
 	"bufio"
@@ -20,36 +21,43 @@ import (
 // and jest workers, far below what a fork bomb wants.
 const DefaultPidsLimit = 1024
 
-type pidsCgroup struct {
+// cgroupLimit is one controller's limit for each command of a backend.
+type cgroupLimit struct {
 	dir   string // this backend's parent cgroup
-	limit int
+	file  string // the limit file: pids.max, memory.max (v2) or memory.limit_in_bytes (v1)
+	limit int64
 	seq   atomic.Int64
 }
 
-// newPidsCgroup makes a parent cgroup for this backend's commands under the server's own pids cgroup.
-func newPidsCgroup(instance string, limit int) (*pidsCgroup, error) {
-	base, err := ownPidsCgroupDir()
+// newCgroupLimit makes a parent cgroup for this backend's commands under the server's own cgroup of controller
+// ("pids" or "memory").
+func newCgroupLimit(controller, instance string, limit int64) (*cgroupLimit, error) {
+	base, v2, err := ownCgroupDir(controller)
 	if err != nil {
 		return nil, err
+	}
+	file := controller + ".max"
+	if controller == "memory" && !v2 {
+		file = "memory.limit_in_bytes"
 	}
 	dir := filepath.Join(base, "goalbox-exec-"+instance)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "pids.max")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		_ = os.Remove(dir)
-		return nil, errors.New("the pids controller is not enabled for the server's cgroup")
+		return nil, fmt.Errorf("the %s controller is not enabled for the server's cgroup", controller)
 	}
-	return &pidsCgroup{dir: dir, limit: limit}, nil
+	return &cgroupLimit{dir: dir, file: file, limit: limit}, nil
 }
 
-// ownPidsCgroupDir finds the folder of the server's own cgroup in the pids hierarchy: cgroup v1's pids controller,
-// or cgroup v2's unified hierarchy.
-func ownPidsCgroupDir() (string, error) {
+// ownCgroupDir finds the folder of the server's own cgroup for controller: in cgroup v1's hierarchy of that
+// controller, or in cgroup v2's unified hierarchy.
+func ownCgroupDir(controller string) (dir string, v2 bool, err error) {
 	var v1Mount, v2Mount string
 	mi, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer mi.Close()
 	sc := bufio.NewScanner(mi)
@@ -60,7 +68,7 @@ func ownPidsCgroupDir() (string, error) {
 			continue
 		}
 		switch fstype, opts := f[i+1], f[i+3]; {
-		case fstype == "cgroup" && hasOpt(opts, "pids"):
+		case fstype == "cgroup" && hasOpt(opts, controller):
 			v1Mount = f[4]
 		case fstype == "cgroup2" && v2Mount == "":
 			v2Mount = f[4]
@@ -68,7 +76,7 @@ func ownPidsCgroupDir() (string, error) {
 	}
 	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
@@ -76,13 +84,13 @@ func ownPidsCgroupDir() (string, error) {
 			continue
 		}
 		switch {
-		case v1Mount != "" && hasOpt(parts[1], "pids"):
-			return filepath.Join(v1Mount, parts[2]), nil
+		case v1Mount != "" && hasOpt(parts[1], controller):
+			return filepath.Join(v1Mount, parts[2]), false, nil
 		case v1Mount == "" && v2Mount != "" && parts[0] == "0":
-			return filepath.Join(v2Mount, parts[2]), nil
+			return filepath.Join(v2Mount, parts[2]), true, nil
 		}
 	}
-	return "", errors.New("no pids cgroup controller")
+	return "", false, fmt.Errorf("no %s cgroup controller", controller)
 }
 
 func indexOf(f []string, s string) int {
@@ -105,7 +113,7 @@ func hasOpt(opts, name string) bool {
 
 // place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
 // removes the cgroup once its processes are gone.
-func (c *pidsCgroup) place(pid int) (func(), error) {
+func (c *cgroupLimit) place(pid int) (func(), error) {
 	dir := filepath.Join(c.dir, strconv.FormatInt(c.seq.Add(1), 10))
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
@@ -126,9 +134,9 @@ func (c *pidsCgroup) place(pid int) (func(), error) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(c.limit)), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, c.file), []byte(strconv.FormatInt(c.limit, 10)), 0); err != nil {
 		remove()
-		return nil, fmt.Errorf("pids.max: %w", err)
+		return nil, fmt.Errorf("%s: %w", c.file, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		remove()
@@ -138,7 +146,7 @@ func (c *pidsCgroup) place(pid int) (func(), error) {
 }
 
 // close removes the backend's parent cgroup (once the commands' cgroups are gone).
-func (c *pidsCgroup) close() {
+func (c *cgroupLimit) close() {
 	go func() {
 		for i := 0; i < 250; i++ {
 			if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {

@@ -20,7 +20,8 @@ type LocalConfig struct {
 	// ExtraReadDirs are more folders commands may read and execute from, besides the system and the toolchains
 	// found on PATH.
 	ExtraReadDirs []string
-	// MemoryLimit caps each process's data segment (RLIMIT_DATA), in bytes. 0 means DefaultMemoryLimit; -1 none.
+	// MemoryLimit caps each process's data segment (RLIMIT_DATA) and, where the server may create a memory cgroup,
+	// all of a command's processes together, in bytes. 0 means DefaultMemoryLimit; -1 none.
 	MemoryLimit int64
 	// PidsLimit caps the processes and threads of one command (pids cgroup, where the server may create one).
 	// 0 means DefaultPidsLimit; -1 none.

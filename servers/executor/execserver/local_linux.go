@@ -33,9 +33,11 @@ type localBackend struct {
 	rules     sandboxRules
 	rlimits   []rlimitV
 	landlock  bool
-	launcher  *nsLauncher // nil in fallback mode
-	pids      *pidsCgroup // nil where no pids cgroup can be made
-	pidsNote  string      // why there is no process limit
+	launcher  *nsLauncher  // nil in fallback mode
+	pids      *cgroupLimit // nil where no pids cgroup can be made
+	pidsNote  string       // why there is no process limit
+	mem       *cgroupLimit // nil where no memory cgroup can be made
+	memNote   string       // why there is no memory limit per command
 	applied   *appliedConfinement
 	logger    *slog.Logger
 }
@@ -85,21 +87,10 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	}
 	b.rlimits = rlimitsFor(cfg)
 
-	switch {
-	case cfg.PidsLimit < 0:
-		b.pidsNote = "none (turned off)"
-	default:
-		limit := cfg.PidsLimit
-		if limit == 0 {
-			limit = DefaultPidsLimit
-		}
-		pc, err := newPidsCgroup(hex.EncodeToString(id[:]), limit)
-		if err != nil {
-			b.pidsNote = "none: cannot create a pids cgroup here (" + err.Error() + "); a fork bomb runs until the timeout"
-		} else {
-			b.pids = pc
-		}
-	}
+	b.pids, b.pidsNote = cgroupFor("pids", hex.EncodeToString(id[:]), int64(cfg.PidsLimit), DefaultPidsLimit,
+		"a fork bomb runs until the timeout")
+	b.mem, b.memNote = cgroupFor("memory", hex.EncodeToString(id[:]), cfg.MemoryLimit, DefaultMemoryLimit,
+		"memory is limited per process only (RLIMIT_DATA)")
 	if !cfg.NoNamespaces {
 		nsRules := b.rules
 		nsRules.PrivateShm = true
@@ -125,6 +116,43 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	}
 	b.logConfinement()
 	return b, nil
+}
+
+// cgroupFor makes a controller's limit (limit 0 means def, negative none) or says why there is none.
+func cgroupFor(controller, instance string, limit, def int64, without string) (*cgroupLimit, string) {
+	if limit < 0 {
+		return nil, "none (turned off)"
+	}
+	if limit == 0 {
+		limit = def
+	}
+	c, err := newCgroupLimit(controller, instance, limit)
+	if err != nil {
+		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)
+	}
+	return c, ""
+}
+
+// placeInCgroups puts pid into a fresh cgroup of each limit; the returned function removes them afterwards.
+func (b *localBackend) placeInCgroups(pid int) (func(), error) {
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+		if c == nil {
+			continue
+		}
+		r, err := c.place(pid)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
 }
 
 func rlimitsFor(cfg LocalConfig) []rlimitV {
@@ -170,8 +198,10 @@ func (b *localBackend) Close() error {
 	if b.launcher != nil {
 		b.launcher.close()
 	}
-	if b.pids != nil {
-		b.pids.close()
+	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+		if c != nil {
+			c.close()
+		}
 	}
 	return os.RemoveAll(b.dirs.Tmp)
 }
@@ -229,15 +259,13 @@ func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, 
 			return Result{}, fmt.Errorf("set rlimit %s: %w", r.Name, err)
 		}
 	}
-	if b.pids != nil {
-		release, err := b.pids.place(cmd.Process.Pid)
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return Result{}, fmt.Errorf("process limit: %w", err)
-		}
-		defer release()
+	release, err := b.placeInCgroups(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return Result{}, fmt.Errorf("cgroup limits: %w", err)
 	}
+	defer release()
 	_, _ = goW.Write([]byte("go\n"))
 	goW.Close()
 
@@ -322,17 +350,15 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 			reports <- r
 		}
 	}()
-	if b.pids != nil {
-		// The init waits for its configuration: it is in the cgroup before it can start anything.
-		release, err := b.pids.place(cmd.Process.Pid)
-		if err != nil {
-			_ = cmd.Process.Kill()
-			ctlW.Close()
-			_ = cmd.Wait()
-			return Result{}, fmt.Errorf("process limit: %w", err)
-		}
-		defer release()
+	// The init waits for its configuration: it is in the cgroups before it can start anything.
+	release, err := b.placeInCgroups(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		ctlW.Close()
+		_ = cmd.Wait()
+		return Result{}, fmt.Errorf("cgroup limits: %w", err)
 	}
+	defer release()
 	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
 	line, _ := json.Marshal(cfg)
 	_, _ = ctlW.Write(append(line, '\n'))
@@ -456,6 +482,7 @@ func (b *localBackend) Confinement() map[string]any {
 		"capabilities":  caps,
 		"rlimits":       rl,
 		"process_limit": b.processLimit(),
+		"memory_limit":  b.memoryLimit(),
 		"env_allowlist": names,
 		"warnings":      a.Warnings,
 	}
@@ -468,10 +495,18 @@ func (b *localBackend) processLimit() string {
 	return fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
 }
 
+func (b *localBackend) memoryLimit() string {
+	if b.mem == nil {
+		return b.memNote
+	}
+	return fmt.Sprintf("%d MiB for all of a command's processes together (memory cgroup)", b.mem.limit>>20)
+}
+
 func (b *localBackend) logConfinement() {
 	c := b.Confinement()
 	b.logger.Info("local backend confinement", "mode", c["mode"], "processes", c["processes"], "network", c["network"],
 		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "process_limit", c["process_limit"],
+		"memory_limit", c["memory_limit"],
 		"write_dirs", b.rules.WriteDirs,
 		"env", c["env_allowlist"])
 	if b.launcher == nil {
@@ -483,6 +518,9 @@ func (b *localBackend) logConfinement() {
 	}
 	if b.pids == nil {
 		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
+	}
+	if b.mem == nil {
+		b.logger.Warn("NO MEMORY LIMIT PER COMMAND: " + b.memNote)
 	}
 	for _, w := range b.applied.Warnings {
 		b.logger.Warn("confinement: " + w)

@@ -531,3 +531,24 @@ func TestRunPrivateTmp(t *testing.T) {
 		t.Errorf("workspace file: %q %v", b, err)
 	}
 }
+
+func TestRunMemoryLimitPerCommand(t *testing.T) {
+	if _, _, err := ownCgroupDir("memory"); err != nil {
+		t.Skipf("no memory cgroup here: %v", err)
+	}
+	b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.MemoryLimit = 300 << 20 })
+	if b.(*localBackend).mem == nil {
+		t.Skipf("no memory cgroup: %s", b.(*localBackend).memNote)
+	}
+	srv := startExecTestServer(t, b, ws, Config{}, nil)
+	// Three processes of 200 MiB each stay under the per-process limit but not under the per-command one.
+	out := mustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 60, Command: `for i in 1 2 3; do
+python3 -c "import time; b = bytearray(200 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(3); print('HELD')" &
+done; wait`})
+	if strings.Count(out.Stdout, "HELD") == 3 {
+		t.Errorf("600 MiB held under a 300 MiB limit per command: %+v", out)
+	}
+	if out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
+		t.Errorf("after the memory limit: %+v", out)
+	}
+}
