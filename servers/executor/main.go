@@ -74,7 +74,7 @@ func run(args []string) int {
 		fs.StringVar(&opts.CacheDir, "cache-dir", opts.CacheDir, "folder for the commands' private home, temp and build caches, outside the workspace (env "+envPrefix+"CACHE_DIR)")
 		fs.BoolVar(&opts.NoNamespaces, "no-namespaces", opts.NoNamespaces, "local backend: do not use PID/mount/network namespaces (env "+envPrefix+"NO_NAMESPACES)")
 		fs.IntVar(&opts.PidsLimit, "pids-limit", opts.PidsLimit, "local backend: processes and threads per command (pids cgroup where available), 0 for the default 1024, -1 for none (env "+envPrefix+"PIDS_LIMIT)")
-		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "local backend: data segment limit per process in MiB, 0 for the default 8192, -1 for none (env "+envPrefix+"MEMORY_LIMIT_MB)")
+		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "local backend: memory limit in MiB per process (RLIMIT_DATA) and per command (memory cgroup where available), 0 for the default 8192, -1 for none (env "+envPrefix+"MEMORY_LIMIT_MB)")
 	})
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
