@@ -48,6 +48,9 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	progress := bench.NewProgress(stderr, len(exercises), isTerminal(stderr))
 	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, results in %s\n",
 		filepath.Base(dir), len(exercises), o.Model, o.Tries, o.Threads, results)
+	if !o.price().Known() {
+		fmt.Fprintf(stderr, "agent: no price known for %s: costs are reported as 0 (give -price-in/-price-out, USD per million tokens)\n", o.Model)
+	}
 	report, runErr := bench.Run(ctx, bench.RunOptions{
 		Exercises: exercises, RunDir: results, Tries: o.Tries, Workers: o.Threads, Resume: o.Resume,
 		Model: model, Limits: o.Limits, Price: o.price(), Grader: grader,

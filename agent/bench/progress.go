@@ -23,6 +23,7 @@ type Progress struct {
 	graded     int
 	ungradable int
 	errors     int
+	running    int
 	cost       float64
 	last       string
 }
@@ -42,6 +43,7 @@ func (p *Progress) add(r ExerciseResult, resumed bool) {
 	p.done++
 	if !resumed {
 		p.fresh++
+		p.running--
 	}
 	cost, _, _, _, _ := r.totals()
 	p.cost += cost
@@ -97,6 +99,9 @@ func (p *Progress) line() string {
 	if p.errors > 0 {
 		s += fmt.Sprintf("  ERRORS %d", p.errors)
 	}
+	if p.running > 0 {
+		s += fmt.Sprintf("  running %d", p.running)
+	}
 	elapsed := time.Since(p.start)
 	s += fmt.Sprintf("  $%.4f  elapsed %s", p.cost, elapsed.Round(time.Second))
 	if left := p.total - p.done; left > 0 && p.fresh > 0 {
@@ -115,6 +120,44 @@ func (p *Progress) print() {
 		return
 	}
 	fmt.Fprintln(p.w, p.line())
+}
+
+// started counts an exercise under way.
+func (p *Progress) started() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running++
+	if p.tty {
+		p.print()
+	}
+}
+
+// tick redraws the line every interval on a terminal, so elapsed time moves while exercises take minutes. The
+// returned function stops it; calling it again does nothing.
+func (p *Progress) tick(interval time.Duration) (stop func()) {
+	if p == nil || !p.tty {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.print()
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // finish ends the line on a terminal.

@@ -53,6 +53,7 @@ type RunInfo struct {
 	Model           string      `json:"model"`
 	Tries           int         `json:"tries"`
 	Limits          loop.Limits `json:"limits"`
+	Price           *loop.Price `json:"price,omitempty"`            // per million tokens; absent when unknown (costs are then 0)
 	Benchmark       string      `json:"benchmark,omitempty"`        // the benchmark folder's name
 	BenchmarkCommit string      `json:"benchmark_commit,omitempty"` // its COMMIT file, when it has one
 	Started         time.Time   `json:"started"`
@@ -110,6 +111,8 @@ func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	stopTicker := opts.Progress.tick(time.Second)
+	defer stopTicker()
 	jobs := make(chan int)
 	var mu sync.Mutex
 	streak := 0
@@ -117,6 +120,7 @@ func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
 	for range opts.Workers {
 		wg.Go(func() {
 			for i := range jobs {
+				opts.Progress.started()
 				r, ok := opts.exercise(ctx, opts.Exercises[i])
 				if !ok {
 					continue // interrupted: no result, a resume runs it
@@ -150,6 +154,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
+	stopTicker()
 	opts.Progress.finish()
 
 	for i := range results {
@@ -195,6 +200,9 @@ func (o RunOptions) claimRunDir() error {
 	}
 	info := o.Info
 	info.Model, info.Tries, info.Limits = o.Model.Name(), o.Tries, o.Limits
+	if o.Price.Known() {
+		info.Price = &o.Price
+	}
 	if info.Started.IsZero() {
 		info.Started = time.Now().UTC()
 	}

@@ -405,3 +405,16 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("want one line per update off a terminal, got %d:\n%s", got, b.String())
 	}
 }
+
+func TestProgressLineOnATerminal(t *testing.T) {
+	var b strings.Builder
+	p := NewProgress(&b, 2, true)
+	p.started()
+	p.add(ExerciseResult{ID: "go/a", Tries: []TryResult{{Try: 1}, {Try: 2, Error: "model: connection refused"}}}, false)
+	p.finish()
+	out := b.String()
+	if !strings.HasPrefix(out, "\r\033[Kbench 0/2") || !strings.Contains(out, "running 1") ||
+		!strings.Contains(out, "\r\033[Kbench 1/2  passed 0/1 (0.0%)  ERRORS 1") || !strings.HasSuffix(out, "last: go/a ERROR\n") {
+		t.Errorf("terminal output %q", out)
+	}
+}
