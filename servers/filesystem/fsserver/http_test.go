@@ -148,7 +148,7 @@ func TestHTTPMalformed(t *testing.T) {
 func TestStdioMalformed(t *testing.T) {
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644))
-	cmd := exec.Command(serverBin, setup{}.flags(ws)...)
+	cmd := exec.Command(serverBin(t), setup{}.flags(ws)...)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
 	stdout, err := cmd.StdoutPipe()

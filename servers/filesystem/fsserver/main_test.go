@@ -22,25 +22,39 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serverBin is the filesystem server binary, built once by TestMain for the stdio tests and benchmarks.
-var serverBin string
+// The filesystem server binary for the stdio tests and benchmarks, built on first use (fuzz workers and tests that
+// need no binary never build it) into a folder TestMain removes.
+var (
+	binDir     string
+	binOnce    sync.Once
+	serverPath string
+	binErr     error
+)
+
+func serverBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		serverPath = filepath.Join(binDir, "filesystem")
+		out, err := exec.Command("go", "build", "-o", serverPath, "github.com/goalbox/goalbox/servers/filesystem").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("building the server binary: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return serverPath
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "fsserver-test-")
-	if err != nil {
+	var err error
+	if binDir, err = os.MkdirTemp("", "fsserver-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	serverBin = filepath.Join(dir, "filesystem")
-	build := exec.Command("go", "build", "-o", serverBin, "github.com/goalbox/goalbox/servers/filesystem")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the server binary:", err)
-		os.Exit(2)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	os.RemoveAll(binDir)
 	os.Exit(code)
 }
 
@@ -139,7 +153,7 @@ func connectStdio(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 // startStdio starts the server binary over stdio and returns the connected session and the server's pid.
 func startStdio(t testing.TB, workspace string, s setup) (*mcp.ClientSession, int) {
 	t.Helper()
-	cmd := exec.Command(serverBin, s.flags(workspace)...)
+	cmd := exec.Command(serverBin(t), s.flags(workspace)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)

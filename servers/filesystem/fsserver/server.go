@@ -92,13 +92,13 @@ func New(g *pathguard.Guard, opts Options) *mcp.Server {
 		Logger:       s.opts.Logger,
 		Instructions: instructions(g),
 	})
-	addTool(srv, readTool(s.opts), s.read)
-	addTool(srv, writeTool(g), s.write)
-	addTool(srv, editTool(), s.edit)
-	addTool(srv, listTool(s.opts), s.list)
-	addTool(srv, searchTool(g, s.opts), s.search)
-	addTool(srv, deleteTool(), s.delete)
-	addTool(srv, moveTool(), s.move)
+	addTool(srv, s.opts.Logger, readTool(s.opts), s.read)
+	addTool(srv, s.opts.Logger, writeTool(g), s.write)
+	addTool(srv, s.opts.Logger, editTool(), s.edit)
+	addTool(srv, s.opts.Logger, listTool(s.opts), s.list)
+	addTool(srv, s.opts.Logger, searchTool(g, s.opts), s.search)
+	addTool(srv, s.opts.Logger, deleteTool(), s.delete)
+	addTool(srv, s.opts.Logger, moveTool(), s.move)
 	return srv
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,7 +22,7 @@ type handler[In, Out any] func(context.Context, In) (Out, error)
 // to validate it against the schema inferred from the very type it came from, marshals it again, and hands it on
 // as raw JSON that the encoder then re-scans; on a 16 KiB read that was more than a third of the server's CPU per
 // call. The output schemas are checked instead by the tests, on every result they see.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h handler[In, Out]) {
+func addTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h handler[In, Out]) {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
@@ -37,7 +39,14 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h handler[In, Out]) {
 		}
 		t.OutputSchema = out
 	}
-	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		// The SDK does not recover panics, and one would end the whole server: a bug in a tool must cost one call.
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("tool panicked", "tool", t.Name, "panic", p, "stack", string(debug.Stack()))
+				res, err = toolError(fmt.Errorf("%s failed with an internal error (it is logged); the workspace is unchanged unless the tool had already written", t.Name)), nil
+			}
+		}()
 		input, err := decodeArgs[In](req.Params.Arguments, resolved)
 		if err != nil {
 			return toolError(err), nil

@@ -1,0 +1,22 @@
+package fsserver
+
+import (
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+func pathguardOpen(dir string) (*pathguard.Guard, error) { return pathguard.Open(dir, pathguard.Options{}) }
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+func writeFile(dir, name, content string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+}
+
+func readInput(path string, offset, limit int) protocol.ReadFileInput {
+	return protocol.ReadFileInput{Path: path, Offset: offset, Limit: limit}
+}
