@@ -9,7 +9,9 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
-func pathguardOpen(dir string) (*pathguard.Guard, error) { return pathguard.Open(dir, pathguard.Options{}) }
+func pathguardOpen(dir string) (*pathguard.Guard, error) {
+	return pathguard.Open(dir, pathguard.Options{})
+}
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
 
