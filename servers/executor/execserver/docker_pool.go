@@ -65,15 +65,15 @@ func (b *dockerBackend) fill() {
 	}
 }
 
-// acquire takes a live container from the pool, or starts one now.
-func (b *dockerBackend) acquire(ctx context.Context) (*prepared, error) {
+// acquire takes a live container from the pool (pooled is true), or starts one now.
+func (b *dockerBackend) acquire(ctx context.Context) (p *prepared, pooled bool, err error) {
 	if b.pool != nil {
 		for {
 			select {
 			case p := <-b.pool.ready:
 				b.pool.slots <- struct{}{}
 				if p.alive() {
-					return p, nil
+					return p, true, nil
 				}
 				b.discard(p)
 				continue
@@ -82,7 +82,8 @@ func (b *dockerBackend) acquire(ctx context.Context) (*prepared, error) {
 			break
 		}
 	}
-	return b.prepare(ctx)
+	p, err = b.prepare(ctx)
+	return p, false, err
 }
 
 // alive says the container's launcher has not exited while it waited in the pool.

@@ -38,21 +38,22 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 
-	p, err := b.acquire(api)
+	p, err := b.launch(api, req.Command, workdir, req.Stdin)
 	if err != nil {
 		return Result{}, err
 	}
 	exited := false
 	defer func() { b.release(p, exited) }()
-	if ctx.Err() != nil {
-		return Result{ExitCode: -1}, nil
-	}
-	if err := p.give(req.Command, workdir, req.Stdin); err != nil {
-		return Result{}, err
-	}
 
 	copied := make(chan error, 1)
 	go func() {
+		// A panicking writer must not take the process down before the container is removed: the panic is
+		// carried to Run's goroutine and raised again there, after the deferred clean-up ran.
+		defer func() {
+			if r := recover(); r != nil {
+				copied <- writerPanic{r}
+			}
+		}()
 		_, err := stdcopy.StdCopy(stdout, stderr, p.att.Reader)
 		copied <- err
 	}()
@@ -90,6 +91,10 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 		select {
 		case err := <-copied:
 			copied = nil
+			if wp, ok := err.(writerPanic); ok {
+				exited = false // removed before the panic goes on
+				panic(wp.value)
+			}
 			if err != nil && !killed {
 				b.log.Debug("docker backend: output stream ended with an error", "container", p.id[:12], "err", err)
 			}
@@ -120,6 +125,36 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	return res, nil
 }
+
+// launch gives the command to a container from the pool or to one started now. A pooled container can die while
+// it waits (the Engine restarted, say); then a container started now is the fallback.
+func (b *dockerBackend) launch(ctx context.Context, command, dir, stdin string) (*prepared, error) {
+	p, pooled, err := b.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err = p.give(command, dir, stdin); err == nil {
+		return p, nil
+	}
+	b.discard(p)
+	if !pooled {
+		return nil, err
+	}
+	b.log.Warn("docker backend: a pooled container could not take its command; starting one", "err", err)
+	if p, err = b.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err = p.give(command, dir, stdin); err != nil {
+		b.discard(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// writerPanic carries a panic of the output writers out of the copy goroutine.
+type writerPanic struct{ value any }
+
+func (writerPanic) Error() string { return "output writer panicked" }
 
 // noteOOM tells the command's reader why it died when the kernel's OOM killer ended it: the exit code stays 137 as
 // Docker reports it, and stderr gets a line naming the limit.

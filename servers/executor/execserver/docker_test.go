@@ -591,3 +591,47 @@ func TestDockerConcurrentRuns(t *testing.T) {
 		})
 	}
 }
+
+// panicWriter panics on its first write, as a buggy output writer would.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("writer bug") }
+
+// TestDockerRemovedOnPanic checks that a panic while a command runs still removes its container, and reaches the
+// caller.
+func TestDockerRemovedOnPanic(t *testing.T) {
+	b, _ := newDockerTestBackend(t, nil)
+	func() {
+		defer func() {
+			if r := recover(); r != "writer bug" {
+				t.Errorf("recovered %v, want the writer's panic", r)
+			}
+		}()
+		_, _ = b.Run(context.Background(), Request{Command: "echo boom; sleep 1234", Dir: ".", Timeout: time.Minute, Stdout: panicWriter{}})
+		t.Error("Run returned; want the writer's panic")
+	}()
+	if left := dockerInstanceContainers(t, b); len(left) != 0 {
+		t.Errorf("%d containers left after the panic, want 0", len(left))
+	}
+	if p := dockerHostProcesses(t, "sleep 1234"); len(p) != 0 {
+		t.Errorf("the command outlived the panic: %v", p)
+	}
+}
+
+// TestDockerPoolSurvivesLostContainers removes the pool's waiting containers behind its back (as an Engine restart
+// would): the next command still runs, and the pool fills again.
+func TestDockerPoolSurvivesLostContainers(t *testing.T) {
+	b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = 2 })
+	dockerSettled(t, b)
+	for _, c := range dockerInstanceContainers(t, b) {
+		if _, err := b.cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	res, err := b.Run(context.Background(), Request{Command: "echo still works", Dir: ".", Timeout: time.Minute, Stdout: &out})
+	if err != nil || res.ExitCode != 0 || out.String() != "still works\n" {
+		t.Fatalf("after losing the pool: %+v, %v, %q", res, err, out.String())
+	}
+	dockerSettled(t, b)
+}
