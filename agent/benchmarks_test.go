@@ -188,3 +188,23 @@ func TestBenchmarkConfigurationErrorsExit2(t *testing.T) {
 		t.Errorf("a configuration error reached the model (%d requests)", n)
 	}
 }
+
+// Ctrl-C during an exercise: exit 2 with a hint to resume, and no result for the exercise under way, so a resume
+// runs it again.
+func TestBenchmarksInterrupted(t *testing.T) {
+	dir := polyglotDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	model := looptest.New(t, looptest.Step{Delay: time.Minute, Check: func(testing.TB, looptest.Request) { cancel() }})
+	results := filepath.Join(t.TempDir(), "results")
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"-benchmarks", "-benchmarks-dir", dir, "-languages", "python", "-keywords", "proverb", "-results", results},
+		map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.BaseURL}, strings.NewReader(""), &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != exitError || !strings.Contains(stderr.String(), "interrupted after 0 of 1 exercises; continue with -resume") {
+		t.Errorf("exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(results, "results", "python", "proverb.json")); err == nil {
+		t.Error("an interrupted exercise has a result file")
+	}
+}
