@@ -526,8 +526,3 @@ func (b *localBackend) logConfinement() {
 		b.logger.Warn("confinement: " + w)
 	}
 }
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}

@@ -150,3 +150,8 @@ func realPath(p string) string {
 	}
 	return r
 }
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -65,3 +65,11 @@ func TestCappedWriterCutsOnRuneBoundaries(t *testing.T) {
 		t.Errorf("head %d + left %d + tail %d != %d", len(head), left, len(tail), len(s))
 	}
 }
+
+func TestHideHostPaths(t *testing.T) {
+	got := hideHostPaths(`start: mkdir /sys/fs/cgroup/pids/x: permission denied; chdir /ws/a/b: no such file; "/etc/passwd"`, "/ws")
+	want := `start: mkdir <host path>: permission denied; chdir /ws/a/b: no such file; "<host path>"`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

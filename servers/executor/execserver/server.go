@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -134,7 +135,8 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
-		return nil, out, fmt.Errorf("the command could not be run by the %s backend: %v", e.backend.Name(), err)
+		return nil, out, fmt.Errorf("the command could not be run by the %s backend: %s (details in the server log)",
+			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.Stdout, out.StdoutTruncated = stdout.String()
@@ -142,6 +144,20 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	e.logger.Debug("command ran", "exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
 		"stdout_bytes", stdout.Total(), "stderr_bytes", stderr.Total(), "cancelled", ctx.Err() != nil)
 	return nil, out, nil
+}
+
+// absPath finds absolute paths in a message.
+var absPath = regexp.MustCompile(`/[^\s:'"()\[\]{},;]+`)
+
+// hideHostPaths replaces the host paths in a backend's error that are not in the workspace, which a client may not
+// learn, by "<host path>".
+func hideHostPaths(msg, workspace string) string {
+	return absPath.ReplaceAllStringFunc(msg, func(p string) string {
+		if within(p, workspace) {
+			return p
+		}
+		return "<host path>"
+	})
 }
 
 // check turns the tool input into a backend request, or says what is wrong with it and what is allowed.
