@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/moby/moby/api/types/container"
@@ -624,7 +625,7 @@ func TestDockerPoolSurvivesLostContainers(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *DockerConfig) { c.WarmPool = 2 })
 	dockerSettled(t, b)
 	for _, c := range dockerInstanceContainers(t, b) {
-		if _, err := b.cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		if _, err := b.cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Fatal(err)
 		}
 	}
