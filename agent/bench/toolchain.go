@@ -22,8 +22,8 @@ type Toolchains struct {
 	// JavaLibs is the folder with the JUnit 5 console launcher, AssertJ and org.json jars (Debian's /usr/share/java).
 	JavaLibs string
 	// CompilerCache puts ccache in front of the C++ compiler, which turns the 20 s build of Catch's main into a
-	// cache hit. The cache lives where the sandbox keeps its caches, which a model's commands can also write, so
-	// it is meant for -selftest, where no model runs; leave it off when grading a model.
+	// cache hit. The cache lives in the grading sandbox's cache folder: turn it on only where no model's command
+	// can write that folder (-selftest; a run whose agent sandbox has a cache folder of its own).
 	CompilerCache bool
 }
 
