@@ -1,0 +1,56 @@
+package loop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+func TestMCPSandboxRoutesByDiscoveredTools(t *testing.T) {
+	local, err := loop.StartLocal(loop.LocalOptions{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	ctx := context.Background()
+
+	sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var names []string
+	for _, tool := range sb.Tools() {
+		names = append(names, tool.Name)
+		if !json.Valid(tool.InputSchema) || tool.Description == "" {
+			t.Errorf("tool %s: schema or description missing", tool.Name)
+		}
+	}
+	if len(names) != 8 {
+		t.Errorf("tools = %v, want the 7 file tools and the command tool", names)
+	}
+	// A file tool goes to the filesystem server, the command tool to the executor: the write is seen by the command.
+	if res, err := sb.Call(ctx, protocol.ToolWriteFile, json.RawMessage(`{"path":"x.txt","content":"routed"}`)); err != nil || res.IsError {
+		t.Fatalf("write: %v %s", err, res.Text)
+	}
+	res, err := sb.Call(ctx, protocol.ToolRunCommand, json.RawMessage(`{"command":"cat x.txt"}`))
+	if err != nil || !strings.Contains(string(res.Structured), `"stdout":"routed"`) {
+		t.Fatalf("command: %v %s", err, res.Structured)
+	}
+	if _, err := sb.Call(ctx, "sandbox_nothing", json.RawMessage(`{}`)); !errors.Is(err, loop.ErrUnknownTool) {
+		t.Errorf("unknown tool: %v", err)
+	}
+
+	// The same server twice would make every call ambiguous.
+	if _, err := loop.ConnectMCP(ctx, local.Endpoints[0], local.Endpoints[0]); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
+		t.Errorf("duplicate tools: %v", err)
+	}
+	if _, err := loop.ConnectMCP(ctx, loop.Endpoint{URL: local.Endpoints[0].URL, Token: "unexpected"}); err != nil {
+		t.Errorf("a token the server does not ask for is harmless: %v", err)
+	}
+}
