@@ -252,3 +252,38 @@ func connectAnchor(b *testing.B, ws string) (*mcp.ClientSession, int) {
 	b.Cleanup(func() { cs.Close() })
 	return cs, cmd.Process.Pid
 }
+
+// BenchmarkSearchFiles searches a tree of 400 source files (100 lines, 4 KiB each, in 20 folders) for a pattern
+// found in 10 of them, over loopback HTTP: the cost of a whole-workspace search as a model would make it.
+func BenchmarkSearchFiles(b *testing.B) {
+	ws := filepath.Join(b.TempDir(), "ws")
+	for i := 0; i < 400; i++ {
+		var src strings.Builder
+		for l := 0; l < 100; l++ {
+			if i%40 == 0 && l == 50 {
+				src.WriteString("\t// TODO(goalbox): handle the error\n")
+				continue
+			}
+			fmt.Fprintf(&src, "\tx%03d := compute(%d, %d) // some ordinary source text\n", l, i, l)
+		}
+		p := filepath.Join(ws, fmt.Sprintf("pkg%02d", i%20), fmt.Sprintf("file%03d.go", i))
+		must(b, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(b, os.WriteFile(p, []byte(src.String()), 0o644))
+	}
+	cs := connectHTTP(b, ws, setup{})
+	var matches int
+	latencies(b, 0, func() error {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolSearchFiles, Arguments: map[string]any{"pattern": `TODO\(\w+\)`, "include": "*.go"}})
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("search: %s", res.Content[0].(*mcp.TextContent).Text)
+		}
+		matches = len(res.StructuredContent.(map[string]any)["matches"].([]any))
+		return nil
+	})
+	if matches != 10 {
+		b.Fatalf("%d matches, want 10", matches)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
@@ -62,7 +63,7 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.
 	// Refuse binary files by their head before reading any lines.
 	head, err := r.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
+		return out, readError(rel, err)
 	}
 	if why := binaryReason(head, err == io.EOF); why != "" {
 		return out, fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read",
@@ -85,7 +86,7 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.
 			chunk, long = append(long, chunk...), nil
 		}
 		if rerr != nil && rerr != io.EOF {
-			return out, &pathguard.Error{Op: "read", Path: rel, Reason: rerr.Error()}
+			return out, readError(rel, rerr)
 		}
 		if len(chunk) == 0 { // end of file right after a newline (or an empty file)
 			total = line - 1
@@ -110,7 +111,7 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.
 			// Only the count is still needed: count newlines in big chunks without splitting lines.
 			n, err := countRest(r)
 			if err != nil {
-				return out, &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
+				return out, readError(rel, err)
 			}
 			total = line + n
 			break
@@ -154,4 +155,14 @@ func countRest(r *bufio.Reader) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// readError reports an I/O error on an open file by its workspace-relative path, keeping the errno text ("input/output
+// error") but not the *fs.PathError's host path.
+func readError(rel string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &pathguard.Error{Op: "read", Path: rel, Reason: err.Error()}
 }

@@ -97,6 +97,10 @@ func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (prot
 		if !d.Type().IsRegular() || (in.Include != "" && !matchGlob(in.Include, d.Name())) {
 			return nil
 		}
+		// Entries of a folder read inside an os.Root come with their lstat already done: no extra system call.
+		if info, err := d.Info(); err != nil || info.Size() > maxBytes {
+			return nil
+		}
 		full, err := s.searchFile(fsys, p, re, pre, maxBytes, limit-len(out.Matches), buf, &out.Matches)
 		if err != nil {
 			return nil
@@ -114,17 +118,13 @@ func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (prot
 }
 
 // searchFile appends the matches of re in the file p to matches, at most room of them, and reports whether there
-// was another match past room. Binary and oversized files are skipped.
+// was another match past room. Binary files, and files that grew past maxBytes since they were listed, are skipped.
 func (s *server) searchFile(fsys fs.FS, p string, re, pre *regexp.Regexp, maxBytes int64, room int, buf *bytes.Buffer, matches *[]protocol.SearchMatch) (bool, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxBytes {
-		return false, err
-	}
+	defer f.Close() // the guard's Open has checked that it is a regular file, on the open descriptor itself
 	buf.Reset()
 	if _, err := io.Copy(buf, io.LimitReader(f, maxBytes+1)); err != nil || int64(buf.Len()) > maxBytes {
 		return false, err
