@@ -132,6 +132,9 @@ func TestHTTPMalformed(t *testing.T) {
 		if status < 400 && !strings.Contains(body, `"error"`) {
 			t.Errorf("%s: status %d, want an error; body %.200q", c.name, status, body)
 		}
+		if c.name == "oversized" && status != http.StatusRequestEntityTooLarge {
+			t.Errorf("oversized: status %d, want 413; body %.200q", status, body)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(ws, "big.txt")); err == nil {
 		t.Errorf("the oversized request was executed")
