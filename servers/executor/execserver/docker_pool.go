@@ -98,11 +98,11 @@ func (p *prepared) alive() bool {
 	}
 }
 
-// release removes a used container. With a pool, a container that has exited (nothing runs in it any more) is
-// removed after Run returns, off the command's latency; Close waits for those removals. A container that may still
-// run is always removed before Run returns.
-func (b *dockerBackend) release(p *prepared, exited bool) {
-	if b.pool == nil || !exited {
+// release removes a used container. With a pool, the container of a command that finished by itself (nothing runs
+// in it any more) is removed after Run returns, off the command's latency; Close waits for those removals. A
+// container that was killed, or may still run, is removed before Run returns.
+func (b *dockerBackend) release(p *prepared, finished bool) {
+	if b.pool == nil || !finished {
 		b.discard(p)
 		return
 	}

@@ -42,8 +42,10 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	exited := false
-	defer func() { b.release(p, exited) }()
+	// finished says the command ended by itself and its output is read: nothing runs in the container any more,
+	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
+	finished := false
+	defer func() { b.release(p, finished) }()
 
 	copied := make(chan error, 1)
 	go func() {
@@ -69,6 +71,7 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	defer timer.Stop()
 	var (
 		res      Result
+		exited   bool
 		killed   bool
 		grace    <-chan time.Time
 		cancelCh = ctx.Done()
@@ -92,7 +95,6 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 		case err := <-copied:
 			copied = nil
 			if wp, ok := err.(writerPanic); ok {
-				exited = false // removed before the panic goes on
 				panic(wp.value)
 			}
 			if err != nil && !killed {
@@ -113,7 +115,6 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 			kill()
 		case <-grace:
 			// Output or exit status never came after the kill; the deferred removal cleans up.
-			exited = false
 			return Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
 		}
 	}
@@ -123,6 +124,7 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	if res.ExitCode == 137 {
 		b.noteOOM(api, p.id, stderr)
 	}
+	finished = true
 	return res, nil
 }
 
