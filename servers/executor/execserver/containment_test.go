@@ -276,6 +276,8 @@ curl -s -m 3 --unix-socket /run/docker.sock http://x/version 2>&1 | head -c 300;
 // TestLocalContainment attacks the local backend in its normal mode: PID, mount and network namespaces, Landlock,
 // no capabilities.
 func TestLocalContainment(t *testing.T) {
+	requireNamespaceMode(t)
+	requireLandlock(t)
 	runContainment(t, containmentTarget{
 		newBackend: func(t *testing.T) (Backend, string) {
 			return newLocalTestBackend(t, func(c *LocalConfig) { c.MemoryLimit = 512 << 20; c.PidsLimit = 256 })
@@ -288,6 +290,7 @@ func TestLocalContainment(t *testing.T) {
 // TestLocalContainmentWithoutNamespaces attacks the fallback used where namespaces are not permitted: a subreaper
 // init, Landlock (with its network rules) and no capabilities.
 func TestLocalContainmentWithoutNamespaces(t *testing.T) {
+	requireLandlock(t)
 	runContainment(t, containmentTarget{
 		newBackend: func(t *testing.T) (Backend, string) {
 			return newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = true; c.MemoryLimit = 512 << 20 })

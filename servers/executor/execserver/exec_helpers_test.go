@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -136,4 +138,34 @@ func pidAlive(pid int) bool {
 		}
 	}
 	return true
+}
+
+// requireNamespaceMode skips a test of the namespace mode where the server could not use it: not root, or no
+// CAP_SYS_ADMIN (a container). As root with CAP_SYS_ADMIN the mode must work, so there it is never skipped.
+func requireNamespaceMode(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("namespace mode needs root (CAP_SYS_ADMIN); the fallback tests cover this user")
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if caps&(1<<21) == 0 { // CAP_SYS_ADMIN
+				t.Skip("namespace mode needs CAP_SYS_ADMIN, which this process lacks (a container?); the fallback tests cover it")
+			}
+		}
+	}
+}
+
+// requireLandlock skips a containment test on a kernel without Landlock: the backend runs there, and says loudly
+// that commands are not confined.
+func requireLandlock(t testing.TB) {
+	t.Helper()
+	if v, err := ll.LandlockGetABIVersion(); err != nil || v < 1 {
+		t.Skip("the kernel has no Landlock: the local backend cannot confine files there (it warns at start)")
+	}
 }

@@ -442,6 +442,7 @@ func (s *safeBuffer) String() string {
 }
 
 func TestHealthReportsConfinement(t *testing.T) {
+	requireNamespaceMode(t)
 	srv, _ := localServer(t, Config{}, nil)
 	resp, err := http.Get("http://" + srv.Addr + protocol.HealthPath)
 	if err != nil {
@@ -516,6 +517,7 @@ func TestRunProcessLimit(t *testing.T) {
 }
 
 func TestRunPrivateTmp(t *testing.T) {
+	requireNamespaceMode(t)
 	srv, ws := localServer(t, Config{}, nil)
 	// /tmp is private and writable (the JVM ignores TMPDIR), and the workspace, which the tests keep under /tmp,
 	// is still where it was.
