@@ -51,7 +51,7 @@ func TestGoldenToolsList(t *testing.T) {
 			}
 			files = append(files, txtarFile{name + ".json", indentJSON(t, tool)})
 		}
-		got := formatTxtar("tools/list and initialize of the filesystem server; regenerate with go test -run TestGolden -update", files)
+		got := formatTxtar("tools/list and initialize of the filesystem server; regenerate with go test ./fsserver -run TestGolden -update", files)
 		golden(t, "tools_list.txtar", got)
 		if first == nil {
 			first = got
@@ -116,7 +116,7 @@ func TestGoldenCalls(t *testing.T) {
 			body = strings.ReplaceAll(body, real, "$WORKSPACE")
 			files = append(files, txtarFile{name, []byte(strings.TrimSuffix(body, "\n") + "\n")})
 		}
-		got := formatTxtar("a script of tool calls and what a client gets back; regenerate with go test -run TestGolden -update", files)
+		got := formatTxtar("a script of tool calls and what a client gets back; regenerate with go test ./fsserver -run TestGolden -update", files)
 		golden(t, "calls.txtar", got)
 		if first == nil {
 			first = got
@@ -146,7 +146,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+		t.Fatalf("%v (run go test ./fsserver -run TestGolden -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
 		gotFiles, wantFiles := parseTxtar(got), parseTxtar(want)
@@ -162,7 +162,7 @@ func golden(t *testing.T, name string, got []byte) {
 				t.Errorf("%s: new section %q", name, n)
 			}
 		}
-		t.Errorf("%s differs from what the server does now; if the change is intended, run go test -run TestGolden -update", name)
+		t.Errorf("%s differs from what the server does now; if the change is intended, run go test ./fsserver -run TestGolden -update", name)
 	}
 }
 

@@ -5,6 +5,7 @@
 package fsserver
 
 import (
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"sync"
@@ -106,6 +107,14 @@ func instructions(g *pathguard.Guard) string {
 	return "Files of one workspace folder, which appears as " + g.AdvertisedRoot() + ". Give paths relative to it " +
 		"(\"src/main.go\") or absolute under " + g.AdvertisedRoot() + "; nothing outside it can be reached. " +
 		"Read before you edit; sandbox_edit_file replaces exact text and shows a diff."
+}
+
+// hint adds to a refusal what the model can do about it, where the guard's message alone does not say.
+func hint(err error) error {
+	if pathguard.IsReason(err, pathguard.ReasonNotFound) {
+		return fmt.Errorf("%w; sandbox_list_files shows what exists", err)
+	}
+	return err
 }
 
 // Health is what the health endpoint reports about this server: what it serves and its limits.

@@ -53,7 +53,7 @@ func addTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h h
 		}
 		out, err := h(ctx, input)
 		if err != nil {
-			return toolError(err), nil
+			return toolError(hint(err)), nil
 		}
 		text, err := json.Marshal(out)
 		if err != nil {
