@@ -1,0 +1,44 @@
+# The goalbox filesystem MCP server: one static binary on an empty base, run as an unprivileged user.
+#
+#   docker build -f deploy/Dockerfile.fs -t goalbox/filesystem .        (from the repository root)
+#   docker run --rm -p 127.0.0.1:7101:7101 -v goalbox-workspace:/workspace goalbox/filesystem
+#
+# Both goalbox images run as uid/gid 10001 and own /workspace, so files one server writes the other can change.
+
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION}-bookworm AS build
+ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+WORKDIR /src
+# Module files first, so the download layer survives source edits. go.work names every module, so all go.mod
+# files must be there for the workspace to load.
+COPY go.work go.work.sum ./
+COPY pkg/go.mod pkg/go.sum pkg/
+COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
+COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
+COPY agent/go.mod agent/go.sum agent/
+RUN cd servers/filesystem && go mod download
+COPY pkg/ pkg/
+COPY servers/filesystem/ servers/filesystem/
+RUN go build -ldflags="-s -w" -o /out/filesystem ./servers/filesystem
+COPY deploy/healthprobe/ /src/healthprobe/
+RUN cd /src/healthprobe && GOWORK=off go build -ldflags="-s -w" -o /out/healthprobe .
+# What the empty runtime needs: a user name for uid 10001 and a workspace folder it owns.
+RUN mkdir -p /rootfs/etc /rootfs/workspace /rootfs/tmp \
+ && echo 'goalbox:x:10001:10001:goalbox:/workspace:/sbin/nologin' > /rootfs/etc/passwd \
+ && echo 'goalbox:x:10001:' > /rootfs/etc/group
+
+FROM scratch
+COPY --from=build /rootfs/etc/ /etc/
+COPY --from=build --chown=10001:10001 /rootfs/workspace /workspace
+COPY --from=build --chown=10001:10001 /rootfs/tmp /tmp
+COPY --from=build /out/filesystem /out/healthprobe /usr/local/bin/
+USER 10001:10001
+# In a container the server listens on all interfaces; publish the port on 127.0.0.1 only (deploy/compose.yaml does).
+ENV GOALBOX_FS_ADDR=0.0.0.0:7101 \
+    GOALBOX_FS_WORKSPACE=/workspace
+VOLUME /workspace
+EXPOSE 7101
+HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 \
+    CMD ["/usr/local/bin/healthprobe", "http://127.0.0.1:7101/healthz"]
+ENTRYPOINT ["/usr/local/bin/filesystem"]
