@@ -151,3 +151,82 @@ func TestMainServesAndShutsDown(t *testing.T) {
 		t.Errorf("start-up log lacks the confinement:\n%s", logs.String())
 	}
 }
+
+// TestMainServerCrashKillsCommands kills the server with SIGKILL while a command runs (with a background child and
+// a setsid child): nothing the command started may outlive the server, in either mode.
+func TestMainServerCrashKillsCommands(t *testing.T) {
+	for _, mode := range []string{"namespaces", "no-namespaces"} {
+		t.Run(mode, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			args := []string{"-workspace", t.TempDir(), "-addr", addr, "-cache-dir", t.TempDir()}
+			if mode == "no-namespaces" {
+				args = append(args, "-no-namespaces")
+			}
+			cmd := executor(t, nil, args...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var cs *mcp.ClientSession
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				cs, err = mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(),
+					&mcp.StreamableClientTransport{Endpoint: "http://" + addr + protocol.EndpointPath, MaxRetries: -1}, nil)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			marker := fmt.Sprintf("7%d", time.Now().UnixNano()%1e9)
+			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{
+				Command: fmt.Sprintf("sleep %[1]s.1 & setsid sleep %[1]s.2 & sleep %[1]s.3", marker)}})
+			for len(markedProcesses(marker)) < 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the command did not start: %v", markedProcesses(marker))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			deadline = time.Now().Add(5 * time.Second)
+			for len(markedProcesses(marker)) > 0 {
+				if time.Now().After(deadline) {
+					ps, _ := exec.Command("ps", "-eo", "pid,ppid,pgid,sid,stat,args").Output()
+					var lines []string
+					for _, l := range strings.Split(string(ps), "\n") {
+						if strings.Contains(l, marker) || strings.Contains(l, "goalbox-exec-init") {
+							lines = append(lines, l)
+						}
+					}
+					t.Fatalf("processes outlived the killed server: %v\n%s", markedProcesses(marker), strings.Join(lines, "\n"))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// markedProcesses lists the live host processes whose command line contains marker.
+func markedProcesses(marker string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), marker) || e.Name() == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
+			continue
+		}
+		found = append(found, e.Name()+":"+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return found
+}

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,7 +209,9 @@ func reap(shPid int, exited chan<- syscall.WaitStatus) {
 func killDescendants(shPid int) {
 	_ = syscall.Kill(-shPid, syscall.SIGKILL)
 	self := os.Getpid()
-	for range 10000 {
+	// Killed processes may take a while to die on a busy machine, and their children show up here only then, so
+	// the loop is bounded by time, not by rounds.
+	for deadline := time.Now().Add(killGrace * 10); time.Now().Before(deadline); {
 		kids := childrenOf(self)
 		if len(kids) == 0 {
 			return
@@ -216,8 +219,8 @@ func killDescendants(shPid int) {
 		for _, k := range kids {
 			_ = syscall.Kill(k, syscall.SIGKILL)
 		}
-		// The reap goroutine collects the dead; give it a moment so reparented grandchildren show up.
-		runtime.Gosched()
+		// The reap goroutine collects the dead; orphans deeper down are reparented to the init as they die.
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -320,10 +320,9 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 		Stderr:     req.Stderr,
 		ExtraFiles: []*os.File{ctlR, repW},
 		WaitDelay:  killGrace,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:    true,
-			Pdeathsig: syscall.SIGKILL,
-		},
+		// No parent-death signal: if the server dies, the init must live on long enough to kill its descendants,
+		// which it does when its control pipe reports EOF.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
