@@ -211,7 +211,7 @@ func killDescendants(shPid int) {
 	self := os.Getpid()
 	// Killed processes may take a while to die on a busy machine, and their children show up here only then, so
 	// the loop is bounded by time, not by rounds.
-	for deadline := time.Now().Add(killGrace * 10); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(initKillGrace); time.Now().Before(deadline); {
 		kids := childrenOf(self)
 		if len(kids) == 0 {
 			return

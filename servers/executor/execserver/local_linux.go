@@ -20,9 +20,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killGrace is how long a child init (fallback mode) gets to kill its descendants after it was told to, before it
-// is killed itself; and how long Run waits for output still in the pipes after the command's PID 1 or init exited.
+// killGrace is how long Run waits for output still in the pipes after the command's PID 1 or init exited.
 const killGrace = 2 * time.Second
+
+// initKillGrace is how long a child init (fallback mode) gets to kill its descendants after it was told to, before
+// it is killed itself. It normally takes milliseconds; on a loaded machine dying processes take longer to let go of
+// their children.
+const initKillGrace = 10 * time.Second
 
 // localBackend runs commands on this machine: from the launcher thread into fresh PID namespaces where namespaces
 // are permitted (launcher_linux.go), else through a re-executed child init (childinit_linux.go).
@@ -362,10 +366,10 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 	line, _ := json.Marshal(cfg)
 	_, _ = ctlW.Write(append(line, '\n'))
 
-	// Closing the control pipe tells the init to kill everything; it gets killGrace to do so.
+	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
 	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, func() {
 		ctlW.Close()
-		time.AfterFunc(killGrace, func() { _ = cmd.Process.Kill() })
+		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
 	})
 	ctlW.Close()
 
