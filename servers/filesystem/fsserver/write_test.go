@@ -139,6 +139,16 @@ func TestDeleteAndMove(t *testing.T) {
 		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "."}, "workspace itself")
 		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "/workspace", "recursive": true}, "workspace itself")
 		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "../outside", "recursive": true}, "outside the workspace")
+		must(t, os.Symlink(outside, filepath.Join(ws, "escape2")))
+		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": "escape2/victim.txt"}, "outside the workspace")
+		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "escape2/victim.txt", "old_text": "untouched", "new_text": "owned"}, "outside the workspace")
+		// With a trailing slash (where rm -r would empty the target), the link itself is removed, never what it points to.
+		if got := ok[del](t, cs, protocol.ToolDeletePath, map[string]any{"path": "escape2/", "recursive": true}); !got.Deleted {
+			t.Errorf("delete escape2/: %+v", got)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "escape2")); !os.IsNotExist(err) {
+			t.Errorf("the link escape2 is still there: %v", err)
+		}
 		fails(t, cs, protocol.ToolDeletePath, map[string]any{"path": ""}, "required")
 		if readHost(t, filepath.Join(outside, "victim.txt")) != "untouched" {
 			t.Errorf("a delete reached outside the workspace")
