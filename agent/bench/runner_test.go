@@ -418,3 +418,67 @@ func TestProgressLineOnATerminal(t *testing.T) {
 		t.Errorf("terminal output %q", out)
 	}
 }
+
+// One seeded exercise per language: the model first runs the grader's own test command in its sandbox (the
+// toolchains must be there for it: jest lives outside the system folders), then writes the reference solution,
+// which must pass. By default JavaScript only, the language whose toolchain needs the sandbox's extra read
+// folders; GOALBOX_RUNNER_LANGS=all (about 5 minutes on 2 cores) or a list takes more.
+func TestRunEveryLanguage(t *testing.T) {
+	langs := []string{"javascript"}
+	if v := os.Getenv("GOALBOX_RUNNER_LANGS"); v == "all" {
+		langs = Languages
+	} else if v != "" {
+		langs = strings.Split(v, ",")
+	}
+	dir := benchmarkDir(t)
+	g := NewGrader()
+	g.Toolchains.CompilerCache = true
+	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(context.Background(), t.TempDir())
+	must(t, err)
+	defer closeG()
+	var exs []Exercise
+	var steps []looptest.Step
+	for _, lang := range langs {
+		some, err := Discover(dir, Filter{Languages: []string{lang}, Seed: 11, Limit: 1})
+		must(t, err)
+		ex := some[0]
+		cmd, why, err := g.Command(context.Background(), gsb, ex)
+		must(t, err)
+		if why != "" {
+			t.Logf("%s: ungradable here: %s", ex.ID(), why)
+			continue
+		}
+		exs = append(exs, ex)
+		steps = append(steps,
+			looptest.Step{Calls: []looptest.Call{{Name: "sandbox_run_command", Args: looptest.Args(map[string]any{"command": cmd, "cwd": ex.Slug, "timeout_seconds": 300})}}},
+			looptest.Step{Calls: referenceCalls(t, ex)}, done)
+	}
+	opts, _ := newRunOptions(t, exs, steps...)
+	opts.Limits.Timeout = 10 * time.Minute
+	report, err := Run(context.Background(), opts)
+	must(t, err)
+	for _, r := range report.Results {
+		if r.PassedOnTry() != 1 {
+			t.Errorf("%s: the reference solution did not pass on try 1: %+v", r.ID, r.Tries)
+		}
+		out := toolOutputs(t, TranscriptPath(opts.RunDir, r.ID, 1))
+		var res struct {
+			ExitCode int    `json:"exit_code"`
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+		}
+		first, _, _ := strings.Cut(out, "\n")
+		if i := strings.Index(first, "}{"); i >= 0 {
+			first = first[:i+1] // text and structured content carry the same JSON
+		}
+		must(t, json.Unmarshal([]byte(first), &res))
+		// Exit 0 is allowed: a refactoring exercise's stub passes its tests.
+		if res.ExitCode == 126 || res.ExitCode == 127 || strings.Contains(res.Stdout+res.Stderr, "Permission denied") {
+			t.Errorf("%s: the grader's command in the model's sandbox on the stub: exit %d\n%s\n%s", r.ID, res.ExitCode, tail(res.Stdout, 1500), tail(res.Stderr, 1500))
+		}
+		if r.Lang == "javascript" && !strings.Contains(res.Stdout+res.Stderr, "Tests:") {
+			t.Errorf("%s: jest did not run in the model's sandbox:\n%s\n%s", r.ID, tail(res.Stdout, 1500), tail(res.Stderr, 1500))
+		}
+	}
+	t.Logf("\n%s", report.Summary.Table())
+}
