@@ -77,8 +77,8 @@ func childInit() int {
 		_ = enc.Encode(initReport{Error: "child init: bad configuration: " + err.Error()})
 		return 1
 	}
-	// Signals the command sends to its init (in a PID namespace: kill 1) are caught and dropped. Caught, not
-	// ignored: an ignored signal would stay ignored in sh and everything it runs.
+	// Signals sent to the init (by the command, where Landlock's scoping does not stop it) are caught and dropped.
+	// Caught, not ignored: an ignored signal would stay ignored in sh and everything it runs.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM)
 
