@@ -311,9 +311,8 @@ func TestTranscriptHoldsEverything(t *testing.T) {
 	if !strings.Contains(tools[0].Call.Arguments, strings.ReplaceAll(big[:100], "\n", `\n`)) || len(tools[0].Call.Arguments) < len(big) {
 		t.Errorf("the write's arguments should be kept whole")
 	}
-	var res loop.ToolResult
 	var out protocol.RunCommandOutput
-	if err := json.Unmarshal(tools[1].Result, &res); err != nil || json.Unmarshal(res.Structured, &out) != nil {
+	if err := json.Unmarshal(tools[1].Result.Structured, &out); err != nil {
 		t.Fatalf("command result does not decode: %v", err)
 	}
 	if out.Stdout != big+"tail-marker\n" {
@@ -415,7 +414,7 @@ func TestOldOutputsAreElidedForTheModelButKeptInTheTranscript(t *testing.T) {
 		if ev.Type == "elide" {
 			elides++
 		}
-		if ev.Type == "tool" && ev.Call.Name == protocol.ToolReadFile && strings.Contains(string(ev.Result), strings.Repeat(`line of text\n`, 600)) {
+		if ev.Type == "tool" && ev.Call.Name == protocol.ToolReadFile && strings.Contains(string(ev.Result.Structured), strings.Repeat(`line of text\n`, 600)) {
 			fullReads++
 		}
 	}

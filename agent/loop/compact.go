@@ -20,6 +20,8 @@ func compactResult(r ToolResult, budget int) string {
 	switch {
 	case r.IsError:
 		v = map[string]any{"error": r.Text}
+	case r.value != nil: // decoded once already by the MCP client
+		v = r.value
 	case len(r.Structured) > 0:
 		d := json.NewDecoder(bytes.NewReader(r.Structured))
 		d.UseNumber()
@@ -34,19 +36,20 @@ func compactResult(r ToolResult, budget int) string {
 
 // fitJSON marshals v, cutting its longest strings until the result fits budget.
 func fitJSON(v any, budget int) string {
-	out := marshalCompact(v)
-	excess := len(out) - budget
-	if excess <= 0 || budget <= 0 {
-		return out
-	}
+	// Sizes are counted, not marshalled: a 256 KiB output is encoded once, after it was cut. Work in encoded
+	// bytes: a newline is one byte in a string and two in JSON.
 	var ptrs []*string
 	collectStrings(&v, &ptrs)
-	// Work in encoded bytes: a newline is one byte in a string and two in JSON.
 	enc := make([]int, len(ptrs))
-	maxLen := 0
+	size, maxLen := jsonLen(v), 0 // jsonLen counts the collected strings as ""
 	for i, p := range ptrs {
-		enc[i] = len(marshalCompact(*p)) - 2
+		enc[i] = quotedLen(*p) - 2
+		size += enc[i]
 		maxLen = max(maxLen, enc[i])
+	}
+	excess := size - budget
+	if excess <= 0 || budget <= 0 {
+		return marshalCompact(v)
 	}
 	// Water-filling: the largest cap c (encoded bytes) such that cutting every longer string to c saves enough,
 	// markers included.
@@ -67,12 +70,80 @@ func fitJSON(v any, budget int) string {
 			*p = headTail(*p, keep)
 		}
 	}
-	out = marshalCompact(v)
+	out := marshalCompact(v)
 	if len(out) > budget+budget/4 {
 		// The bulk is structure (a long listing), not strings: cut the JSON text itself.
 		out = marshalCompact(map[string]any{"truncated_json": headTail(out, budget)})
 	}
 	return out
+}
+
+// jsonLen is len(marshalCompact(v)) for a decoded JSON value, counted without encoding it, except that the strings
+// collectStrings replaced by pointers count as empty.
+func jsonLen(v any) int {
+	switch t := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		if t {
+			return 4
+		}
+		return 5
+	case json.Number:
+		return len(t)
+	case string:
+		return quotedLen(t)
+	case *string: // a string collectStrings took out: counted by the caller
+		return 2
+	case map[string]any:
+		n := 1 + len(t) // braces and the commas between entries
+		if len(t) == 0 {
+			n++
+		}
+		for k, e := range t {
+			n += quotedLen(k) + 1 + jsonLen(e)
+		}
+		return n
+	case []any:
+		n := 1 + len(t)
+		if len(t) == 0 {
+			n++
+		}
+		for _, e := range t {
+			n += jsonLen(e)
+		}
+		return n
+	}
+	return len(marshalCompact(v))
+}
+
+// quotedLen is the length of s as a JSON string without HTML escaping, as encoding/json writes it.
+func quotedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // collectStrings finds every string in a decoded JSON value, so they can be shortened in place.

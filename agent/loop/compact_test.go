@@ -96,3 +96,31 @@ func TestLookupPrice(t *testing.T) {
 		t.Error("unknown model priced")
 	}
 }
+
+func TestJSONLenMatchesTheEncoder(t *testing.T) {
+	values := []string{
+		`{"a":"plain","b":"quote \" backslash \\ nl \n tab \t cr \r bell \u0007 bs \b ff \f","c":[1,2.5,-3e7,true,false,null,{},[]]}`,
+		`{"html":"<a href='x'>&amp;</a>","utf8":"héllo wörld ✓ 🎉","sep":"\u2028\u2029","bad":"\ud800"}`,
+		`[]`, `{}`, `"just a string"`, `12345678901234567890`,
+	}
+	for _, src := range values {
+		var v any
+		d := json.NewDecoder(strings.NewReader(src))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var ptrs []*string
+		collectStrings(&v, &ptrs)
+		got, want := jsonLen(v), len(marshalCompact(v))
+		for _, p := range ptrs {
+			got += quotedLen(*p) - 2
+		}
+		if got != want {
+			t.Errorf("%s: jsonLen %d, encoded %d (%s)", src, got, want, marshalCompact(v))
+		}
+	}
+	if got, want := quotedLen("bad \xff byte"), len(marshalCompact("bad \xff byte")); got != want {
+		t.Errorf("invalid UTF-8: %d vs %d", got, want)
+	}
+}

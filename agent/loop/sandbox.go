@@ -22,6 +22,9 @@ type ToolResult struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 	// Text is the text content (for an error, the message).
 	Text string `json:"text,omitempty"`
+	// value is Structured as the MCP client decoded it, so that compacting it for the model does not decode it
+	// again. Compacting may change it.
+	value any
 }
 
 // Sandbox is where tools run. Call's error means the sandbox itself failed (a server is gone); a tool that fails
@@ -170,7 +173,7 @@ func (s *MCPSandbox) Call(ctx context.Context, name string, args json.RawMessage
 	out.Text = strings.Join(texts, "\n")
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
-			out.Structured = raw
+			out.Structured, out.value = raw, res.StructuredContent
 		}
 	}
 	return out, nil

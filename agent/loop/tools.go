@@ -40,8 +40,7 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	}
 	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
-	full, _ := json.Marshal(res)
-	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: full, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
+	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: &res, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
 	fmt.Fprintf(r.progress, "turn %d  %s %s  %s  %s\n", r.turns, tc.Name, argNote(tc), resultNote(outcome, res), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
@@ -115,8 +114,7 @@ func (r *runner) verify(ctx context.Context) (bool, error) {
 	vr := VerifyResult{ExitCode: out.ExitCode, Output: joinOutput(out), DurationMs: ms(t0)}
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
-	full, _ := json.Marshal(res)
-	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: full, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
+	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
 	fmt.Fprintf(r.progress, "turn %d  verify %q  exit %d  %s\n", r.turns, r.cfg.Verify, vr.ExitCode, time.Since(t0).Round(time.Millisecond))
 	if vr.ExitCode == 0 {
 		return true, nil

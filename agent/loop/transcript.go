@@ -20,29 +20,29 @@ import (
 //	error    Turn, Error
 //	end      Summary
 type Event struct {
-	Type         string          `json:"type"`
-	Time         time.Time       `json:"time"`
-	Turn         int             `json:"turn,omitempty"`
-	Model        string          `json:"model,omitempty"`
-	Goal         string          `json:"goal,omitempty"`
-	Verify       string          `json:"verify,omitempty"`
-	Limits       *Limits         `json:"limits,omitempty"`
-	Price        *Price          `json:"price,omitempty"`
-	Tools        []Tool          `json:"tools,omitempty"`
-	Message      *Message        `json:"message,omitempty"`
-	Usage        *Usage          `json:"usage,omitempty"`
-	TotalUsage   *Usage          `json:"total_usage,omitempty"`
-	FinishReason string          `json:"finish_reason,omitempty"`
-	Call         *ToolCall       `json:"call,omitempty"`
-	Result       json.RawMessage `json:"result,omitempty"`
-	Sent         string          `json:"sent,omitempty"`
-	Outcome      string          `json:"outcome,omitempty"`
-	Command      string          `json:"command,omitempty"`
-	ExitCode     *int            `json:"exit_code,omitempty"`
-	SavedBytes   int             `json:"saved_bytes,omitempty"`
-	DurationMs   int64           `json:"duration_ms,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	Summary      *Result         `json:"summary,omitempty"`
+	Type         string      `json:"type"`
+	Time         time.Time   `json:"time"`
+	Turn         int         `json:"turn,omitempty"`
+	Model        string      `json:"model,omitempty"`
+	Goal         string      `json:"goal,omitempty"`
+	Verify       string      `json:"verify,omitempty"`
+	Limits       *Limits     `json:"limits,omitempty"`
+	Price        *Price      `json:"price,omitempty"`
+	Tools        []Tool      `json:"tools,omitempty"`
+	Message      *Message    `json:"message,omitempty"`
+	Usage        *Usage      `json:"usage,omitempty"`
+	TotalUsage   *Usage      `json:"total_usage,omitempty"`
+	FinishReason string      `json:"finish_reason,omitempty"`
+	Call         *ToolCall   `json:"call,omitempty"`
+	Result       *ToolResult `json:"result,omitempty"`
+	Sent         string      `json:"sent,omitempty"`
+	Outcome      string      `json:"outcome,omitempty"`
+	Command      string      `json:"command,omitempty"`
+	ExitCode     *int        `json:"exit_code,omitempty"`
+	SavedBytes   int         `json:"saved_bytes,omitempty"`
+	DurationMs   int64       `json:"duration_ms,omitempty"`
+	Error        string      `json:"error,omitempty"`
+	Summary      *Result     `json:"summary,omitempty"`
 }
 
 // Transcript writes events as JSON lines, each in one Write so that a file on disk is complete up to the last step
