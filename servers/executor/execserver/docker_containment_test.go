@@ -168,9 +168,12 @@ func testDockerContainment(t *testing.T, pool int) {
 			}
 			a.check(t, mustRun(t, cs, a.in))
 			if stopSampling != nil {
-				// The host's process count rose by at most the limit (plus the Engine's own helpers).
-				if grew := stopSampling(); grew > pids+64 {
-					t.Errorf("host process count grew by %d during the fork bomb, limit %d", grew, pids)
+				// The bomb really forked up to the limit, and no further (the slack is the pool's idle inits and
+				// runc's short-lived helpers).
+				grew := stopSampling()
+				t.Logf("processes in containers grew by %d during the fork bomb (limit %d)", grew, pids)
+				if grew > pids+16 || grew < pids/2 {
+					t.Errorf("processes in containers grew by %d during the fork bomb, want about the limit %d", grew, pids)
 				}
 			}
 			if out := mustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
@@ -258,10 +261,20 @@ func dockerHostProcesses(t testing.TB, s string) []string {
 	return found
 }
 
-// dockerSampleHostProcesses counts the host's processes every 20 ms until the returned function is called, which returns
-// how far the count rose above where it started.
+// dockerSampleHostProcesses counts the host's processes that run in a Docker container (their cgroup says so) every
+// 20 ms until the returned function is called, which returns how far the count rose above where it started.
+// Processes outside containers are left out: builds running beside the test do not blur the count.
 func dockerSampleHostProcesses() func() int {
-	count := func() int { d, _ := filepath.Glob("/proc/[0-9]*"); return len(d) }
+	count := func() int {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		n := 0
+		for _, d := range dirs {
+			if b, err := os.ReadFile(filepath.Join(d, "cgroup")); err == nil && strings.Contains(string(b), "docker") {
+				n++
+			}
+		}
+		return n
+	}
 	base := count()
 	var (
 		mu   sync.Mutex
