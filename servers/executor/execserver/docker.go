@@ -86,7 +86,7 @@ type dockerBackend struct {
 	cli       *client.Client
 	cfg       DockerConfig
 	uid, gid  int
-	ws        *os.Root // to check a command's folder exists before Docker would create it as root
+	ws        *os.Root // to check that a command's folder is a folder in the workspace before a container is used
 	labels    map[string]string
 	api       string // negotiated Engine API version
 	engine    string // Engine version, for Confinement
