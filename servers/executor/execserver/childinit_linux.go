@@ -6,9 +6,10 @@ package execserver
 //
 //  1. It is a child subreaper: orphans of the command (double forks, setsid) are reparented to it, and it kills
 //     every descendant before it exits.
-//  2. It sets the rlimits, then, on one locked OS thread, sets no_new_privs, enforces the Landlock ruleset (with its
-//     TCP rules, as there is no private network namespace), drops every capability and forks sh -c from that
-//     thread. The init's main thread stays outside the Landlock domain, so with Landlock's signal scoping the
+//  2. It sets the rlimits, then, on one locked OS thread, sets no_new_privs, installs a seccomp filter (no Internet
+//     sockets, no signals to the server or the init, no ptrace; seccomp_linux.go), enforces the Landlock ruleset
+//     (with its TCP rules, as there is no private network namespace), drops every capability and forks sh -c from
+//     that thread. The init's main thread stays outside the Landlock domain, so with Landlock's signal scoping the
 //     command cannot kill its own init to orphan its children.
 //  3. It reads its configuration from fd 3 and then keeps reading: EOF on fd 3 (the server closed it, or the server
 //     died) means kill everything now. It reports on fd 4: first what confinement it applied, then how sh ended.
@@ -155,10 +156,12 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 		return
 	}
 	applied.NoNewPrivs = true
-	if err := denyInetSockets(); err != nil {
-		applied.Warnings = append(applied.Warnings, "no seccomp filter against Internet sockets: "+err.Error())
+	serverPid := os.Getppid()
+	serverPgid, _ := unix.Getpgid(serverPid)
+	if err := fallbackSeccomp(os.Getpid(), serverPid, serverPgid); err != nil {
+		applied.Warnings = append(applied.Warnings, "no seccomp filter (Internet sockets, signals to the server): "+err.Error())
 	} else {
-		applied.SeccompNoInet = true
+		applied.Seccomp = true
 	}
 	if cfg.Landlock {
 		if err := applyLandlock(cfg.Rules, applied); err != nil {

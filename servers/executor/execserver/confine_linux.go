@@ -41,7 +41,7 @@ type appliedConfinement struct {
 	LandlockNet      bool              `json:"landlock_net"`
 	LandlockScoped   bool              `json:"landlock_scoped"`
 	NoNewPrivs       bool              `json:"no_new_privs"`
-	SeccompNoInet    bool              `json:"seccomp_no_inet"`
+	Seccomp          bool              `json:"seccomp"`
 	CapsDropped      bool              `json:"capabilities_dropped"`
 	BoundingDropped  bool              `json:"bounding_set_dropped"`
 	Rlimits          map[string]uint64 `json:"rlimits"`

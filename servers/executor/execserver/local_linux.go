@@ -109,6 +109,11 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	}
 	if b.launcher == nil {
 		b.rules.NetHandled = true
+		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
+		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			logger.Warn("cannot make the server undumpable", "error", err)
+		}
 	}
 	applied, err := b.probe()
 	if err != nil {
@@ -414,11 +419,12 @@ func (b *localBackend) Confinement() map[string]any {
 	procs := "a fresh PID namespace per command; killing its PID 1 kills every process in it"
 	if b.launcher == nil {
 		mode = "subreaper-init (NO namespaces)"
-		procs = "a subreaper init per command kills every descendant; Landlock's signal scoping keeps the command from killing its init"
+		procs = "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
+			"the command from signalling its init or the server, and from ptrace"
 		switch {
-		case a.SeccompNoInet && a.LandlockNet:
+		case a.Seccomp && a.LandlockNet:
 			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
-		case a.SeccompNoInet:
+		case a.Seccomp:
 			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
 		case a.LandlockNet:
 			network = "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
