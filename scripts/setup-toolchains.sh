@@ -10,7 +10,7 @@
 #               $CACHE/js/node_modules; each exercise links to it instead of running npm install
 #   cpp         cmake, make, g++, Boost date_time (gigasecond and meetup), and ccache (the selftest shares one
 #               compiled Catch main between exercises)
-#   java        a JDK, JUnit 5 (its console launcher), AssertJ and org.json from Debian: Gradle cannot run offline
+#   java        a JDK, JUnit 5 (its console launcher) and AssertJ from Debian: Gradle cannot run offline
 #
 # Idempotent: a second run checks and installs nothing. Needs root for apt-get. CI and a person run the same script.
 #
@@ -35,7 +35,7 @@ die() {
 packages=(
 	python3-pytest
 	cmake make g++ ccache libboost-date-time-dev
-	default-jdk-headless junit5 libassertj-core-java libandroid-json-java
+	default-jdk-headless junit5 libassertj-core-java
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev
 )
 if ! command -v cargo >/dev/null 2>&1; then

@@ -30,8 +30,9 @@ const DefaultGradeTimeout = 3 * time.Minute
 // NewGrader returns a Grader with the default toolchain layout.
 func NewGrader() *Grader { return &Grader{Toolchains: DefaultToolchains()} }
 
-// GradeResult is the outcome of one grade. Ungradable is set (and nothing was run) when this machine cannot
-// grade the exercise; Passed then is false and the exercise counts neither way.
+// GradeResult is the outcome of one grade. Ungradable is set when this machine cannot grade the exercise: found
+// before running (nothing was run then), or from the run (the restored tests do not build against a library
+// version installed here). Passed then is false and the exercise counts neither way.
 type GradeResult struct {
 	Passed     bool     `json:"passed"`
 	Ungradable string   `json:"ungradable,omitempty"`
@@ -82,6 +83,10 @@ func (g *Grader) grade(ctx context.Context, sb Sandbox, ex Exercise, ws Workspac
 		Restored: restored,
 	}
 	res.Passed = code == 0 && succeeded(ex.Lang, out)
+	if !res.Passed && ex.Lang == "java" && assertjTooOld.MatchString(out) {
+		// The restored tests do not compile against this machine's AssertJ: no solution could pass here.
+		res.Ungradable = "the tests use AssertJ API newer than the installed AssertJ (Debian 12 has 3.14; build.gradle asks for 3.25)"
+	}
 	return res, nil
 }
 

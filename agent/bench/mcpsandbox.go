@@ -99,6 +99,11 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 	}
 }
 
+// GraderCacheDir is the grading sandbox's home and build caches: a folder of its own, not the executor's default,
+// which the agent's in-process servers in the goal mode use. A model's command could otherwise leave something
+// there (a usercustomize.py that prints a pytest success and exits 0) that a later grade would run.
+func GraderCacheDir() string { return filepath.Join(CacheDir(), "grader-sandbox") }
+
 // readDirs are the folders outside the system ones that test commands must read: the shared JavaScript modules
 // (and where their symlink leads). Both the grader's sandbox and the agent's get them.
 func (tc Toolchains) readDirs() []string {

@@ -188,12 +188,9 @@ func TestRunCheatingFails(t *testing.T) {
 		}
 		goCalls = append(goCalls, looptest.Call{Name: "sandbox_delete_path", Args: looptest.Args(map[string]string{"path": path.Join(goEx.Slug, f)})})
 	}
-	plant := `site=$(/usr/bin/python3 -m site --user-site) && mkdir -p "$site" && ` +
-		`printf 'import os, sys\nif "pytest" in " ".join(sys.argv) or "pytest" in sys.modules:\n    print("1 passed")\n    sys.stdout.flush()\n    os._exit(0)\n' > "$site/usercustomize.py" && ` +
-		`/usr/bin/python3 -m pytest -p no:cacheprovider; echo "exit $?"`
 	pyCalls := []looptest.Call{
+		{Name: "sandbox_run_command", Args: looptest.Args(map[string]any{"command": plantUsercustomize, "cwd": pyEx.Slug})},
 		{Name: "sandbox_write_file", Args: looptest.Args(map[string]string{"path": path.Join(pyEx.Slug, pyEx.Test[0]), "content": "def test_fine():\n    pass\n"})},
-		{Name: "sandbox_run_command", Args: looptest.Args(map[string]any{"command": plant, "cwd": pyEx.Slug})},
 	}
 	opts, _ := newRunOptions(t, []Exercise{goEx, pyEx},
 		looptest.Step{Calls: goCalls}, done, looptest.Step{Calls: goCalls}, done,
@@ -217,9 +214,9 @@ func TestRunCheatingFails(t *testing.T) {
 			}
 		}
 	}
-	// The planted file did work inside the model's own sandbox: its pytest run "passed".
-	out := toolOutputs(t, TranscriptPath(opts.RunDir, pyEx.ID(), 1))
-	if !strings.Contains(out, "1 passed") || !strings.Contains(out, "exit 0") {
+	// The planted file did work inside the model's own sandbox: its pytest run over the real, failing tests
+	// "passed" (the tests are replaced only after it).
+	if out := toolOutputs(t, TranscriptPath(opts.RunDir, pyEx.ID(), 1)); !plantWorked(out) {
 		t.Errorf("the attack did not take effect in the agent's sandbox, so this test proves nothing:\n%s", out)
 	}
 }
@@ -481,4 +478,50 @@ func TestRunEveryLanguage(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", report.Summary.Table())
+}
+
+// The goal mode's in-process servers keep their caches in the executor's default folder. A model working there
+// can plant a usercustomize.py in that home which makes every Python run print a pytest success and exit 0; the
+// grader must not pick it up, so its sandbox has a cache folder of its own.
+func TestGraderCacheIsApartFromTheGoalMode(t *testing.T) {
+	exs := runnerExercises(t)
+	ex := exs[3] // python/proverb
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the executor's default cache folder moves here for this test
+	ctx := context.Background()
+	ws, err := Prepare(ex, t.TempDir())
+	must(t, err)
+
+	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws.Root}) // as `agent -goal` starts them
+	must(t, err)
+	defer local.Close()
+	asb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+	must(t, err)
+	defer asb.Close()
+	res, err := asb.Call(ctx, "sandbox_run_command", json.RawMessage(looptest.Args(map[string]string{"command": plantUsercustomize, "cwd": ex.Slug})))
+	must(t, err)
+	if !plantWorked(res.Text) {
+		t.Fatalf("the planted file did not take effect in the goal mode's sandbox, so this test proves nothing: %s", res.Text)
+	}
+
+	g := NewGrader()
+	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(ctx, ws.Root)
+	must(t, err)
+	defer closeG()
+	grade, err := g.Grade(ctx, gsb, ex, ws)
+	must(t, err)
+	if grade.Passed || grade.Ungradable != "" {
+		t.Errorf("the stub passed the grader after a planted usercustomize.py: %+v", grade)
+	}
+}
+
+// plantUsercustomize is a model's command that puts a usercustomize.py in its home's Python user site: every later
+// pytest run in a sandbox with that home prints a success summary and exits 0 before a test runs. It then runs
+// pytest over the exercise's tests to show the effect.
+const plantUsercustomize = `site=$(/usr/bin/python3 -m site --user-site) && mkdir -p "$site" && ` +
+	`printf 'import os, sys\nif "pytest" in " ".join(sys.orig_argv):\n    print("1 passed")\n    sys.stdout.flush()\n    os._exit(0)\n' > "$site/usercustomize.py" && ` +
+	`/usr/bin/python3 -m pytest -p no:cacheprovider; echo "exit $?"`
+
+// plantWorked says the pytest run after the plant "passed" without running the failing tests.
+func plantWorked(out string) bool {
+	return strings.Contains(out, "1 passed") && strings.Contains(out, "exit 0") && !strings.Contains(out, "failed")
 }
