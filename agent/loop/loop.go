@@ -48,7 +48,7 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 				r.outcome = OutcomeUnverified
 				return StopDone, nil
 			}
-			passed, err := r.verify(ctx)
+			passed, err := r.verify(ctx, true)
 			if err != nil {
 				return stopFor(ctx, StopSandboxError), err
 			}
@@ -234,7 +234,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 	budgetStop := stop == StopMaxTurns || stop == StopMaxTokens || stop == StopMaxCost
 	if err == nil && budgetStop && r.cfg.Verify != "" && r.dirty && ctx.Err() == nil {
 		// The model may have finished the work without saying so; the check, not the model, decides.
-		_, err = r.verify(ctx)
+		_, err = r.verify(ctx, false)
 	}
 	res := Result{StopReason: stop, Turns: r.turns, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
 		Seconds: time.Since(r.start).Seconds(), ToolCalls: r.toolCalls, ToolErrors: r.toolErrors,

@@ -95,8 +95,9 @@ func toolError(format string, a ...any) ToolResult {
 	return ToolResult{IsError: true, Text: fmt.Sprintf(format, a...)}
 }
 
-// verify runs the check command in the sandbox. On failure it hands the output to the model and returns false.
-func (r *runner) verify(ctx context.Context) (bool, error) {
+// verify runs the check command in the sandbox. On failure it returns false and, with handBack, adds the output
+// to the conversation for the model's next turn.
+func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	t0 := time.Now()
 	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
 	args, _ := json.Marshal(in)
@@ -119,7 +120,7 @@ func (r *runner) verify(ctx context.Context) (bool, error) {
 	if vr.ExitCode == 0 {
 		return true, nil
 	}
-	if ctx.Err() != nil {
+	if !handBack || ctx.Err() != nil {
 		return false, nil
 	}
 	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
