@@ -73,7 +73,7 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 		if err != nil {
 			return nil, nil, err
 		}
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), ExtraReadDirs: tc.readDirs()}, logger)
+		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), CacheDir: GraderCacheDir(), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			guard.Close()
 			return nil, nil, err
