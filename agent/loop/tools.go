@@ -157,7 +157,7 @@ func argNote(tc ToolCall) string {
 		if s, ok := m[k].(string); ok {
 			s = strings.ReplaceAll(s, "\n", " ")
 			if len(s) > 60 {
-				s = s[:57] + "..."
+				s = strings.ToValidUTF8(s[:57], "") + "..."
 			}
 			return s
 		}
@@ -177,7 +177,7 @@ func resultNote(outcome string, res ToolResult) string {
 	}
 	msg := strings.SplitN(res.Text, "\n", 2)[0]
 	if len(msg) > 80 {
-		msg = msg[:77] + "..."
+		msg = strings.ToValidUTF8(msg[:77], "") + "..."
 	}
 	return outcome + ": " + msg
 }
