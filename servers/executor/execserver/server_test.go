@@ -129,12 +129,20 @@ func TestRunLanguagesWork(t *testing.T) {
 	if err != nil {
 		t.Skip("no user cache folder")
 	}
-	b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.CacheDir = filepath.Join(cache, "goalbox-exec-test") })
-	srv := startExecTestServer(t, b, ws, Config{}, nil)
+	for _, noNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
+			b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.CacheDir = filepath.Join(cache, "goalbox-exec-test"); c.NoNamespaces = noNS })
+			languagesWork(t, startExecTestServer(t, b, ws, Config{}, nil))
+		})
+	}
+}
+
+// languagesWork runs a small program in each language whose toolchain is installed here.
+func languagesWork(t *testing.T, srv *execTestServer) {
 	// The toolchains on the server's PATH work inside the sandbox, with private caches.
 	cases := map[string]string{
 		"python3": `python3 -c 'import sys; print(sys.version_info[0])'`,
-		"go":      `printf 'package main\nfunc main() { println("go-ok") }\n' > m.go && go run m.go 2>&1`,
+		"go":      `printf 'package main\nfunc main() { println("go-ok") }\n' > m.go && go run m.go 2>&1 && mkdir -p gomod && cd gomod && printf 'module m\n' > go.mod && printf 'package m\nimport "testing"\nfunc TestX(t *testing.T) {}\n' > m_test.go && go test ./... 2>&1`,
 		"node":    `node -e 'console.log("node-" + (1+1))'`,
 		"javac":   `printf 'class H { public static void main(String[] a) { System.out.println("java-ok"); } }' > H.java && javac H.java && java H`,
 		"g++":     `printf '#include <iostream>\nint main() { std::cout << "cpp-ok\\n"; }\n' > h.cpp && g++ -o h h.cpp && ./h`,
