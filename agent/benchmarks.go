@@ -57,7 +57,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 		GradeSandbox: bench.LocalExecutor(grader.Toolchains, nil),
 		AgentSandbox: bench.LocalAgentSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil),
 		Progress:     progress,
-		Info:         bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: args},
+		Info:         bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: redactArgs(args)},
 	})
 	if len(report.Results) > 0 {
 		fmt.Fprint(stdout, report.Summary.Table())
@@ -157,6 +157,23 @@ func benchmarkCommit(dir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// redactArgs is the command line for run.json with the value of -token left out.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case strings.HasPrefix(a, "-") && name == "token" && hasValue:
+			out[i] = a[:strings.Index(a, "=")+1] + "REDACTED"
+		case i > 0 && strings.HasPrefix(args[i-1], "-") && strings.TrimLeft(args[i-1], "-") == "token":
+			out[i] = "REDACTED"
+		default:
+			out[i] = a
+		}
+	}
+	return out
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

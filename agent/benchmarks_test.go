@@ -208,3 +208,10 @@ func TestBenchmarksInterrupted(t *testing.T) {
 		t.Error("an interrupted exercise has a result file")
 	}
 }
+
+func TestRedactArgs(t *testing.T) {
+	got := strings.Join(redactArgs([]string{"-benchmarks", "-token", "s3cret", "--token=s3cret", "-model", "m"}), " ")
+	if want := "-benchmarks -token REDACTED --token=REDACTED -model m"; got != want {
+		t.Errorf("redactArgs = %q, want %q", got, want)
+	}
+}
