@@ -48,6 +48,6 @@ func BenchmarkBookkeeping(b *testing.B) {
 		elide(msgs, names, limits.ContextBytes)
 		reply := Message{Role: RoleAssistant, ToolCalls: []ToolCall{call}}
 		_ = tr.Write(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
-		_ = tr.Write(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: callOK, DurationMs: int64(time.Millisecond)})
+		_ = tr.Write(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
 	}
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
-// Outcomes of one tool call, in the transcript and the progress lines.
+// Outcomes of one tool call: the "outcome" of a transcript's tool event, and the progress lines. CallBadArguments
+// and CallUnknownTool are the model's mistakes of form (the benchmark counts them as malformed responses).
 const (
-	callOK          = "ok"
-	callToolError   = "tool_error"    // the tool itself refused or failed
-	callBadArgs     = "bad_arguments" // the model's arguments were not a JSON object
-	callUnknownTool = "unknown_tool"  // no server offers that name
-	callRefused     = "refused"       // the person at the terminal said no
+	CallOK           = "ok"
+	CallToolError    = "tool_error"    // the tool itself refused or failed
+	CallBadArguments = "bad_arguments" // the model's arguments were not a JSON object
+	CallUnknownTool  = "unknown_tool"  // no server offers that name
+	CallRefused      = "refused"       // the person at the terminal said no
 )
 
 // call runs one tool call and appends its answer to the conversation. Every call gets an answer, even a
@@ -32,10 +33,10 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 		return err
 	}
 	r.toolCalls++
-	if outcome != callOK {
+	if outcome != CallOK {
 		r.toolErrors++
 	}
-	if outcome != callBadArgs && outcome != callUnknownTool && outcome != callRefused {
+	if outcome != CallBadArguments && outcome != CallUnknownTool && outcome != CallRefused {
 		r.dirty = true
 	}
 	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
@@ -52,7 +53,7 @@ func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string,
 		for i, t := range r.tools {
 			names[i] = t.Name
 		}
-		return toolError("unknown tool %q: the tools are %s", tc.Name, strings.Join(names, ", ")), callUnknownTool, nil
+		return toolError("unknown tool %q: the tools are %s", tc.Name, strings.Join(names, ", ")), CallUnknownTool, nil
 	}
 	args := strings.TrimSpace(tc.Arguments)
 	if args == "" {
@@ -64,7 +65,7 @@ func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string,
 		if err != nil {
 			msg = err.Error()
 		}
-		return toolError("the arguments of %s are not valid: %s. Send one JSON object that matches the tool's input schema.", tc.Name, msg), callBadArgs, nil
+		return toolError("the arguments of %s are not valid: %s. Send one JSON object that matches the tool's input schema.", tc.Name, msg), CallBadArguments, nil
 	}
 	if r.cfg.Approve != nil && tc.Name == protocol.ToolRunCommand {
 		var in protocol.RunCommandInput
@@ -78,7 +79,7 @@ func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string,
 			if err != nil {
 				return ToolResult{}, "", err
 			}
-			return ToolResult{IsError: true, Text: text}, callRefused, nil
+			return ToolResult{IsError: true, Text: text}, CallRefused, nil
 		}
 	}
 	res, err := r.sb.Call(ctx, tc.Name, json.RawMessage(args))
@@ -86,9 +87,9 @@ func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string,
 		return ToolResult{}, "", err
 	}
 	if res.IsError {
-		return res, callToolError, nil
+		return res, CallToolError, nil
 	}
-	return res, callOK, nil
+	return res, CallOK, nil
 }
 
 func toolError(format string, a ...any) ToolResult {
@@ -166,14 +167,14 @@ func argNote(tc ToolCall) string {
 }
 
 func resultNote(outcome string, res ToolResult) string {
-	if outcome == callOK {
+	if outcome == CallOK {
 		var o struct {
 			ExitCode *int `json:"exit_code"`
 		}
 		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
 			return fmt.Sprintf("exit %d", *o.ExitCode)
 		}
-		return callOK
+		return CallOK
 	}
 	msg := strings.SplitN(res.Text, "\n", 2)[0]
 	if len(msg) > 80 {
