@@ -195,6 +195,16 @@ func testDockerRunThroughMCP(t *testing.T, b *dockerBackend, ws string) {
 				t.Errorf("got %+v", out)
 			}
 		}},
+		{"large stdin", protocol.RunCommandInput{Command: "wc -c; true", Stdin: strings.Repeat("x", 3<<20)}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || strings.TrimSpace(out.Stdout) != "3145728" {
+				t.Errorf("got %+v", out)
+			}
+		}},
+		{"stdin never read", protocol.RunCommandInput{Command: "echo ignored", Stdin: strings.Repeat("y", 3<<20)}, func(t *testing.T, out protocol.RunCommandOutput) {
+			if out.ExitCode != 0 || out.Stdout != "ignored\n" {
+				t.Errorf("got %+v", out)
+			}
+		}},
 		{"no stdin means EOF", protocol.RunCommandInput{Command: "cat; echo eof"}, func(t *testing.T, out protocol.RunCommandOutput) {
 			if out.ExitCode != 0 || out.Stdout != "eof\n" {
 				t.Errorf("got %+v", out)
