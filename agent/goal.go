@@ -30,7 +30,8 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout})
+		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout,
+		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -203,6 +203,10 @@ func TestModelServerErrorsAreRetried(t *testing.T) {
 	if r.summary.Turns != 1 || !strings.Contains(r.stdout, "unverified") {
 		t.Errorf("summary = %+v", r.summary)
 	}
+	if !strings.Contains(r.stderr, "model server answered 500 Internal Server Error\n") ||
+		!strings.Contains(r.stderr, "model server answered 429 Too Many Requests, Retry-After 1\n") {
+		t.Errorf("failed attempts should show in the progress")
+	}
 }
 
 func TestModelServerDownIsAnInfrastructureError(t *testing.T) {

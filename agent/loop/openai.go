@@ -31,6 +31,9 @@ type ModelConfig struct {
 	// RequestTimeout bounds one attempt's wait for the response (its headers: a chat completion's body follows at
 	// once). A slower attempt fails like a dropped connection and is retried. 0 keeps the SDK's 10 minutes.
 	RequestTimeout time.Duration
+	// OnFailedAttempt, when set, hears about every failed attempt, retried or not, so that a person watching sees
+	// a rate limit or an outage instead of silence (waits can reach minutes).
+	OnFailedAttempt func(message string)
 }
 
 // ErrNoModelEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
@@ -75,6 +78,23 @@ func NewOpenAIModel(cfg ModelConfig) (*OpenAIModel, error) {
 		} else { // a wrapped default transport (tracing): bound attempts the SDK's way, without the retry
 			opts = append(opts, option.WithRequestTimeout(cfg.RequestTimeout))
 		}
+	}
+	if f := cfg.OnFailedAttempt; f != nil {
+		// Middleware runs once per attempt, inside the SDK's retry loop.
+		opts = append(opts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			res, err := next(req)
+			switch {
+			case err != nil && req.Context().Err() == nil:
+				f("model request failed: " + err.Error())
+			case err == nil && res.StatusCode >= 400:
+				msg := "model server answered " + res.Status
+				if ra := res.Header.Get("Retry-After"); ra != "" {
+					msg += ", Retry-After " + ra
+				}
+				f(msg)
+			}
+			return res, err
+		}))
 	}
 	return &OpenAIModel{client: openai.NewClient(opts...), model: cfg.Model}, nil
 }
