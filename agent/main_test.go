@@ -489,3 +489,30 @@ func TestLongCommandsShowProgress(t *testing.T) {
 		t.Errorf("no progress line for an 11 s command")
 	}
 }
+
+func TestTranscriptIsOnDiskAsTheRunGoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.jsonl")
+	model := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{write("a.txt", "a")}},
+		looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+			// Asked for turn 2: everything of turn 1 must already be in the file, read by another reader.
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			events, err := loop.ReadTranscript(f)
+			var types []string
+			for _, ev := range events {
+				types = append(types, ev.Type)
+			}
+			if err != nil || strings.Join(types, " ") != "start message message model tool" {
+				t.Errorf("transcript during the run: %v (%v)", types, err)
+			}
+		}},
+	)
+	r := runAgent(t, model, "", nil, "-goal", "x", "-verify", "test -f a.txt", "-transcript", path)
+	if r.code != exitMet {
+		t.Fatalf("exit %d", r.code)
+	}
+}
