@@ -38,7 +38,10 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 
-	p, err := b.launch(api, req.Command, workdir, req.Stdin)
+	p, err := b.launch(api, ctx, req.Command, workdir, req.Stdin)
+	if errors.Is(err, errCancelledBeforeStart) {
+		return Result{ExitCode: -1}, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -128,12 +131,21 @@ func (b *dockerBackend) Run(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
+// errCancelledBeforeStart says the request was cancelled while its container was being started: the command never
+// ran.
+var errCancelledBeforeStart = errors.New("cancelled before the command started")
+
 // launch gives the command to a container from the pool or to one started now. A pooled container can die while
-// it waits (the Engine restarted, say); then a container started now is the fallback.
-func (b *dockerBackend) launch(ctx context.Context, command, dir, stdin string) (*prepared, error) {
-	p, pooled, err := b.acquire(ctx)
+// it waits (the Engine restarted, say); then a container started now is the fallback. api carries the Engine calls;
+// a cancelled req (checked once the container is ready) means the command is not started at all.
+func (b *dockerBackend) launch(api, req context.Context, command, dir, stdin string) (*prepared, error) {
+	p, pooled, err := b.acquire(api)
 	if err != nil {
 		return nil, err
+	}
+	if req.Err() != nil {
+		b.discard(p)
+		return nil, errCancelledBeforeStart
 	}
 	if err = p.give(command, dir, stdin); err == nil {
 		return p, nil
@@ -143,7 +155,7 @@ func (b *dockerBackend) launch(ctx context.Context, command, dir, stdin string) 
 		return nil, err
 	}
 	b.log.Warn("docker backend: a pooled container could not take its command; starting one", "err", err)
-	if p, err = b.prepare(ctx); err != nil {
+	if p, err = b.prepare(api); err != nil {
 		return nil, err
 	}
 	if err = p.give(command, dir, stdin); err != nil {

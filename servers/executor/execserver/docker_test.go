@@ -268,6 +268,27 @@ func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) 
 		dockerSettled(t, b)
 	})
 
+	t.Run("cancelled while the container starts", func(t *testing.T) {
+		// Starting a container takes tens of milliseconds at least (create and start are Engine round trips and a
+		// runc run); the cancellation comes well before, and launch then never gives the command to the container.
+		// (Without that check a command this short would usually still lose the race against the kill, so the
+		// test shows the outcome, not which of the two stopped it.)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(2*time.Millisecond, cancel)
+		if b.pool != nil {
+			// From a pool the container is ready at once: cancel before the call instead.
+			cancel()
+		}
+		res, err := b.Run(ctx, Request{Command: "touch never-ran", Dir: ".", Timeout: time.Minute})
+		if err != nil || res.ExitCode != -1 {
+			t.Errorf("got %+v, %v; want exit -1", res, err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "never-ran")); err == nil {
+			t.Error("the command ran after its call was cancelled")
+		}
+		dockerSettled(t, b)
+	})
+
 	t.Run("mcp client cancels", func(t *testing.T) {
 		cs := startExecTestServer(t, b, ws, Config{}, nil).Session
 		ctx, cancel := context.WithCancel(context.Background())
