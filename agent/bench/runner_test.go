@@ -525,3 +525,59 @@ const plantUsercustomize = `site=$(/usr/bin/python3 -m site --user-site) && mkdi
 func plantWorked(out string) bool {
 	return strings.Contains(out, "1 passed") && strings.Contains(out, "exit 0") && !strings.Contains(out, "failed")
 }
+
+// BenchmarkRunnerOverhead sets one try of the runner on a Python exercise (fresh copy, both in-process servers
+// and their MCP sessions, a scripted model's one turn, transcript, grade, result, summary) beside its anchor, the
+// grade alone (fresh copy, grading sandbox, grade): the difference is what the runner adds per exercise.
+//
+//	cd agent && go test -run '^$' -bench RunnerOverhead -benchtime 20x ./bench
+func BenchmarkRunnerOverhead(b *testing.B) {
+	dir := benchmarkDir(b)
+	ex, err := LoadExercise(filepath.Join(dir, "python", "exercises", "practice", "proverb"), "python")
+	fatalIf(b, err)
+	srv := looptest.New(b)
+	srv.Repeat = &done
+	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test"})
+	fatalIf(b, err)
+	g := NewGrader()
+	agentCache := b.TempDir()
+	b.Run("grade-only", func(b *testing.B) {
+		for b.Loop() {
+			ws, err := Prepare(ex, b.TempDir())
+			fatalIf(b, err)
+			sb, closeSB, err := LocalExecutor(g.Toolchains, nil)(context.Background(), ws.Root)
+			fatalIf(b, err)
+			res, err := g.Grade(context.Background(), sb, ex, ws)
+			fatalIf(b, err)
+			closeSB()
+			if res.Passed {
+				b.Fatal("the stub passed")
+			}
+		}
+	})
+	b.Run("runner", func(b *testing.B) {
+		var exercise, grade float64
+		for b.Loop() {
+			report, err := Run(context.Background(), RunOptions{
+				Exercises: []Exercise{ex}, RunDir: b.TempDir(), Tries: 1, Model: model, Limits: loop.DefaultLimits(), Grader: g,
+				GradeSandbox: LocalExecutor(g.Toolchains, nil), AgentSandbox: LocalAgentSandbox(g.Toolchains, agentCache, nil),
+			})
+			fatalIf(b, err)
+			if report.Summary.TotalTests != 1 || report.Summary.PassRate1 != 0 {
+				b.Fatalf("summary %+v", report.Summary)
+			}
+			exercise += report.Results[0].Seconds
+			grade += report.Results[0].Tries[0].GradeSeconds
+		}
+		// Where the time goes: the exercise's own wall time and, within it, the grade's.
+		b.ReportMetric(exercise/float64(b.N), "exercise-s/op")
+		b.ReportMetric(grade/float64(b.N), "grade-s/op")
+	})
+}
+
+func fatalIf(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
