@@ -367,7 +367,7 @@ func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sand
 // malformedOutcomes are the transcript outcomes of a tool call the model got wrong in form: arguments that are
 // not a JSON object, or a tool no server offers. A call the tool refuses (a missing file, a path outside the
 // workspace, arguments that fail the tool's schema) is well-formed: the model asked in the right shape.
-var malformedOutcomes = []string{"bad_arguments", "unknown_tool"}
+var malformedOutcomes = []string{loop.CallBadArguments, loop.CallUnknownTool}
 
 // MalformedCalls counts the tool calls in a transcript file whose outcome is in malformedOutcomes.
 func MalformedCalls(transcript string) (int, error) {
