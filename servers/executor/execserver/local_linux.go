@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +36,7 @@ type localBackend struct {
 	rlimits   []rlimitV
 	landlock  bool
 	launcher  *nsLauncher  // nil in fallback mode
+	inits     *initPool    // fallback mode: child inits ready to run a command
 	pids      *cgroupLimit // nil where no pids cgroup can be made
 	pidsNote  string       // why there is no process limit
 	mem       *cgroupLimit // nil where no memory cgroup can be made
@@ -108,6 +107,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 		}
 	}
 	if b.launcher == nil {
+		b.inits = &initPool{spawn: b.spawnInit}
 		b.rules.NetHandled = true
 		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
 		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
@@ -207,6 +207,9 @@ func (b *localBackend) Close() error {
 	if b.launcher != nil {
 		b.launcher.close()
 	}
+	if b.inits != nil {
+		b.inits.close()
+	}
 	for _, c := range []*cgroupLimit{b.pids, b.mem} {
 		if c != nil {
 			c.close()
@@ -304,110 +307,6 @@ func (b *localBackend) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Dur
 	}
 	kill()
 	return true, timedOut, <-done
-}
-
-// runWithInit runs req through a re-executed child init (fallback mode, no namespaces).
-func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **appliedConfinement) (Result, error) {
-	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		return Result{}, err
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		ctlR.Close()
-		ctlW.Close()
-		return Result{}, err
-	}
-	cmd := &exec.Cmd{
-		// The server's own binary, whatever its name; the init in it takes over when argv[0] is initArg0.
-		Path:       "/proc/self/exe",
-		Args:       []string{initArg0},
-		Env:        b.env,
-		Dir:        dir,
-		Stdout:     req.Stdout,
-		Stderr:     req.Stderr,
-		ExtraFiles: []*os.File{ctlR, repW},
-		WaitDelay:  killGrace,
-		// No parent-death signal: if the server dies, the init must live on long enough to kill its descendants,
-		// which it does when its control pipe reports EOF.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if req.Stdin != "" {
-		cmd.Stdin = strings.NewReader(req.Stdin)
-	}
-	err = cmd.Start()
-	ctlR.Close()
-	repW.Close()
-	if err != nil {
-		ctlW.Close()
-		repR.Close()
-		return Result{}, fmt.Errorf("start the sandbox: %w", err)
-	}
-
-	reports := make(chan initReport, 4)
-	go func() {
-		defer close(reports)
-		defer repR.Close()
-		dec := json.NewDecoder(repR)
-		for {
-			var r initReport
-			if dec.Decode(&r) != nil {
-				return
-			}
-			reports <- r
-		}
-	}()
-	// The init waits for its configuration: it is in the cgroups before it can start anything.
-	release, err := b.placeInCgroups(cmd.Process.Pid)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		ctlW.Close()
-		_ = cmd.Wait()
-		return Result{}, fmt.Errorf("cgroup limits: %w", err)
-	}
-	defer release()
-	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
-	line, _ := json.Marshal(cfg)
-	_, _ = ctlW.Write(append(line, '\n'))
-
-	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
-	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, func() {
-		ctlW.Close()
-		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
-	})
-	ctlW.Close()
-
-	var exited *initReport
-	var setupErr string
-	for r := range reports {
-		switch {
-		case r.Setup != nil:
-			if applied != nil {
-				*applied = r.Setup
-			}
-		case r.Error != "":
-			setupErr = r.Error
-		case r.Exited:
-			exited = &r
-		}
-	}
-	switch {
-	case killed:
-		return Result{ExitCode: -1, TimedOut: timedOut}, nil
-	case setupErr != "":
-		return Result{}, errors.New(setupErr)
-	case exited == nil:
-		// The init died without saying how sh ended: something killed it (the OOM killer, an operator).
-		var ee *exec.ExitError
-		if waitErr != nil && !errors.As(waitErr, &ee) {
-			return Result{}, waitErr
-		}
-		return Result{ExitCode: -1}, nil
-	case exited.Signal != 0:
-		return Result{ExitCode: -1}, nil
-	}
-	return Result{ExitCode: exited.Status}, nil
 }
 
 // Confinement describes what is in force: in namespace mode what the launcher thread set up, in fallback mode what

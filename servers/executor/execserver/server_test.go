@@ -64,8 +64,15 @@ func localServer(t *testing.T, cfg Config, opts *mcp.ClientOptions) (*execTestSe
 }
 
 func TestRunBasics(t *testing.T) {
-	srv, ws := localServer(t, Config{}, nil)
-	cs := srv.Session
+	for _, noNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
+			b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = noNS })
+			runBasics(t, startExecTestServer(t, b, ws, Config{}, nil).Session, ws)
+		})
+	}
+}
+
+func runBasics(t *testing.T, cs *mcp.ClientSession, ws string) {
 
 	out := mustRun(t, cs, protocol.RunCommandInput{Command: "echo hello; echo oops >&2"})
 	if out.ExitCode != 0 || out.Stdout != "hello\n" || out.Stderr != "oops\n" || out.TimedOut || out.StdoutTruncated || out.StderrTruncated {
