@@ -251,8 +251,8 @@ func resultError(r ExerciseResult) string {
 	return ""
 }
 
-// TranscriptPath is where the agent's transcript of one try goes: outside the workspace, so the model can
-// neither read nor change it.
+// TranscriptPath is where the agent's transcript of one try goes (try-N.jsonl, with the loop's progress lines in
+// try-N.log beside it): outside the workspace, so the model can neither read nor change it.
 func TranscriptPath(runDir, id string, try int) string {
 	return filepath.Join(runDir, "transcripts", filepath.FromSlash(id), fmt.Sprintf("try-%d.jsonl", try))
 }
@@ -337,9 +337,16 @@ func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sand
 	if err != nil {
 		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("transcript: %w", err)
 	}
-	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Transcript: loop.NewTranscript(tf)}
+	// The loop's progress lines, one per step, go beside the transcript: tail -f follows a try as it runs.
+	lf, err := os.OpenFile(strings.TrimSuffix(tpath, ".jsonl")+".log", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		tf.Close()
+		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("progress log: %w", err)
+	}
+	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Transcript: loop.NewTranscript(tf), Progress: lf}
 	lr, runErr := loop.Run(ctx, cfg, o.Model, asb)
 	tf.Close()
+	lf.Close()
 
 	// Grade whatever the model left, even after a model failure: the figures are worth keeping, though the try
 	// is then marked as an error and run again on resume.

@@ -106,6 +106,9 @@ func TestRunReferenceSolutionsPass(t *testing.T) {
 		if _, err := os.Stat(TranscriptPath(opts.RunDir, ex.ID(), 1)); err != nil {
 			t.Errorf("%s: no transcript: %v", ex.ID(), err)
 		}
+		if log, err := os.ReadFile(strings.TrimSuffix(TranscriptPath(opts.RunDir, ex.ID(), 1), ".jsonl") + ".log"); err != nil || !strings.Contains(string(log), "sandbox_write_file") {
+			t.Errorf("%s: progress log %q, %v", ex.ID(), log, err)
+		}
 		ws := filepath.Join(WorkspaceRoot(opts.RunDir, ex), ex.Slug)
 		for _, hidden := range hiddenDirs {
 			if _, err := os.Stat(filepath.Join(ws, hidden)); err == nil {
