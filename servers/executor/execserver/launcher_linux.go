@@ -8,16 +8,15 @@ package execserver
 //   - unshares a mount, a network and an IPC namespace of its own (other server threads keep the host's). In its
 //     mount namespace /proc is a fresh procfs with hidepid=invisible — a command sees only processes it may ptrace,
 //     that is its own —, /run is an empty tmpfs (no host sockets, no Docker socket), /dev/shm a private tmpfs and
-//     /tmp the backend's private temp folder;
-//     its network namespace has only a loopback, up, so test suites may listen on 127.0.0.1 while nothing outside
-//     is reachable;
+//     /tmp the backend's private temp folder. Its network namespace has only a loopback, up, so test suites may
+//     listen on 127.0.0.1 while nothing outside is reachable;
 //   - sets no_new_privs, enforces the Landlock ruleset, empties the capability bounding set and locks the secure bits
 //     so that nothing it executes has a capability. It keeps its own effective capabilities: creating a PID
 //     namespace for each command needs CAP_SYS_ADMIN;
 //   - then forks each command into a fresh PID namespace, where the shell running the command is PID 1
 //     (nsInitScript); when it exits or is killed, the kernel kills every process in the namespace, so nothing
-//     survives the call. A command
-//     cannot signal or ptrace anything outside its namespace: PIDs outside do not exist for it.
+//     survives the call. A command cannot signal or ptrace anything outside its namespace: PIDs outside do not
+//     exist for it.
 
 import (
 	"errors"
@@ -30,7 +29,7 @@ import (
 )
 
 // nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. It waits for the go-ahead
-// on fd 3 (the server sets the rlimits on it first), then evaluates the command as sh -c would: $0 is "sh", there
+// on fd 3 (the server sets the rlimits on it and puts it in its cgroups first), then evaluates the command as sh -c would: $0 is "sh", there
 // are no positional parameters. The trailing exit keeps sh from exec'ing the command's last program in its own
 // place, so every program the command runs is a child of this shell, with normal signal handling, and the shell
 // reaps orphans while it waits. The one difference from a plain sh -c: the shell itself is PID 1, which the kernel
