@@ -17,12 +17,15 @@ COPY pkg/go.mod pkg/go.sum pkg/
 COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
-RUN cd servers/filesystem && go mod download
+# Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
+RUN --mount=type=cache,target=/go/pkg/mod cd servers/filesystem && go mod download
 COPY pkg/ pkg/
 COPY servers/filesystem/ servers/filesystem/
-RUN go build -ldflags="-s -w" -o /out/filesystem ./servers/filesystem
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -ldflags="-s -w" -o /out/filesystem ./servers/filesystem
 COPY deploy/healthprobe/ /src/healthprobe/
-RUN cd /src/healthprobe && GOWORK=off go build -ldflags="-s -w" -o /out/healthprobe .
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    cd /src/healthprobe && GOWORK=off go build -ldflags="-s -w" -o /out/healthprobe .
 # What the empty runtime needs: a user name for uid 10001 and a workspace folder it owns.
 RUN mkdir -p /rootfs/etc /rootfs/workspace /rootfs/tmp \
  && echo 'goalbox:x:10001:10001:goalbox:/workspace:/sbin/nologin' > /rootfs/etc/passwd \
