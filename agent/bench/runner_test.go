@@ -488,7 +488,7 @@ func TestRunEveryLanguage(t *testing.T) {
 // grader must not pick it up, so its sandbox has a cache folder of its own.
 func TestGraderCacheIsApartFromTheGoalMode(t *testing.T) {
 	exs := runnerExercises(t)
-	ex := exs[3] // python/proverb
+	ex := exs[3]                            // python/proverb
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the executor's default cache folder moves here for this test
 	ctx := context.Background()
 	ws, err := Prepare(ex, t.TempDir())
