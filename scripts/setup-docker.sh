@@ -83,9 +83,22 @@ install_packages() {
 	fi
 	need_root "installing ${missing[*]}"
 	say "installing ${missing[*]}"
+	# docker.io's postinst starts the daemon through its init script and fails the
+	# install when that fails (no init system here); this script starts dockerd
+	# itself, so forbid service starts during the install unless a policy exists.
+	local policy=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+	fi
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" ca-certificates xz-utils >/dev/null
+		"${missing[@]}" ca-certificates xz-utils >/dev/null || {
+		[ -z "$policy" ] || rm -f "$policy"
+		die "apt-get install ${missing[*]} failed"
+	}
+	[ -z "$policy" ] || rm -f "$policy"
 }
 
 # --- 2. the engine ---------------------------------------------------------
