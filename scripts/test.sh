@@ -17,6 +17,10 @@ if [ "${GOALBOX_SKIP_SETUP:-}" != 1 ]; then
 fi
 
 modules=(pkg servers/filesystem servers/executor agent)
+echo "== gofmt"
+unformatted=$(gofmt -l "${modules[@]}")
+if [ -n "$unformatted" ]; then echo "gofmt: not formatted:"; echo "$unformatted"; exit 1; fi
+
 echo "== go vet"
 for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
 
