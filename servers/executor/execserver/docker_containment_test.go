@@ -66,6 +66,8 @@ func testDockerContainment(t *testing.T, pool int) {
 	}()
 	lnPort := ln.Addr().(*net.TCPAddr).Port
 
+	// Sleep lengths unique to this run find its processes on the host, whatever else runs there.
+	marker := dockerMarker()
 	attacks := []struct {
 		name  string
 		in    protocol.RunCommandInput
@@ -119,13 +121,13 @@ func testDockerContainment(t *testing.T, pool int) {
 				}
 			}},
 		{"orphaned background processes",
-			protocol.RunCommandInput{Command: `(sleep 3171 &); setsid sleep 3172 & nohup sleep 3173 >/dev/null 2>&1 &
-				sh -c 'sleep 3174 &' ; echo spawned`},
+			protocol.RunCommandInput{Command: fmt.Sprintf(`(sleep %[1]s1 &); setsid sleep %[1]s2 & nohup sleep %[1]s3 >/dev/null 2>&1 &
+				sh -c 'sleep %[1]s4 &' ; echo spawned`, marker)},
 			func(t *testing.T, out protocol.RunCommandOutput) {
 				if out.ExitCode != 0 || out.Stdout != "spawned\n" {
 					t.Errorf("got %+v", out)
 				}
-				if left := dockerHostProcesses(t, "sleep 317"); len(left) != 0 {
+				if left := dockerHostProcesses(t, "sleep "+marker); len(left) != 0 {
 					t.Errorf("background processes outlived the call: %v", left)
 				}
 			}},

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,12 +292,13 @@ func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) 
 	})
 
 	t.Run("mcp client cancels", func(t *testing.T) {
+		marker := dockerMarker()
 		cs := startExecTestServer(t, b, ws, Config{}, nil).Session
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolRunCommand,
-				Arguments: protocol.RunCommandInput{Command: "touch cancel-me-started; sleep 1234"}})
+				Arguments: protocol.RunCommandInput{Command: "touch cancel-me-started; sleep " + marker}})
 			done <- err
 		}()
 		// Wait until the command runs, then cancel the call.
@@ -308,7 +311,7 @@ func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) 
 			t.Error("a cancelled call returned no error")
 		}
 		dockerWaitFor(t, 20*time.Second, "the command's processes to end", func() bool {
-			return len(dockerHostProcesses(t, "sleep 1234")) == 0
+			return len(dockerHostProcesses(t, "sleep "+marker)) == 0
 		})
 		dockerSettled(t, b)
 		// The server still serves.
@@ -533,8 +536,8 @@ func TestDockerConfinementReport(t *testing.T) {
 }
 
 // TestDockerGoToolchain runs a real toolchain in the Go image: go test in the workspace with the read-only root,
-// twice, the second run served from the build cache that survives between containers. It uses the default cache
-// folder of a fixed instance, as a server would, so only the first run on a machine compiles the standard library.
+// twice, the second run served from the build cache that survives between containers. The cache folder stays the
+// same from run to run, as a server's does, so only the first run on a machine compiles the standard library.
 func TestDockerGoToolchain(t *testing.T) {
 	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
 	if img == "" {
@@ -547,7 +550,13 @@ func TestDockerGoToolchain(t *testing.T) {
 		}
 		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
 	}
-	b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.Image = img; c.CacheHostDir = ""; c.Instance = "go-toolchain-test" })
+	// A fixed cache folder, not a fixed instance: a test run beside this one would remove this one's containers.
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(base, "goalbox", "docker-cache", "go-toolchain-test")
+	b, ws := newDockerTestBackend(t, func(c *DockerConfig) { c.Image = img; c.CacheHostDir = cache })
 	files := map[string]string{
 		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
 		"sum.go":      "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
@@ -633,19 +642,20 @@ func (panicWriter) Write([]byte) (int, error) { panic("writer bug") }
 // caller.
 func TestDockerRemovedOnPanic(t *testing.T) {
 	b, _ := newDockerTestBackend(t, nil)
+	marker := dockerMarker()
 	func() {
 		defer func() {
 			if r := recover(); r != "writer bug" {
 				t.Errorf("recovered %v, want the writer's panic", r)
 			}
 		}()
-		_, _ = b.Run(context.Background(), Request{Command: "echo boom; sleep 1234", Dir: ".", Timeout: time.Minute, Stdout: panicWriter{}})
+		_, _ = b.Run(context.Background(), Request{Command: "echo boom; sleep " + marker, Dir: ".", Timeout: time.Minute, Stdout: panicWriter{}})
 		t.Error("Run returned; want the writer's panic")
 	}()
 	if left := dockerInstanceContainers(t, b); len(left) != 0 {
 		t.Errorf("%d containers left after the panic, want 0", len(left))
 	}
-	if p := dockerHostProcesses(t, "sleep 1234"); len(p) != 0 {
+	if p := dockerHostProcesses(t, "sleep "+marker); len(p) != 0 {
 		t.Errorf("the command outlived the panic: %v", p)
 	}
 }
@@ -666,4 +676,10 @@ func TestDockerPoolSurvivesLostContainers(t *testing.T) {
 		t.Fatalf("after losing the pool: %+v, %v, %q", res, err, out.String())
 	}
 	dockerSettled(t, b)
+}
+
+// dockerMarker is a number unique to one test run, for sleep lengths that find a command's processes on the host
+// even while other test runs sleep too.
+func dockerMarker() string {
+	return strconv.Itoa(1_000_000 + mathrand.IntN(8_999_999))
 }
