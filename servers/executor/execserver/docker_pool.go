@@ -102,7 +102,7 @@ func (p *prepared) alive() bool {
 // in it any more) is removed after Run returns, off the command's latency; Close waits for those removals. A
 // container that was killed, or may still run, is removed before Run returns.
 func (b *dockerBackend) release(p *prepared, finished bool) {
-	if b.pool == nil || !finished {
+	if b.pool == nil || !finished || b.pool.closing() {
 		b.discard(p)
 		return
 	}
@@ -130,4 +130,14 @@ func (b *dockerBackend) closePool() {
 		break
 	}
 	b.pool.removals.Wait()
+}
+
+// closing says Close has begun: removals are then done at once, so Close's wait does not race a new one.
+func (wp *warmPool) closing() bool {
+	select {
+	case <-wp.stop:
+		return true
+	default:
+		return false
+	}
 }
