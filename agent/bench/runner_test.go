@@ -584,3 +584,46 @@ func fatalIf(tb testing.TB, err error) {
 		tb.Fatal(err)
 	}
 }
+
+// TestRunAllExercises sends every exercise of GOALBOX_RUNNER_ALL (a language list, or "all") through the runner
+// with a model that writes the reference solution: each must pass on try 1, and the ungradable ones are reported.
+// It is the runner's counterpart of the selftest, for the figures in docs/benchmark.md (go,python: 72 of 72 in
+// about 70 s on one worker); without the variable it is skipped.
+func TestRunAllExercises(t *testing.T) {
+	v := os.Getenv("GOALBOX_RUNNER_ALL")
+	if v == "" {
+		t.Skip("set GOALBOX_RUNNER_ALL=go,python (or all) to run every exercise of those languages through the runner")
+	}
+	langs := strings.Split(v, ",")
+	if v == "all" {
+		langs = Languages
+	}
+	exs, err := Discover(benchmarkDir(t), Filter{Languages: langs})
+	must(t, err)
+	g := NewGrader()
+	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(context.Background(), t.TempDir())
+	must(t, err)
+	defer closeG()
+	var steps []looptest.Step
+	for _, ex := range exs {
+		if _, why, _ := g.Command(context.Background(), gsb, ex); why != "" {
+			continue // the runner makes no model call for it
+		}
+		steps = append(steps, looptest.Step{Calls: referenceCalls(t, ex)}, done)
+	}
+	opts, _ := newRunOptions(t, exs, steps...)
+	opts.Tries = 1
+	opts.Limits.Timeout = 10 * time.Minute
+	start := time.Now()
+	report, err := Run(context.Background(), opts)
+	must(t, err)
+	t.Logf("wall %s\n%s", time.Since(start).Round(time.Second), report.Summary.Table())
+	for _, r := range report.Results {
+		if r.Ungradable != "" {
+			t.Logf("ungradable %s: %s", r.ID, r.Ungradable)
+		}
+	}
+	if report.Summary.PassRate1 != 100 {
+		t.Errorf("reference solutions failed: %v", report.Summary.Failures)
+	}
+}
