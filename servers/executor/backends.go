@@ -24,8 +24,23 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 			PidsLimit:    opts.PidsLimit,
 		}, logger)
 	case "docker":
-		// The docker backend's options: the image, and the cache folder when one is given.
-		return execserver.NewDockerBackend(ctx, execserver.DockerConfig{Image: opts.Image, WorkspaceHostDir: g.Dir(), CacheHostDir: opts.CacheDir, Logger: logger})
+		dc := execserver.DockerConfig{
+			Image:            opts.Image,
+			WorkspaceHostDir: g.Dir(),
+			CacheHostDir:     opts.CacheDir,
+			User:             opts.DockerUser,
+			CPUs:             opts.CPUs,
+			WarmPool:         opts.WarmPool,
+			Logger:           logger,
+		}
+		// The limits are shared flags; zero or negative leaves the docker backend's defaults.
+		if opts.PidsLimit > 0 {
+			dc.PIDs = int64(opts.PidsLimit)
+		}
+		if opts.MemoryLimitMB > 0 {
+			dc.Memory = opts.MemoryLimitMB << 20
+		}
+		return execserver.NewDockerBackend(ctx, dc)
 	default:
 		return nil, fmt.Errorf("unknown backend %q: use %s", opts.Backend, backendNames)
 	}

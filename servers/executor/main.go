@@ -38,6 +38,9 @@ type options struct {
 	NoNamespaces  bool     `env:"NO_NAMESPACES"`
 	MemoryLimitMB int64    `env:"MEMORY_LIMIT_MB"`
 	PidsLimit     int      `env:"PIDS_LIMIT"`
+	DockerUser    string   `env:"DOCKER_USER"`
+	CPUs          float64  `env:"CPUS"`
+	WarmPool      int      `env:"WARM_POOL"`
 }
 
 func main() {
@@ -73,8 +76,11 @@ func run(args []string) int {
 		})
 		fs.StringVar(&opts.CacheDir, "cache-dir", opts.CacheDir, "folder for the commands' private home, temp and build caches, outside the workspace (env "+envPrefix+"CACHE_DIR)")
 		fs.BoolVar(&opts.NoNamespaces, "no-namespaces", opts.NoNamespaces, "local backend: do not use PID/mount/network namespaces (env "+envPrefix+"NO_NAMESPACES)")
-		fs.IntVar(&opts.PidsLimit, "pids-limit", opts.PidsLimit, "local backend: processes and threads per command (pids cgroup where available), 0 for the default 1024, -1 for none (env "+envPrefix+"PIDS_LIMIT)")
-		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "local backend: memory limit in MiB per process (RLIMIT_DATA) and per command (memory cgroup where available), 0 for the default 8192, -1 for none (env "+envPrefix+"MEMORY_LIMIT_MB)")
+		fs.IntVar(&opts.PidsLimit, "pids-limit", opts.PidsLimit, "processes and threads per command: local backend a pids cgroup where available (default 1024, -1 for none), docker the container's pids limit (default 512) (env "+envPrefix+"PIDS_LIMIT)")
+		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "memory limit in MiB: local backend per process (RLIMIT_DATA) and per command (memory cgroup where available), default 8192, -1 for none; docker the container's limit, swap off (default 2048) (env "+envPrefix+"MEMORY_LIMIT_MB)")
+		fs.StringVar(&opts.DockerUser, "docker-user", opts.DockerUser, "docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root (env "+envPrefix+"DOCKER_USER)")
+		fs.Float64Var(&opts.CPUs, "cpus", opts.CPUs, "docker backend: CPUs a command may use; default the host's, at most 2 (env "+envPrefix+"CPUS)")
+		fs.IntVar(&opts.WarmPool, "warm-pool", opts.WarmPool, "docker backend: containers kept started ahead of commands, each still used once (env "+envPrefix+"WARM_POOL)")
 	})
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

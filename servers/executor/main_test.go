@@ -54,6 +54,7 @@ func TestMainRefusesBadConfiguration(t *testing.T) {
 		{[]string{"-workspace", ws, "-timeout-default", "1h", "-timeout-max", "10m"}, "at least the default timeout"},
 		{[]string{"-workspace", ws, "-allow", "("}, "allow pattern"},
 		{[]string{"-workspace", ws, "-backend", "docker"}, "docker backend"},
+		{[]string{"-workspace", ws, "-backend", "docker", "-image", "busybox:latest", "-docker-user", "0"}, `user "0" is root`},
 		{[]string{"-workspace", ws, "stray"}, "unexpected arguments"},
 	}
 	for _, c := range cases {
