@@ -42,6 +42,7 @@ type Guard struct {
 	realDir  string // the workspace's real (symlink-free) host path
 	opts     Options
 	tempName func() string
+	owner    *owner // who new files and folders belong to; nil leaves it to the kernel (see owner.go)
 }
 
 // Open opens dir as a workspace, creating it if it is missing.
@@ -74,7 +75,12 @@ func Open(dir string, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return &Guard{root: root, realDir: real, opts: opts, tempName: randomTempName}, nil
+	fi, err := root.Stat(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return &Guard{root: root, realDir: real, opts: opts, tempName: randomTempName, owner: workspaceOwner(fi)}, nil
 }
 
 // Close releases the workspace handle.

@@ -217,6 +217,11 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 			_ = g.root.Remove(tmp)
 		}
 	}()
+	if own := g.ownerFor(fi); own != nil {
+		if err := f.Chown(own.uid, own.gid); err != nil {
+			return rel, false, wrap("write", rel, err)
+		}
+	}
 	if fi != nil && mode&^0o644 != 0 {
 		// The umask may have cut bits the old file had (group write, say); give them back.
 		if err := f.Chmod(mode); err != nil {
@@ -270,7 +275,7 @@ func (g *Guard) mkdirParents(op, rel string) error {
 	if dir == "." {
 		return nil
 	}
-	return wrap(op, dir, g.root.MkdirAll(dir, 0o755))
+	return wrap(op, dir, g.mkdirAll(dir))
 }
 
 // MkdirAll makes a folder and its missing parents.
@@ -279,7 +284,7 @@ func (g *Guard) MkdirAll(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return rel, wrap("mkdir", rel, g.root.MkdirAll(rel, 0o755))
+	return rel, wrap("mkdir", rel, g.mkdirAll(rel))
 }
 
 // ReadDir lists a folder's entries, sorted by name, without the temporary files of writes in progress.
@@ -445,7 +450,13 @@ func (g *Guard) Symlink(target, link string) (string, error) {
 	if err := g.mkdirParents("symlink", at); err != nil {
 		return rel, err
 	}
-	return rel, wrap("symlink", rel, g.root.Symlink(relativeTo(path.Dir(at), dest), at))
+	if err := g.root.Symlink(relativeTo(path.Dir(at), dest), at); err != nil {
+		return rel, wrap("symlink", rel, err)
+	}
+	if g.owner != nil {
+		return rel, wrap("symlink", rel, g.root.Lchown(at, g.owner.uid, g.owner.gid))
+	}
+	return rel, nil
 }
 
 // relativeTo is the relative path from folder dir to target, both workspace-relative and clean.

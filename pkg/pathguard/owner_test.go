@@ -1,0 +1,75 @@
+package pathguard
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestOwnershipAsRoot: a server running as root over a workspace that belongs to another user gives what it creates
+// to that user and keeps the owner of what it replaces, so commands running as the workspace's owner (the Docker
+// backend, compose) can still change every file.
+func TestOwnershipAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ownership is only changed when the server runs as root; not root here")
+	}
+	ws := t.TempDir()
+	if err := os.Chown(ws, 1000, 1001); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(ws, "theirs.txt")
+	if err := os.WriteFile(other, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 1002, 1003); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(ws, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, _, err := g.WriteFile("a/b/new.txt", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.WriteFile("theirs.txt", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.MkdirAll("c/d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Symlink("a/b/new.txt", "c/link"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]uint32{
+		"a": {1000, 1001}, "a/b": {1000, 1001}, "a/b/new.txt": {1000, 1001},
+		"c": {1000, 1001}, "c/d": {1000, 1001}, "c/link": {1000, 1001},
+		"theirs.txt": {1002, 1003},
+	}
+	for rel, ids := range want {
+		fi, err := os.Lstat(filepath.Join(ws, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != ids[0] || st.Gid != ids[1] {
+			t.Errorf("%s owned by %d:%d, want %d:%d", rel, st.Uid, st.Gid, ids[0], ids[1])
+		}
+	}
+}
+
+// TestOwnershipRootWorkspace: over a root-owned workspace nothing is given away.
+func TestOwnershipRootWorkspace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root here")
+	}
+	g, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.owner != nil {
+		t.Fatalf("owner %+v for a root-owned workspace", g.owner)
+	}
+}
