@@ -59,7 +59,7 @@ func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health H
 
 	if cfg.Stdio {
 		logger.Info("serving on stdio", "server", name)
-		err := srv.Run(ctx, &mcp.StdioTransport{})
+		err := srv.Run(ctx, stdioTransport(os.Stdin, os.Stdout, cfg.MaxRequestBytes))
 		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			return nil
 		}
