@@ -105,15 +105,28 @@ install_packages() {
 
 docker_answers() { timeout 10 docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
 
+# alive PID: the process exists and is not a zombie. A dockerd killed without
+# being reaped (its parent gone, as after a CI run) stays in the process table
+# as a zombie, which kill -0 and pgrep still report.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+
+dockerd_alive() {
+	local pid
+	for pid in $(pgrep -x dockerd); do
+		alive "$pid" && return 0
+	done
+	return 1
+}
+
 start_dockerd() {
 	if docker_answers; then
 		say "Docker engine answers (API $(docker version --format '{{.Server.APIVersion}}'))"
 		return
 	fi
 	need_root "starting dockerd"
-	if ! pgrep -x dockerd >/dev/null; then
+	if ! dockerd_alive; then
 		# A pid file left by a dockerd that died makes the next one refuse to start.
-		if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+		if [ -f /var/run/docker.pid ] && ! alive "$(cat /var/run/docker.pid)"; then
 			rm -f /var/run/docker.pid
 		fi
 		mkdir -p "$(dirname "$DOCKERD_LOG")"
