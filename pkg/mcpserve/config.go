@@ -43,12 +43,7 @@ const DefaultMaxRequestBytes = 24 << 20
 // already in cfg as defaults. extra registers a server's own flags on the same flag set; its own environment
 // variables are read by the caller with env.ParseWithOptions before calling Load, so that flags win there too.
 func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) (*flag.FlagSet, error) {
-	if cfg.LogLevel == "" {
-		cfg.LogLevel = "info"
-	}
-	if cfg.MaxRequestBytes == 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
-	}
+	*cfg = cfg.withDefaults()
 	if err := env.ParseWithOptions(cfg, env.Options{Prefix: prefix}); err != nil {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
@@ -84,6 +79,18 @@ func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)
 	}
 	return fs, nil
+}
+
+// withDefaults fills the fields a zero Config leaves unset, so that a Config built in code (tests, the agent's
+// in-process servers) behaves as one loaded from flags.
+func (c Config) withDefaults() Config {
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	return c
 }
 
 func splitList(s string) []string {

@@ -51,6 +51,7 @@ func OpenAudit(srv *mcp.Server, name string, cfg Config) (io.Closer, error) {
 func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health HealthFunc, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg = cfg.withDefaults()
 	audit, err := OpenAudit(srv, name, cfg)
 	if err != nil {
 		return err
@@ -114,9 +115,7 @@ func Start(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxRequestBytes == 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
-	}
+	cfg = cfg.withDefaults()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
