@@ -147,9 +147,10 @@ var javaLibraries = map[string]string{
 	"org.assertj:assertj-core":        "",
 }
 
-// assertjTooOld matches javac's report of a method missing from an AssertJ class (they are named *Assert): the
-// tests call AssertJ API newer than the installed one (Debian 12 has 3.14; the exercises ask for 3.25).
-var assertjTooOld = regexp.MustCompile(`(?m)^\s*location: (class|interface) \w*Assert(<.*>)?\s*$`)
+// assertjTooOld matches javac's report, in a test file, of a method missing from an AssertJ class (they are named
+// *Assert): the tests call AssertJ API newer than the installed one (Debian 12 has 3.14; the exercises ask for
+// 3.25). A solution cannot cause it: the tests are restored, and their assertions only use AssertJ's types.
+var assertjTooOld = regexp.MustCompile(`(?m)^src/test/java/\S+\.java:\d+: error: cannot find symbol\n(?:.*\n){1,4}?\s*location: (class|interface) \w*Assert(<.*>)?\s*$`)
 
 var gradleDep = regexp.MustCompile(`(?m)^\s*(?:testImplementation|implementation|api|compileOnly|runtimeOnly)\s*\(?\s*(?:platform\()?["']([^:"']+):([^:"']+)(?::[^"']*)?["']`)
 
