@@ -107,8 +107,10 @@ func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference
 	t := g.Toolchains
 	switch ex.Lang {
 	case "python":
-		// No bytecode or cache files: the workspace stays as the model left it.
-		return "PYTHONDONTWRITEBYTECODE=1 " + shellQuote(tc.python) + " -m pytest -p no:cacheprovider", "", nil
+		// Isolated (-I): the working folder is not put first on sys.path, so a pytest.py (or json.py...) the model
+		// left there cannot stand in for the real one; no user site (usercustomize.py) and no PYTHON* variables.
+		// No bytecode (-B) or cache files: the workspace stays as the model left it.
+		return shellQuote(tc.python) + " -I -B -m pytest -p no:cacheprovider", "", nil
 	case "go":
 		if !hasGoTests(ex) {
 			return "", "the test files define no tests (a deprecated exercise whose task is to write the tests): nothing to grade", nil

@@ -188,3 +188,17 @@ func TestJavaOfflineLimits(t *testing.T) {
 	}
 	t.Logf("mazy-mice: passed %v, ungradable %q", res.Passed, res.Ungradable)
 }
+
+func TestGradeIgnoresAShadowedRunner(t *testing.T) {
+	// A wrong solution plus a pytest.py beside it: `python3 -m pytest` would import that file instead of pytest,
+	// and it prints a passing summary. The grader runs Python isolated (-I: no working folder on sys.path, no
+	// user site, no PYTHON* variables), so the real pytest runs and fails the solution.
+	py := oneExercise(t, "python", "two-bucket")
+	res := gradeWith(t, py, func(dir string) {
+		must(t, os.WriteFile(filepath.Join(dir, py.Solution[0]), []byte("def measure(*a):\n    return None\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "pytest.py"), []byte("print('1 passed in 0.01s')\nraise SystemExit(0)\n"), 0o644))
+	})
+	if res.Passed {
+		t.Errorf("a pytest.py in the exercise made a wrong solution pass:\n%s", res.Output)
+	}
+}
