@@ -113,47 +113,31 @@ func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
 	defer cancel(nil)
 	stopTicker := opts.Progress.tick(time.Second)
 	defer stopTicker()
-	jobs := make(chan int)
 	var mu sync.Mutex
 	streak := 0
-	var wg sync.WaitGroup
-	for range opts.Workers {
-		wg.Go(func() {
-			for i := range jobs {
-				opts.Progress.started()
-				r, ok := opts.exercise(ctx, opts.Exercises[i])
-				if !ok {
-					continue // interrupted: no result, a resume runs it
-				}
-				if err := SaveResult(opts.RunDir, r); err != nil {
-					cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
-					continue
-				}
-				mu.Lock()
-				results[i], have[i] = r, true
-				if resultError(r) != "" {
-					streak++
-					if streak >= maxConsecutiveErrors {
-						cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
-					}
-				} else {
-					streak = 0
-				}
-				mu.Unlock()
-				opts.Progress.add(r, false)
-			}
-		})
-	}
-feed:
-	for _, i := range todo {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	parallel(ctx, opts.Workers, todo, func(i int) {
+		opts.Progress.started()
+		r, ok := opts.exercise(ctx, opts.Exercises[i])
+		if !ok {
+			return // interrupted: no result, a resume runs it
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		if err := SaveResult(opts.RunDir, r); err != nil {
+			cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
+			return
+		}
+		mu.Lock()
+		results[i], have[i] = r, true
+		if resultError(r) != "" {
+			streak++
+			if streak >= maxConsecutiveErrors {
+				cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
+			}
+		} else {
+			streak = 0
+		}
+		mu.Unlock()
+		opts.Progress.add(r, false)
+	})
 	stopTicker()
 	opts.Progress.finish()
 

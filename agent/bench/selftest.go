@@ -63,33 +63,17 @@ func SelfTest(ctx context.Context, opts SelfTestOptions) ([]SelfTestResult, erro
 		workers = 2
 	}
 	results := make([]SelfTestResult, len(opts.Exercises))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				results[i] = selfTestOne(ctx, opts, opts.Exercises[i])
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					opts.Progress(done, len(opts.Exercises), results[i])
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
-	for i := range opts.Exercises {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	parallel(ctx, workers, indexes(len(opts.Exercises)), func(i int) {
+		results[i] = selfTestOne(ctx, opts, opts.Exercises[i])
+		if opts.Progress != nil {
+			mu.Lock()
+			done++
+			opts.Progress(done, len(opts.Exercises), results[i])
+			mu.Unlock()
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	return results, ctx.Err()
 }
 
