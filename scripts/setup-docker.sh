@@ -150,8 +150,9 @@ start_dockerd() {
 # --- 3. base images ----------------------------------------------------------
 
 # debian_mirror prints the Debian archive this host's apt uses, so the image's
-# `apt-get install` goes the same way (a mirror, a caching proxy, or
-# deb.debian.org). Both deb822 (.sources) and one-line formats are read.
+# `apt-get install` goes the same way (the default archive, a mirror or a
+# caching proxy). Both deb822 (.sources) and one-line formats are read; a host
+# whose apt names no archive for the suite must set GOALBOX_DEBIAN_MIRROR.
 debian_mirror() {
 	if [ -n "${GOALBOX_DEBIAN_MIRROR:-}" ]; then
 		echo "$GOALBOX_DEBIAN_MIRROR"
@@ -163,7 +164,11 @@ debian_mirror() {
 		/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "'$SUITE'") { print uris; exit } }
 		/^deb / { for (i = 3; i <= NF; i++) if ($i == "'$SUITE'") { print ($2 ~ /^\[/ ? $3 : $2); exit } }
 	' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n1)
-	echo "${uri:-http://deb.debian.org/debian}"
+	if [ -z "$uri" ]; then
+		echo "setup-docker: no Debian archive for $SUITE in /etc/apt/sources.list*; set GOALBOX_DEBIAN_MIRROR to one" >&2
+		return 1
+	fi
+	echo "$uri"
 }
 
 debian_security_mirror() {
@@ -173,7 +178,8 @@ debian_security_mirror() {
 		/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "'$SUITE'-security") { print uris; exit } }
 		/^deb / { for (i = 3; i <= NF; i++) if ($i == "'$SUITE'-security") { print ($2 ~ /^\[/ ? $3 : $2); exit } }
 	' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n1)
-	echo "${uri:-http://deb.debian.org/debian-security}"
+	# Without a security archive in the host's sources, the image goes without one too.
+	echo "$uri"
 }
 
 # rootfs_tarball debootstraps a minimal Debian once and caches it as a tarball
@@ -206,13 +212,19 @@ rootfs_tarball() {
 		Suites: $SUITE $SUITE-updates
 		Components: main
 		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-		Types: deb
-		URIs: $(debian_security_mirror)
-		Suites: $SUITE-security
-		Components: main
-		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 	EOF
+	local security
+	security=$(debian_security_mirror)
+	if [ -n "$security" ]; then
+		cat >>"$root/etc/apt/sources.list.d/debian.sources" <<-EOF
+
+			Types: deb
+			URIs: $security
+			Suites: $SUITE-security
+			Components: main
+			Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+		EOF
+	fi
 	# Like the official slim image: images stay small without asking each
 	# Dockerfile to delete documentation.
 	cat >"$root/etc/dpkg/dpkg.cfg.d/goalbox-slim" <<-'EOF'
