@@ -4,10 +4,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
-. "$here/lib-cache.sh"
+. "$here/lib.sh"
 
 version=0.17.2
-dir="$GOALBOX_CACHE/inspector-$version"
+dir="$CACHE_DIR/inspector-$version"
 if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ]; then
   echo "inspector: installing @modelcontextprotocol/inspector@$version into $dir"
   mkdir -p "$dir"
@@ -16,16 +16,9 @@ fi
 inspector="$dir/node_modules/.bin/mcp-inspector"
 
 work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$repo" && go build -o "$work/fs" ./servers/filesystem && go build -o "$work/exec" ./servers/executor)
-mkdir -p "$work/ws"
-"$work/fs" -addr 127.0.0.1:17201 -workspace "$work/ws" 2>"$work/fs.log" & pids+=($!)
-"$work/exec" -addr 127.0.0.1:17202 -workspace "$work/ws" 2>"$work/exec.log" & pids+=($!)
-for port in 17201 17202; do
-  for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-done
+start_servers "$repo" "$work" 17201 17202
 
 fails=0
 # call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r.

@@ -32,11 +32,7 @@ DEBIAN_IMAGE=debian:bookworm-slim
 BUSYBOX_IMAGE=busybox:latest
 ROOTFS_IMAGE=goalbox/debootstrap:$SUITE # the raw import; debian:bookworm-slim builds on it
 
-if [ "$(id -u)" = 0 ]; then
-	CACHE_DIR=${GOALBOX_CACHE_DIR:-/var/cache/goalbox}
-else
-	CACHE_DIR=${GOALBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/goalbox}
-fi
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh" # CACHE_DIR
 
 say() { printf 'setup-docker: %s\n' "$*"; }
 die() {

@@ -19,11 +19,7 @@
 #                      the same variable
 set -euo pipefail
 
-if [ "$(id -u)" = 0 ]; then
-	CACHE_DIR=${GOALBOX_CACHE_DIR:-/var/cache/goalbox}
-else
-	CACHE_DIR=${GOALBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/goalbox}
-fi
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh" # CACHE_DIR
 say() { printf 'setup-toolchains: %s\n' "$*"; }
 die() {
 	printf 'setup-toolchains: error: %s\n' "$*" >&2

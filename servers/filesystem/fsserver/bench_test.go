@@ -213,14 +213,14 @@ func BenchmarkReadFile16KParallel(b *testing.B) {
 }
 
 // connectAnchor starts the official filesystem server over stdio on ws, installing it with npm into the goalbox
-// cache folder the first time ($GOALBOX_CACHE, else the user cache folder plus /goalbox).
+// cache folder the first time ($GOALBOX_CACHE_DIR, else the user cache folder plus /goalbox).
 func connectAnchor(b *testing.B, ws string) (*mcp.ClientSession, int) {
 	b.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		b.Skip("node is not installed: the anchor benchmark (the official Node filesystem server) cannot run")
 	}
-	cache := os.Getenv("GOALBOX_CACHE")
+	cache := os.Getenv("GOALBOX_CACHE_DIR")
 	if cache == "" {
 		dir, err := os.UserCacheDir()
 		if err != nil {

@@ -1,0 +1,34 @@
+# Sourced by the scripts. CACHE_DIR is where goalbox keeps what it installs or builds once (npm tools, the
+# debootstrap tarball, the compose binary, jest): $GOALBOX_CACHE_DIR, else /var/cache/goalbox for root (CI and later
+# sessions on the same machine find it) and ~/.cache/goalbox for anyone else. The benchmark grader and the
+# filesystem benchmark read the same variable.
+if [ "$(id -u)" = 0 ]; then
+	CACHE_DIR=${GOALBOX_CACHE_DIR:-/var/cache/goalbox}
+else
+	CACHE_DIR=${GOALBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/goalbox}
+fi
+export GOALBOX_CACHE_DIR=$CACHE_DIR
+mkdir -p "$CACHE_DIR"
+
+# start_servers REPO WORK FS_PORT EXEC_PORT builds both servers into WORK and starts them on loopback over WORK/ws,
+# logging to WORK/*.log, and waits until both answer /healthz. Their pids go to SERVER_PIDS for the caller's trap.
+SERVER_PIDS=()
+start_servers() {
+	local repo=$1 work=$2 fs_port=$3 exec_port=$4
+	(cd "$repo" && go build -o "$work/fs" ./servers/filesystem && go build -o "$work/exec" ./servers/executor)
+	mkdir -p "$work/ws"
+	"$work/fs" -addr "127.0.0.1:$fs_port" -workspace "$work/ws" 2>"$work/fs.log" &
+	SERVER_PIDS+=($!)
+	"$work/exec" -addr "127.0.0.1:$exec_port" -workspace "$work/ws" 2>"$work/exec.log" &
+	SERVER_PIDS+=($!)
+	local port
+	for port in "$fs_port" "$exec_port"; do
+		for _ in $(seq 100); do
+			curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && continue 2
+			sleep 0.1
+		done
+		echo "the server on port $port did not become healthy:" >&2
+		cat "$work/fs.log" "$work/exec.log" >&2
+		return 1
+	done
+}
