@@ -22,7 +22,7 @@ type TryResult struct {
 	Restored   []string `json:"restored,omitempty"` // test or build files the model had changed, put back for grading
 
 	Turns              int     `json:"turns"`
-	StopReason         string  `json:"stop_reason"` // why the agent loop ended: "answered", "max_turns", "budget", "timeout", "error"...
+	StopReason         string  `json:"stop_reason"` // why the agent loop ended: one of agent/loop's Stop* reasons ("done", "max_turns", "timeout"...)
 	PromptTokens       int64   `json:"prompt_tokens"`
 	CompletionTokens   int64   `json:"completion_tokens"`
 	Cost               float64 `json:"cost"`                // USD; 0 when no price is known
