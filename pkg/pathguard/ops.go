@@ -102,6 +102,11 @@ func (g *Guard) OpenFile(p string) (string, *os.File, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
+	if strings.HasSuffix(p, "/") {
+		// As open(2) does: "a.txt/" names a folder, and a file is not one.
+		return rel, nil, nil, &Error{Op: "open", Path: printable(p), Reason: ReasonNotDir,
+			Detail: "a path that ends in / names a folder; drop the slash to read a file"}
+	}
 	f, fi, err := g.open("open", rel, false)
 	return rel, f, fi, err
 }

@@ -555,3 +555,20 @@ func TestSymlinkChainLimit(t *testing.T) {
 		t.Errorf("ReadFile(loop) = %v", err)
 	}
 }
+
+func TestOpenFileTrailingSlash(t *testing.T) {
+	g, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, _, err := g.WriteFile("a.txt", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.ReadFile("a.txt/"); !IsReason(err, ReasonNotDir) || !strings.Contains(err.Error(), "drop the slash") {
+		t.Errorf(`ReadFile("a.txt/") = %v, want a not-a-folder error`, err)
+	}
+	if _, data, err := g.ReadFile("a.txt"); err != nil || string(data) != "x" {
+		t.Errorf("ReadFile(a.txt) = %q, %v", data, err)
+	}
+}
