@@ -13,29 +13,11 @@ import (
 
 	"github.com/goalbox/goalbox/agent/bench"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+
+	"github.com/goalbox/goalbox/agent/bench/benchtest"
 )
 
 // The benchmark modes as a user runs them: the whole command over real exercises, with the scripted model.
-
-// polyglotDir finds the pinned benchmark: $GOALBOX_BENCHMARK_DIR, shared/ beside the repository (as CI has it),
-// or /work/shared. Tests that need it skip with a plain reason when it is absent.
-func polyglotDir(t *testing.T) string {
-	t.Helper()
-	for _, c := range []string{os.Getenv("GOALBOX_BENCHMARK_DIR"), "../../shared/polyglot-benchmark", "/work/shared/polyglot-benchmark"} {
-		if c == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(c, "python", "exercises", "practice")); err == nil {
-			abs, err := filepath.Abs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
-	}
-	t.Skip("polyglot-benchmark not found (looked at $GOALBOX_BENCHMARK_DIR, ../shared/polyglot-benchmark beside the repository, /work/shared/polyglot-benchmark)")
-	return ""
-}
 
 type cmdRun struct {
 	code           int
@@ -55,7 +37,7 @@ func runCmd(t *testing.T, model *looptest.Server, args ...string) cmdRun {
 }
 
 func TestBenchmarksCommand(t *testing.T) {
-	dir := polyglotDir(t)
+	dir := benchtest.Dir(t)
 	exDir := filepath.Join(dir, "python", "exercises", "practice", "proverb")
 	example, err := os.ReadFile(filepath.Join(exDir, ".meta", "example.py"))
 	if err != nil {
@@ -103,7 +85,7 @@ func TestBenchmarksCommand(t *testing.T) {
 // A model server that is not there is an infrastructure error: exit 2, the exercise recorded as an error, and the
 // run stops after a few such exercises instead of going through all of them.
 func TestBenchmarksModelDownExits2(t *testing.T) {
-	dir := polyglotDir(t)
+	dir := benchtest.Dir(t)
 	results := filepath.Join(t.TempDir(), "results")
 	environ := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
 	var stdout, stderr bytes.Buffer
@@ -120,7 +102,7 @@ func TestBenchmarksModelDownExits2(t *testing.T) {
 }
 
 func TestSelfTestCommand(t *testing.T) {
-	dir := polyglotDir(t)
+	dir := benchtest.Dir(t)
 	out := filepath.Join(t.TempDir(), "st")
 	r := runCmd(t, nil, "-selftest", "-benchmarks-dir", dir, "-languages", "python,go", "-keywords", "proverb,bottle-song", "-results", out)
 	// Keywords match in every selected language: go/bottle-song, python/bottle-song, python/proverb.
@@ -153,7 +135,7 @@ func TestBenchmarkOptions(t *testing.T) {
 }
 
 func TestBenchmarkConfigurationErrorsExit2(t *testing.T) {
-	dir := polyglotDir(t)
+	dir := benchtest.Dir(t)
 	model := looptest.New(t)
 	cases := []struct {
 		args []string
@@ -192,7 +174,7 @@ func TestBenchmarkConfigurationErrorsExit2(t *testing.T) {
 // Ctrl-C during an exercise: exit 2 with a hint to resume, and no result for the exercise under way, so a resume
 // runs it again.
 func TestBenchmarksInterrupted(t *testing.T) {
-	dir := polyglotDir(t)
+	dir := benchtest.Dir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	model := looptest.New(t, looptest.Step{Delay: time.Minute, Check: func(testing.TB, looptest.Request) { cancel() }})

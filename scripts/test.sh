@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: every module's tests (unit, MCP clients against real servers, attacks, Docker backend, the
-# benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARKS_DIR is
+# benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARK_DIR is
 # there, compose end to end), then the MCP conformance suite against both servers and
 # every tool called through the MCP Inspector CLI.
 #

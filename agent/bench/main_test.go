@@ -4,35 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goalbox/goalbox/agent/bench/benchtest"
 )
 
-// benchmarkDir finds the pinned polyglot-benchmark checkout: $GOALBOX_BENCHMARK_DIR, else shared/ beside the
-// repository (as CI lays it out), else /work/shared. Tests that need it skip with a plain reason when it is absent.
-func benchmarkDir(t testing.TB) string {
-	t.Helper()
-	candidates := []string{os.Getenv("GOALBOX_BENCHMARK_DIR"), "../../../shared/polyglot-benchmark", "/work/shared/polyglot-benchmark"}
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(c, "go", "exercises", "practice")); err == nil {
-			abs, err := filepath.Abs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
-	}
-	t.Skip("polyglot-benchmark not found (looked at $GOALBOX_BENCHMARK_DIR, ../shared/polyglot-benchmark beside the repository, /work/shared/polyglot-benchmark)")
-	return ""
-}
+// benchmarkDir is the pinned polyglot-benchmark checkout, or a skip (benchtest.Dir).
+func benchmarkDir(t testing.TB) string { return benchtest.Dir(t) }
 
 // localSandbox runs commands on the host with sh -c in a process group that is killed on timeout. It is a test
 // double for the executor's sandbox_run_command and must never be used to grade a model: it confines nothing.
