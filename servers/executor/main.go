@@ -41,6 +41,8 @@ type options struct {
 	DockerUser    string   `env:"DOCKER_USER"`
 	CPUs          float64  `env:"CPUS"`
 	WarmPool      int      `env:"WARM_POOL"`
+	// AdvertisedRoot is where clients see the workspace in absolute cwd paths, as on the filesystem server.
+	AdvertisedRoot string `env:"ADVERTISED_ROOT"`
 }
 
 func main() {
@@ -55,6 +57,7 @@ func run(args []string) int {
 		TimeoutDefault: execserver.DefaultTimeout,
 		TimeoutMax:     execserver.DefaultMaxTimeout,
 		OutputCap:      execserver.DefaultOutputCap,
+		AdvertisedRoot: protocol.DefaultRoot,
 	}
 	if err := env.ParseWithOptions(&opts, env.Options{Prefix: envPrefix}); err != nil {
 		fmt.Fprintf(os.Stderr, "executor: environment: %v\n", err)
@@ -62,6 +65,7 @@ func run(args []string) int {
 	}
 	_, err := mcpserve.Load(&cfg, envPrefix, args, func(fs *flag.FlagSet) {
 		fs.StringVar(&opts.Backend, "backend", opts.Backend, "where commands run: "+backendNames+" (env "+envPrefix+"BACKEND)")
+		fs.StringVar(&opts.AdvertisedRoot, "advertised-root", opts.AdvertisedRoot, "absolute path under which clients see the workspace, as given to the filesystem server (env "+envPrefix+"ADVERTISED_ROOT)")
 		fs.StringVar(&opts.Image, "image", opts.Image, "docker backend: the image every command runs in (env "+envPrefix+"IMAGE)")
 		fs.DurationVar(&opts.TimeoutDefault, "timeout-default", opts.TimeoutDefault, "timeout of a command that gives none (env "+envPrefix+"TIMEOUT_DEFAULT)")
 		fs.DurationVar(&opts.TimeoutMax, "timeout-max", opts.TimeoutMax, "largest timeout a command may ask for (env "+envPrefix+"TIMEOUT_MAX)")
@@ -103,7 +107,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "executor: policy: %v\n", err)
 		return 2
 	}
-	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{})
+	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: opts.AdvertisedRoot})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "executor: %v\n", err)
 		return 2

@@ -89,7 +89,7 @@ func TestMainServesAndShutsDown(t *testing.T) {
 	ws := t.TempDir()
 	cmd := executor(t, []string{
 		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + addr, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
-		"GOALBOX_EXEC_DENY=^rm\n^curl", "OPENAI_API_KEY=sk-test-never-leaks",
+		"GOALBOX_EXEC_DENY=^rm\n^curl", "OPENAI_API_KEY=sk-test-never-leaks", "GOALBOX_EXEC_ADVERTISED_ROOT=/sandbox",
 	})
 	var logs strings.Builder
 	cmd.Stderr = &logs
@@ -130,6 +130,15 @@ func TestMainServesAndShutsDown(t *testing.T) {
 	text, _ := json.Marshal(res.StructuredContent)
 	if strings.Contains(string(text), "sk-test-never-leaks") || !strings.Contains(string(text), "done") {
 		t.Errorf("command output: %s", text)
+	}
+	// The advertised root from the environment: cwd /sandbox is the workspace, /workspace is now outside.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{Command: "pwd", Cwd: "/sandbox"}})
+	if err != nil || res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), ws) {
+		t.Errorf("cwd under the advertised root: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{Command: "pwd", Cwd: "/workspace"}})
+	if err != nil || !res.IsError {
+		t.Errorf("cwd /workspace with the root advertised as /sandbox: %v %+v", err, res)
 	}
 	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{Command: "rm -f x"}})
 	if err != nil || !res.IsError {
