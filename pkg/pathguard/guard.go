@@ -145,6 +145,12 @@ func (g *Guard) underRoot(p string) (string, bool) {
 	return "", false
 }
 
+// namesFolder reports whether the client path p can only name a folder, as open(2) reads it: it ends in "/", "/."
+// or "/..". path.Clean would turn "a.txt/." into "a.txt", the file, so this is judged on the path as given.
+func namesFolder(p string) bool {
+	return strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
+}
+
 // printable keeps a refused path fit for an error message: no NUL bytes, bounded length.
 func printable(p string) string {
 	p = strings.ReplaceAll(p, "\x00", `\x00`)

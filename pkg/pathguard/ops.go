@@ -102,10 +102,10 @@ func (g *Guard) OpenFile(p string) (string, *os.File, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if strings.HasSuffix(p, "/") {
-		// As open(2) does: "a.txt/" names a folder, and a file is not one.
+	if namesFolder(p) {
+		// As open(2) does: "a.txt/" and "a.txt/." name a folder, and a file is not one.
 		return rel, nil, nil, &Error{Op: "open", Path: printable(p), Reason: ReasonNotDir,
-			Detail: "a path that ends in / names a folder; drop the slash to read a file"}
+			Detail: "a path that ends in /, /. or /.. names a folder; drop the slash to read a file"}
 	}
 	f, fi, err := g.open("open", rel, false)
 	return rel, f, fi, err
@@ -184,9 +184,9 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err != nil {
 		return "", false, err
 	}
-	if rel == "." || strings.HasSuffix(p, "/") {
+	if rel == "." || namesFolder(p) {
 		return rel, false, &Error{Op: "write", Path: printable(p), Reason: ReasonIsDir,
-			Detail: "a path that ends in / or names the workspace is a folder; give a file path inside the workspace"}
+			Detail: "a path that ends in /, /. or /.. names a folder, and so does the workspace itself; give a file path inside the workspace"}
 	}
 	if int64(len(data)) > g.opts.MaxWriteBytes {
 		return rel, false, &Error{Op: "write", Path: rel, Reason: ReasonTooLarge,

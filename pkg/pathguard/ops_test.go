@@ -571,4 +571,16 @@ func TestOpenFileTrailingSlash(t *testing.T) {
 	if _, data, err := g.ReadFile("a.txt"); err != nil || string(data) != "x" {
 		t.Errorf("ReadFile(a.txt) = %q, %v", data, err)
 	}
+	// "a.txt/." and "a.txt/.." name a folder too, as open(2) sees them, however path.Clean spells them.
+	for _, p := range []string{"a.txt/.", "a.txt/./", "./a.txt/.", "a.txt/..", "/workspace/a.txt/."} {
+		if _, _, err := g.ReadFile(p); !IsReason(err, ReasonNotDir) || !strings.Contains(err.Error(), "names a folder") {
+			t.Errorf("ReadFile(%q) = %v, want a not-a-folder error", p, err)
+		}
+		if _, _, err := g.WriteFile(p, []byte("y")); !IsReason(err, ReasonIsDir) || !strings.Contains(err.Error(), "names a folder") {
+			t.Errorf("WriteFile(%q) = %v, want a folder error", p, err)
+		}
+	}
+	if _, data, err := g.ReadFile("a.txt"); err != nil || string(data) != "x" {
+		t.Errorf("after the refused writes ReadFile(a.txt) = %q, %v", data, err)
+	}
 }

@@ -57,6 +57,7 @@ func TestEdit(t *testing.T) {
 		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "missing.go", "old_text": "a", "new_text": "b"}, "not found")
 		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "bin.dat", "old_text": "a", "new_text": "b"}, "binary")
 		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "../x", "old_text": "a", "new_text": "b"}, "outside the workspace")
+		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "main.go/.", "old_text": "main", "new_text": "x"}, "not a folder", "names a folder")
 		// CRLF text matches when given exactly.
 		ok[editOut](t, cs, protocol.ToolEditFile, map[string]any{"path": "crlf.txt", "old_text": "alpha\r\n", "new_text": "gamma\r\n"})
 		if readHost(t, filepath.Join(ws, "crlf.txt")) != "gamma\r\nbeta\r\n" {

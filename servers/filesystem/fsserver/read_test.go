@@ -113,6 +113,10 @@ func TestRead(t *testing.T) {
 			{map[string]any{"path": "escape/secret.txt"}, []string{"outside the workspace"}},
 			{map[string]any{"path": "rel-escape"}, []string{"outside the workspace"}},
 			{map[string]any{"path": "a.txt\x00.png"}, []string{"NUL"}},
+			// A path that ends in /, /. or /.. names a folder, as open(2) reads it; a file is not one.
+			{map[string]any{"path": "a.txt/"}, []string{"not a folder", "names a folder"}},
+			{map[string]any{"path": "a.txt/."}, []string{"not a folder", "names a folder"}},
+			{map[string]any{"path": "dir/b.txt/.."}, []string{"not a folder", "names a folder"}},
 		}
 		for _, f := range failures {
 			msg := fails(t, cs, protocol.ToolReadFile, f.args, f.want...)

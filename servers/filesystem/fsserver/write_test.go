@@ -54,6 +54,8 @@ func TestWrite(t *testing.T) {
 			{map[string]any{"path": "a", "content": "x"}, []string{"folder"}},
 			{map[string]any{"path": "new.txt/sub", "content": "x"}, []string{"not a folder"}},
 			{map[string]any{"path": "dir/", "content": "x"}, []string{"folder"}},
+			{map[string]any{"path": "new.txt/.", "content": "x"}, []string{"is a folder", "names a folder"}},
+			{map[string]any{"path": "fresh.txt/.", "content": "x"}, []string{"is a folder", "names a folder"}},
 			{map[string]any{"path": ".", "content": "x"}, []string{"folder"}},
 			{map[string]any{"path": "", "content": "x"}, []string{"path is required"}},
 			{map[string]any{"path": "x.txt"}, []string{"content"}},
@@ -78,6 +80,12 @@ func TestWrite(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(ws, "big.txt")); err == nil {
 			t.Errorf("a refused write left a file")
+		}
+		if got := readHost(t, filepath.Join(ws, "new.txt")); got != "#!/bin/sh\n" {
+			t.Errorf("a write to new.txt/. changed new.txt: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "fresh.txt")); err == nil {
+			t.Errorf("a write to fresh.txt/. created fresh.txt")
 		}
 	})
 }
