@@ -205,6 +205,8 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 			return rel, false, &Error{Op: "write", Path: rel, Reason: ReasonNotRegular,
 				Detail: "only regular files can be written; this is a " + typeName(fi.Mode())}
 		}
+		// Perm is the 0777 bits only: setuid, setgid and sticky are never carried over, so no write leaves a setuid
+		// file (TestWriteStripsSetuid, TestOwnershipAsRoot).
 		mode = fi.Mode().Perm()
 	}
 	if err := g.mkdirParents("write", target); err != nil {

@@ -25,6 +25,10 @@ func TestOwnershipAsRoot(t *testing.T) {
 	if err := os.Chown(other, 1002, 1003); err != nil {
 		t.Fatal(err)
 	}
+	// Set after the chown, which would clear them: a setuid, setgid file of another user.
+	if err := os.Chmod(other, os.ModeSetuid|os.ModeSetgid|0o755); err != nil {
+		t.Fatal(err)
+	}
 	g, err := Open(ws, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +50,11 @@ func TestOwnershipAsRoot(t *testing.T) {
 		"a": {1000, 1001}, "a/b": {1000, 1001}, "a/b/new.txt": {1000, 1001},
 		"c": {1000, 1001}, "c/d": {1000, 1001}, "c/link": {1000, 1001},
 		"theirs.txt": {1002, 1003},
+	}
+	// Root replaces the file and gives it back to its owner, with its permission bits but never setuid or setgid:
+	// root must not hand another user a setuid file.
+	if fi, _ := os.Stat(other); fi.Mode() != 0o755 {
+		t.Errorf("theirs.txt after the write: mode %v, want -rwxr-xr-x", fi.Mode())
 	}
 	for rel, ids := range want {
 		fi, err := os.Lstat(filepath.Join(ws, rel))

@@ -166,3 +166,30 @@ func TestDeleteAndMove(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteStripsSetuid: writing or editing over a setuid or setgid file keeps its permission bits but never the
+// setuid and setgid bits (nor sticky): a sandbox must never leave a setuid file behind, even one a command made.
+func TestWriteStripsSetuid(t *testing.T) {
+	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {
+		files(t, ws, map[string]string{"w.sh": "#!/bin/sh\n", "e.sh": "#!/bin/sh\necho hi\n"})
+		for _, name := range []string{"w.sh", "e.sh"} {
+			if err := os.Chmod(filepath.Join(ws, name), os.ModeSetuid|os.ModeSetgid|os.ModeSticky|0o750); err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := os.Stat(filepath.Join(ws, name)); fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != os.ModeSetuid|os.ModeSetgid {
+				t.Skipf("this file system does not keep setuid/setgid bits (%v)", fi.Mode())
+			}
+		}
+		ok[protocol.WriteFileOutput](t, cs, protocol.ToolWriteFile, map[string]any{"path": "w.sh", "content": "#!/bin/sh\necho new\n"})
+		ok[protocol.EditFileOutput](t, cs, protocol.ToolEditFile, map[string]any{"path": "e.sh", "old_text": "hi", "new_text": "there"})
+		for _, name := range []string{"w.sh", "e.sh"} {
+			fi, err := os.Stat(filepath.Join(ws, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode() != 0o750 {
+				t.Errorf("%s: mode after the write is %v, want -rwxr-x--- (permission bits kept, setuid/setgid/sticky dropped)", name, fi.Mode())
+			}
+		}
+	})
+}
