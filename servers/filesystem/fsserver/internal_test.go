@@ -205,5 +205,9 @@ func FuzzRead(f *testing.F) {
 		if got.Content != want.String() || got.StartLine != o || got.EndLine != end || got.TotalLines != len(lines) || got.Truncated != (cut || end < len(lines)) {
 			t.Fatalf("offset %d limit %d cap %d:\n got %+v\nwant content %q end %d total %d cut %v", offset, limit, maxBytes, got, want.String(), end, len(lines), cut)
 		}
+		// A note comes with exactly the reads that cut their first line.
+		if firstCut := cut && end == o && len(lines[o-1]) > maxBytes; (got.Note != "") != firstCut {
+			t.Fatalf("offset %d cap %d: note %q, want one: %v", offset, maxBytes, got.Note, firstCut)
+		}
 	})
 }

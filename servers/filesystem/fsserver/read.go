@@ -21,7 +21,7 @@ func readTool(o Options) *mcp.Tool {
 		Title: "Read file",
 		Description: fmt.Sprintf("Read a UTF-8 text file from the workspace, a range of lines at a time. "+
 			"offset is the first line (1-based, default 1), limit the number of lines (default and maximum %d). "+
-			"At most %s of content is returned per call (a single longer line comes back cut); truncated=true means "+
+			"At most %s of content is returned per call (a single longer line comes back cut, and note says so); truncated=true means "+
 			"more lines follow end_line (read again with offset=end_line+1). total_lines is the file's line count. content is the file's exact "+
 			"text (no line numbers added), so it can be copied into sandbox_edit_file's old_text. "+
 			"Binary files (a NUL byte, or invalid UTF-8) are refused, as are folders and special files.",
@@ -33,8 +33,15 @@ func readTool(o Options) *mcp.Tool {
 // readBufPool holds the buffered readers of reads; a 16 KiB file then costs no buffer allocation.
 var readBufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
-func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.ReadFileOutput, error) {
-	var out protocol.ReadFileOutput
+// readOutput is the contract's result plus a note for the one thing its fields cannot say: that a line longer than
+// the content cap was cut. The note is left out of the JSON when empty, so every other read is exactly the contract.
+type readOutput struct {
+	protocol.ReadFileOutput
+	Note string `json:"note,omitempty" jsonschema:"present only when a line longer than the content cap was cut: what was left out"`
+}
+
+func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (readOutput, error) {
+	var out readOutput
 	if in.Path == "" {
 		return out, errors.New("path is required: give a file path relative to the workspace")
 	}
@@ -71,49 +78,61 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.
 	}
 
 	var content bytes.Buffer
-	var long []byte // a line longer than bufio's buffer, pieced together
-	endLine, total, cut := 0, 0, false
+	endLine, total, cut, note := 0, 0, false, ""
 	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		chunk, rerr := r.ReadSlice('\n')
-		for rerr == bufio.ErrBufferFull {
-			long = append(long, chunk...)
-			chunk, rerr = r.ReadSlice('\n')
-		}
-		if long != nil {
-			chunk, long = append(long, chunk...), nil
-		}
-		if rerr != nil && rerr != io.EOF {
-			return out, readError(rel, rerr)
-		}
-		if len(chunk) == 0 { // end of file right after a newline (or an empty file)
-			total = line - 1
-			break
-		}
-		done := rerr == io.EOF
-		if line >= offset {
-			if content.Len()+len(chunk) > s.opts.MaxReadContentBytes {
-				cut, done = true, true
-				if endLine == 0 {
-					// A first line over the cap comes back cut at the cap rather than not at all.
-					content.Write(cutUTF8(chunk, s.opts.MaxReadContentBytes))
-					endLine = line
-				}
-			} else {
-				content.Write(chunk)
-				endLine = line
-				done = done || line == offset+limit-1
-			}
-		}
-		if done {
-			// Only the count is still needed: count newlines in big chunks without splitting lines.
-			n, err := countRest(r)
+		if line < offset {
+			// Lines before offset are skipped piece by piece, however long: never held.
+			n, eof, err := skipLine(ctx, r)
 			if err != nil {
 				return out, readError(rel, err)
 			}
-			total = line + n
+			if eof {
+				total = line - 1
+				if n > 0 {
+					total = line
+				}
+				break
+			}
+			continue
+		}
+		start := content.Len()
+		n, eof, over, err := copyLine(ctx, r, &content, s.opts.MaxReadContentBytes-start)
+		if err != nil {
+			return out, readError(rel, err)
+		}
+		if n == 0 && eof { // end of file right after a newline (or an empty file)
+			total = line - 1
+			break
+		}
+		if over {
+			// The content cap stops the read before this line; a first line over the cap comes back cut at the cap
+			// (on a character boundary) rather than not at all, with a note, since its rest cannot be read.
+			cut = true
+			if endLine == 0 {
+				content.Truncate(start + len(trimPartialRune(content.Bytes()[start:])))
+				endLine = line
+				note = fmt.Sprintf("line %d is %d bytes long, more than the %s one read returns: only its first %d bytes are shown, and the rest of that line cannot be read with this tool",
+					line, n, sizeText(int64(s.opts.MaxReadContentBytes)), content.Len()-start)
+			} else {
+				content.Truncate(start)
+			}
+		} else {
+			endLine = line
+		}
+		if eof {
+			total = line
+			break
+		}
+		if over || line == offset+limit-1 {
+			// Only the count is still needed: count newlines in big chunks without splitting lines.
+			rest, err := countRest(ctx, r)
+			if err != nil {
+				return out, readError(rel, err)
+			}
+			total = line + rest
 			break
 		}
 	}
@@ -129,15 +148,57 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (protocol.
 	out.EndLine = endLine
 	out.TotalLines = total
 	out.Truncated = cut || endLine < total
+	out.Note = note
 	return out, nil
 }
 
+// copyLine copies the line r is at into buf (nil: nowhere), but never more than room bytes of it: the rest of a
+// longer line is read and dropped, so no line, however long, is held whole. It returns the line's length, whether it ended at the
+// end of the file instead of a newline, and whether it was longer than room (then buf holds exactly room bytes of it).
+func copyLine(ctx context.Context, r *bufio.Reader, buf *bytes.Buffer, room int) (n int64, eof, over bool, err error) {
+	for {
+		piece, rerr := r.ReadSlice('\n')
+		if rerr != nil && rerr != io.EOF && rerr != bufio.ErrBufferFull {
+			return n, false, over, rerr
+		}
+		if buf != nil && !over {
+			if int(n)+len(piece) > room {
+				buf.Write(piece[:room-int(n)])
+				over = true
+			} else {
+				buf.Write(piece)
+			}
+		}
+		n += int64(len(piece))
+		switch rerr {
+		case nil:
+			return n, false, over, nil
+		case io.EOF:
+			return n, true, over, nil
+		}
+		if err := ctx.Err(); err != nil { // one check per buffer of a long line
+			return n, false, over, err
+		}
+	}
+}
+
+// skipLine reads past the line r is at, holding none of it. It returns the line's length and whether it ended at
+// the end of the file instead of a newline.
+func skipLine(ctx context.Context, r *bufio.Reader) (n int64, eof bool, err error) {
+	n, eof, _, err = copyLine(ctx, r, nil, -1)
+	return n, eof, err
+}
+
 // countRest counts the lines left in r, which is at the start of a line: each newline ends one, and bytes after
-// the last newline make one more.
-func countRest(r *bufio.Reader) (int, error) {
+// the last newline make one more. It streams through the reader's buffer, so a file of any size costs no memory;
+// it takes a read of the whole rest of the file (about a second per GiB from the page cache).
+func countRest(ctx context.Context, r *bufio.Reader) (int, error) {
 	n := 0
 	last := byte('\n')
 	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		b, err := r.Peek(r.Size())
 		if len(b) > 0 {
 			n += bytes.Count(b, []byte{'\n'})

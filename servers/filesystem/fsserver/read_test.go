@@ -59,8 +59,6 @@ func TestRead(t *testing.T) {
 			{map[string]any{"path": "hundred.txt", "offset": 91}, readOut{Path: "hundred.txt", Content: lines(91, 100), StartLine: 91, EndLine: 100, TotalLines: 100}},
 			// The byte cap (1000 here) stops before a line that would cross it.
 			{map[string]any{"path": "wide.txt"}, readOut{Path: "wide.txt", Content: strings.Repeat("x", 400) + "\n" + strings.Repeat("y", 400) + "\n", StartLine: 1, EndLine: 2, TotalLines: 3, Truncated: true}},
-			// A single line over the cap comes back cut at the cap, on a character boundary.
-			{map[string]any{"path": "long.txt"}, readOut{Path: "long.txt", Content: strings.Repeat("é", 500), StartLine: 1, EndLine: 1, TotalLines: 2, Truncated: true}},
 			{map[string]any{"path": "late-bad.txt", "limit": 10}, readOut{Path: "late-bad.txt", Content: strings.Repeat("ok\n", 10), StartLine: 1, EndLine: 10, TotalLines: 3001, Truncated: true}},
 		}
 		for _, c := range cases {
@@ -68,6 +66,17 @@ func TestRead(t *testing.T) {
 			if got != c.want {
 				t.Errorf("read %v:\n got %+v\nwant %+v", c.args, got, c.want)
 			}
+		}
+		// A single line over the cap comes back cut at the cap, on a character boundary, with a note that says so.
+		type noted struct {
+			readOut
+			Note string `json:"note"`
+		}
+		got := ok[noted](t, cs, protocol.ToolReadFile, map[string]any{"path": "long.txt"})
+		want := readOut{Path: "long.txt", Content: strings.Repeat("é", 500), StartLine: 1, EndLine: 1, TotalLines: 2, Truncated: true}
+		wantNote := "line 1 is 1601 bytes long, more than the 1000 bytes one read returns: only its first 1000 bytes are shown, and the rest of that line cannot be read with this tool"
+		if got.readOut != want || got.Note != wantNote {
+			t.Errorf("read long.txt:\n got %+v\nwant %+v, note %q", got, want, wantNote)
 		}
 		// The workspace's real path is accepted as well as the advertised root.
 		real, _ := filepath.EvalSymlinks(ws)
