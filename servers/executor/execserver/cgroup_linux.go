@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,9 @@ import (
 // DefaultPidsLimit is how many processes and threads one command may have at once: plenty for make -j, go test
 // and jest workers, far below what a fork bomb wants.
 const DefaultPidsLimit = 1024
+
+// cgroupPrefix starts the name of a backend's parent cgroup; the instance label follows.
+const cgroupPrefix = "goalbox-exec-"
 
 // cgroupLimit is one controller's limit for each command of a backend.
 type cgroupLimit struct {
@@ -40,7 +44,8 @@ func newCgroupLimit(controller, instance string, limit int64) (*cgroupLimit, err
 	if controller == "memory" && !v2 {
 		file = "memory.limit_in_bytes"
 	}
-	dir := filepath.Join(base, "goalbox-exec-"+instance)
+	removeStaleCgroups(base, slog.Default())
+	dir := filepath.Join(base, cgroupPrefix+instance)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}

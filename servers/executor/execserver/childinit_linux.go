@@ -42,6 +42,9 @@ type initConfig struct {
 	Landlock bool         `json:"landlock"`
 	Rules    sandboxRules `json:"rules"`
 	Rlimits  []rlimitV    `json:"rlimits"`
+	// UID and GID are who the command runs as when the init is root (0: stay the init's user).
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
 }
 
 // initReport is one JSON line a child init writes on fd 4.
@@ -57,15 +60,19 @@ type initReport struct {
 }
 
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == initArg0 {
-		os.Exit(childInit())
+	if len(os.Args) > 0 {
+		switch os.Args[0] {
+		case initArg0:
+			os.Exit(childInit())
+		case holderArg0:
+			os.Exit(holderMain())
+		}
 	}
 }
 
 func childInit() int {
-	// fds 3 and 4 came without close-on-exec; sh must not inherit them.
-	unix.CloseOnExec(3)
-	unix.CloseOnExec(4)
+	// fds 3 and 4 came without close-on-exec, and so may anything the server leaked; sh gets 0, 1 and 2 only.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	report := os.NewFile(4, "report")
 	enc := json.NewEncoder(report)
 	ctl := bufio.NewReader(os.NewFile(3, "control"))
@@ -151,6 +158,8 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 	fail := func(format string, a ...any) {
 		started <- startResult{err: fmt.Errorf("child init: "+format, a...)}
 	}
+	// A session keyring of its own, away from the user's (the seccomp filter refuses keyctl from here on).
+	_, _, _ = unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail("no_new_privs: %v", err)
 		return
@@ -158,7 +167,7 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 	applied.NoNewPrivs = true
 	serverPid := os.Getppid()
 	serverPgid, _ := unix.Getpgid(serverPid)
-	if err := fallbackSeccomp(os.Getpid(), serverPid, serverPgid); err != nil {
+	if err := installSeccomp(seccompPolicy{Fallback: true, InitPid: os.Getpid(), ServerPid: serverPid, ServerPgid: serverPgid}); err != nil {
 		applied.Warnings = append(applied.Warnings, "no seccomp filter (Internet sockets, signals to the server): "+err.Error())
 	} else {
 		applied.Seccomp = true
@@ -170,6 +179,23 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 		}
 	} else {
 		applied.Landlock = "off"
+	}
+	if cfg.UID != 0 {
+		// After Landlock, which opened its paths as the init's user: only this thread, and what it forks, becomes
+		// the run-as user (raw system calls: Go's setuid would change
+		// every thread); the init's main thread stays who it was, to kill what the command leaves.
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			fail("clearing supplementary groups: %v", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(cfg.GID), uintptr(cfg.GID), uintptr(cfg.GID)); e != 0 {
+			fail("setting the group %d: %v", cfg.GID, e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(cfg.UID), uintptr(cfg.UID), uintptr(cfg.UID)); e != 0 {
+			fail("setting the user %d: %v", cfg.UID, e)
+			return
+		}
 	}
 	if err := dropCapabilities(applied, true); err != nil {
 		fail("dropping capabilities: %v", err)

@@ -5,10 +5,8 @@ package execserver
 // mode) and the child init (fallback) use them.
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -24,8 +22,8 @@ type sandboxRules struct {
 	WriteDirs []string `json:"write_dirs"`
 	// NetHandled denies TCP bind and connect (used when there is no private network namespace).
 	NetHandled bool `json:"net_handled"`
-	// PrivateShm makes /dev/shm writable (it is a private tmpfs then).
-	PrivateShm bool `json:"private_shm"`
+	// ShmDir is a private /dev/shm commands may write (as the server finds it), or "".
+	ShmDir string `json:"shm_dir,omitempty"`
 }
 
 // appliedConfinement is what was actually put in force, as seen from inside.
@@ -60,33 +58,53 @@ var rlimitByName = map[string]int{
 	"data":   unix.RLIMIT_DATA,
 }
 
-// applyLandlock enforces the ruleset on the calling thread: read (and execute) the system and toolchain folders,
-// write the workspace, the private temp, home and cache folders and a few device files; with NetHandled also no TCP
-// bind or connect; and, where the kernel has scoping, no signals to and no abstract sockets of processes outside
-// the domain. The thread must have no_new_privs set. On a kernel without Landlock it reports "unavailable" and goes
-// on: the server says so loudly.
-func applyLandlock(r sandboxRules, applied *appliedConfinement) error {
+// landlockConfig is the Landlock configuration for rules r on this kernel, or ok false where there is no Landlock.
+func landlockConfig(r sandboxRules) (c landlock.Config, abi int, ok bool) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		applied.Landlock = "unavailable"
-		applied.Warnings = append(applied.Warnings, "the kernel has no Landlock: commands can read and write wherever the server's user can")
-		return nil
+		return c, 0, false
 	}
-	applied.LandlockABI = abi
-	c := landlock.V11
+	c = landlock.V11
 	if !r.NetHandled {
 		c.HandledAccessNet = 0
 	}
+	return c.BestEffort(), abi, true
+}
+
+// sandboxDevices are the device files a command may open, read and write: nothing else under /dev (no disk, no
+// console, no other terminal), though it may list /dev.
+var sandboxDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+// landlockRules are the rules for r: read (and execute) the system and toolchain folders, write the workspace, the
+// private temp, home and cache folders, a few device files and the private /dev/shm.
+func landlockRules(r sandboxRules) []landlock.Rule {
 	rules := []landlock.Rule{
 		landlock.RODirs(r.ReadDirs...).IgnoreIfMissing(),
 		landlock.ROFiles(r.ReadFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(r.WriteDirs...).WithRefer().IgnoreIfMissing(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+		landlock.PathAccess(ll.AccessFSReadDir, "/dev").IgnoreIfMissing(),
+		landlock.RWFiles(sandboxDevices...).WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	}
-	if r.PrivateShm {
-		rules = append(rules, landlock.RWDirs("/dev/shm").IgnoreIfMissing())
+	if r.ShmDir != "" {
+		rules = append(rules, landlock.RWDirs(r.ShmDir).IgnoreIfMissing())
 	}
-	fd, flags, err := c.BestEffort().NewRulesetFD(rules...)
+	return rules
+}
+
+// applyLandlock enforces the rules on the calling thread; with NetHandled also no TCP bind or connect; and, where
+// the kernel has scoping, no signals to and no abstract sockets of processes outside the domain. The thread must
+// have no_new_privs set. On a kernel without Landlock it reports "unavailable" and goes on: the server says so
+// loudly.
+func applyLandlock(r sandboxRules, applied *appliedConfinement) error {
+	c, abi, ok := landlockConfig(r)
+	if !ok {
+		applied.Landlock = "unavailable"
+		applied.Warnings = append(applied.Warnings, "the kernel has no Landlock: commands can read and write wherever the run-as user can")
+		return nil
+	}
+	applied.LandlockABI = abi
+	fd, flags, err := c.NewRulesetFD(landlockRules(r)...)
 	if err != nil {
 		return err
 	}
@@ -158,20 +176,6 @@ func dropCapabilities(applied *appliedConfinement, clearOwn bool) error {
 	return nil
 }
 
-// maskHostPaths hides what a mount namespace can hide from commands: /run holds the host's sockets (the Docker
-// socket among them), and connecting to a socket is not something Landlock stops on kernels before ABI 9; /dev/shm
-// gets a private, size-capped tmpfs. A folder that holds one of the needed paths is left alone.
-func maskHostPaths(needed []string, applied *appliedConfinement) {
-	for _, m := range []struct{ dir, opts string }{{"/run", "size=1m,mode=755"}, {"/var/run", "size=1m,mode=755"}, {"/dev/shm", "size=64m,mode=1777"}} {
-		if fi, err := os.Lstat(m.dir); err != nil || !fi.IsDir() || coversAny(m.dir, needed) {
-			continue
-		}
-		if err := unix.Mount("tmpfs", m.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.opts); err != nil {
-			applied.Warnings = append(applied.Warnings, fmt.Sprintf("could not mask %s: %v", m.dir, err))
-		}
-	}
-}
-
 func coversAny(dir string, paths []string) bool {
 	for _, p := range paths {
 		if p == dir || strings.HasPrefix(p, dir+"/") {
@@ -197,61 +201,4 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
-}
-
-// privateTmp puts the private temp folder over /tmp, for programs that write to /tmp whatever TMPDIR says (the JVM,
-// for one). Paths the commands need that lie under /tmp (a workspace in /tmp, say) are bound back at their own
-// paths inside the new /tmp, so they stay where they were.
-func privateTmp(priv string, needed []string) error {
-	var keep []string
-	for _, p := range needed {
-		if p == "/tmp" {
-			return errors.New("a needed path is /tmp itself")
-		}
-		if strings.HasPrefix(p, "/tmp/") {
-			keep = append(keep, p)
-		}
-	}
-	// Only the outermost: binding a folder brings along what is inside it.
-	var outer []string
-	for _, p := range keep {
-		inner := false
-		for _, q := range keep {
-			if q != p && strings.HasPrefix(p, q+"/") {
-				inner = true
-			}
-		}
-		if !inner && !slices.Contains(outer, p) {
-			outer = append(outer, p)
-		}
-	}
-	fds := make([]int, len(outer))
-	for i, p := range outer {
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			for _, f := range fds[:i] {
-				unix.Close(f)
-			}
-			return fmt.Errorf("open %s: %w", p, err)
-		}
-		fds[i] = fd
-	}
-	defer func() {
-		for _, f := range fds {
-			unix.Close(f)
-		}
-	}()
-	if err := unix.Mount(priv, "/tmp", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind the private temp folder on /tmp: %w", err)
-	}
-	for i, p := range outer {
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return err
-		}
-		src := fmt.Sprintf("/proc/thread-self/fd/%d", fds[i])
-		if err := unix.Mount(src, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s back: %w", p, err)
-		}
-	}
-	return nil
 }

@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -208,21 +206,12 @@ func (cfg *DockerConfig) setDefaults() error {
 	return nil
 }
 
-// parseDockerUser accepts "uid" or "uid:gid", numeric only: names would be looked up in the image's /etc/passwd,
+// parseDockerUser accepts "uid" or "uid:gid" (parseRunAs): names would be looked up in the image's /etc/passwd,
 // which says nothing about who owns the files on the host. Root is refused.
 func parseDockerUser(s string) (uid, gid int, err error) {
-	us, gs, hasGID := strings.Cut(s, ":")
-	uid, err = strconv.Atoi(us)
-	if err == nil && hasGID {
-		gid, err = strconv.Atoi(gs)
-	} else {
-		gid = uid
-	}
-	if err != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("docker backend: user %q is not a numeric uid or uid:gid", s)
-	}
-	if uid == 0 {
-		return 0, 0, fmt.Errorf("docker backend: user %q is root; commands run as an unprivileged uid:gid", s)
+	uid, gid, err = parseRunAs(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("docker backend: %w", err)
 	}
 	return uid, gid, nil
 }

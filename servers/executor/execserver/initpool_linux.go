@@ -147,6 +147,7 @@ func (b *localBackend) spawnInit() (*initProc, error) {
 		// which it does when its control pipe reports EOF.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
+
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Errorf("start the sandbox: %w", err))
 	}
@@ -198,6 +199,9 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 	}()
 	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
 	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
+	if os.Geteuid() == 0 {
+		cfg.UID, cfg.GID = b.uid, b.gid // never root
+	}
 	line, _ := json.Marshal(cfg)
 	_, _ = ip.ctlW.Write(append(line, '\n'))
 

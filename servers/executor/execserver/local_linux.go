@@ -3,7 +3,6 @@ package execserver
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,8 +24,9 @@ const killGrace = 2 * time.Second
 // their children.
 const initKillGrace = 10 * time.Second
 
-// localBackend runs commands on this machine: from the launcher thread into fresh PID namespaces where namespaces
-// are permitted (launcher_linux.go), else through a re-executed child init (childinit_linux.go).
+// localBackend runs commands on this machine as an unprivileged user: forked into namespaces of their own inside
+// the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
+// through a re-executed child init (childinit_linux.go).
 type localBackend struct {
 	workspace string
 	dirs      sandboxDirs
@@ -35,7 +34,8 @@ type localBackend struct {
 	rules     sandboxRules
 	rlimits   []rlimitV
 	landlock  bool
-	launcher  *nsLauncher  // nil in fallback mode
+	uid, gid  int          // who commands run as on the host: never root
+	ns        *nsSandbox   // nil in fallback mode
 	inits     *initPool    // fallback mode: child inits ready to run a command
 	pids      *cgroupLimit // nil where no pids cgroup can be made
 	pidsNote  string       // why there is no process limit
@@ -61,8 +61,12 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local backend: cache dir: %w", err)
 	}
-	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+	// Open to pass through (0711), not to list: each workspace's folder inside is its run-as user's, 0700.
+	if err := os.MkdirAll(cacheDir, 0o711); err != nil {
 		return nil, fmt.Errorf("local backend: cache dir: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Chmod(cacheDir, 0o711)
 	}
 	if real := realPath(cacheDir); real != "" {
 		cacheDir = real
@@ -70,16 +74,41 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	if within(cacheDir, cfg.Workspace) || within(cfg.Workspace, cacheDir) {
 		return nil, fmt.Errorf("local backend: the cache dir %s and the workspace must not contain each other", cacheDir)
 	}
+	uid, gid, handOver, err := chooseRunAs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Descriptors the server inherited (a shell's `exec 7<secret`, a supervisor's sockets) must not reach a
+	// command. Go opens its own close-on-exec; this marks the inherited ones too, for every child the server starts.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		logger.Warn("cannot mark inherited descriptors close-on-exec", "error", err)
+	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	b := &localBackend{
 		workspace: cfg.Workspace,
-		dirs:      newSandboxDirs(cacheDir, hex.EncodeToString(id[:])),
+		dirs:      newSandboxDirs(cacheDir, cfg.Workspace, cfg.SharedCacheDir, instanceLabel(id)),
 		landlock:  !cfg.NoLandlock,
+		uid:       uid,
+		gid:       gid,
 		logger:    logger,
 	}
+	removeStaleInstances(filepath.Dir(b.dirs.Tmp), logger)
 	if err := b.dirs.create(); err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if handOver {
+			logger.Info("the workspace belongs to root: giving it to the run-as user", "uid", uid, "gid", gid)
+			if err := handOverTree(cfg.Workspace, uid, gid); err != nil {
+				return nil, fmt.Errorf("local backend: giving the workspace to the run-as user %d:%d: %w", uid, gid, err)
+			}
+		}
+		for _, d := range []string{filepath.Dir(filepath.Dir(b.dirs.Tmp)), b.dirs.Home, b.dirs.Tmp, b.dirs.Cache} {
+			if err := ownTree(d, uid, gid); err != nil {
+				return nil, fmt.Errorf("local backend: giving %s to the run-as user: %w", d, err)
+			}
+		}
 	}
 	b.env = commandEnv(b.dirs, os.Getenv)
 	etcDirs, etcFiles := etcReadable()
@@ -90,23 +119,27 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	}
 	b.rlimits = rlimitsFor(cfg)
 
-	b.pids, b.pidsNote = cgroupFor("pids", hex.EncodeToString(id[:]), int64(cfg.PidsLimit), DefaultPidsLimit,
+	b.pids, b.pidsNote = cgroupFor("pids", instanceLabel(id), int64(cfg.PidsLimit), DefaultPidsLimit,
 		"a fork bomb runs until the timeout")
-	b.mem, b.memNote = cgroupFor("memory", hex.EncodeToString(id[:]), cfg.MemoryLimit, DefaultMemoryLimit,
+	b.mem, b.memNote = cgroupFor("memory", instanceLabel(id), cfg.MemoryLimit, DefaultMemoryLimit,
 		"memory is limited per process only (RLIMIT_DATA)")
+	var nsErr error
 	if !cfg.NoNamespaces {
-		nsRules := b.rules
-		nsRules.PrivateShm = true
-		l, err := newNSLauncher(nsRules, b.landlock, b.dirs.Tmp, slices.Concat(nsRules.WriteDirs, nsRules.ReadDirs))
-		if err == nil {
-			b.launcher = l
-			b.applied = l.applied
-		} else {
-			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create mount/network/PID namespaces here; "+
-				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", err)
+		b.ns, nsErr = b.startNamespaces()
+		if nsErr != nil {
+			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create a user namespace and the others in it here; "+
+				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", nsErr)
 		}
 	}
-	if b.launcher == nil {
+	if b.ns == nil {
+		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
+		// folder itself. Say which one it cannot, rather than fail on a bare EACCES.
+		for _, d := range b.rules.WriteDirs {
+			if c := closedAncestor(d, uid, gid); c != "" {
+				return nil, fmt.Errorf("local backend: commands run as %d:%d, who cannot pass through %s on the way to %s; "+
+					"without namespaces every folder on the way must be open to that user (chmod o+x), or choose -run-as / -cache-dir", uid, gid, c, d)
+			}
+		}
 		b.inits = &initPool{spawn: b.spawnInit}
 		b.rules.NetHandled = true
 		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
@@ -120,7 +153,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("local backend: cannot run a command: %w", err)
 	}
-	if b.launcher == nil {
+	if b.ns == nil {
 		b.applied = applied
 	}
 	b.logConfinement()
@@ -187,7 +220,7 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 	req := Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
 	var res Result
 	var err error
-	if b.launcher != nil {
+	if b.ns != nil {
 		res, err = b.runNamespaced(context.Background(), req)
 	} else {
 		res, err = b.runWithInit(context.Background(), req, &applied)
@@ -195,7 +228,7 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 || (b.launcher == nil && applied == nil) {
+	if res.ExitCode != 0 || (b.ns == nil && applied == nil) {
 		return nil, fmt.Errorf("the probe command `true` ended with exit code %d", res.ExitCode)
 	}
 	return applied, nil
@@ -204,8 +237,8 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 func (b *localBackend) Name() string { return "local" }
 
 func (b *localBackend) Close() error {
-	if b.launcher != nil {
-		b.launcher.close()
+	if b.ns != nil {
+		b.ns.close()
 	}
 	if b.inits != nil {
 		b.inits.close()
@@ -218,78 +251,48 @@ func (b *localBackend) Close() error {
 	return os.RemoveAll(b.dirs.Tmp)
 }
 
+// startNamespaces starts the holder and prepares the per-command fork: the namespace mode.
+func (b *localBackend) startNamespaces() (*nsSandbox, error) {
+	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, b.rules.WriteDirs, slices.Concat(b.rules.ReadDirs, b.rules.ReadFiles))
+	h, err := startHolder(plan.ops, b.uid, b.gid)
+	if err != nil {
+		return nil, err
+	}
+	rules := b.rules
+	rules.ShmDir = h.root("/dev/shm")
+	b.applied = &appliedConfinement{
+		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
+		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
+		Warnings: slices.Concat(plan.warnings, h.warnings),
+	}
+	if b.landlock {
+		if _, abi, ok := landlockConfig(rules); ok {
+			b.applied.Landlock, b.applied.LandlockABI, b.applied.LandlockScoped = "enforced", abi, abi >= 6
+		} else {
+			b.applied.Landlock = "unavailable"
+		}
+	} else {
+		b.applied.Landlock = "off"
+	}
+	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == "enforced", b.env)
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	b.ns = ns
+	if _, err := b.probe(); err != nil {
+		b.ns = nil
+		ns.close()
+		return nil, err
+	}
+	return ns, nil
+}
+
 func (b *localBackend) Run(ctx context.Context, req Request) (Result, error) {
-	if b.launcher != nil {
+	if b.ns != nil {
 		return b.runNamespaced(ctx, req)
 	}
 	return b.runWithInit(ctx, req, nil)
-}
-
-// runNamespaced runs req from the launcher thread in a fresh PID namespace. Killing its PID 1 kills the namespace.
-func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, error) {
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		return Result{}, err
-	}
-	defer goW.Close()
-	cmd := &exec.Cmd{
-		Path:       "/bin/sh",
-		Args:       []string{"sh", "-c", nsInitScript, "sh", req.Command},
-		Env:        b.env,
-		Dir:        filepath.Join(b.workspace, filepath.FromSlash(req.Dir)),
-		Stdout:     req.Stdout,
-		Stderr:     req.Stderr,
-		ExtraFiles: []*os.File{goR},
-		WaitDelay:  killGrace,
-		// A session of its own: kill(0) from the command must not reach the server's process group, and without a
-		// controlling terminal the command cannot inject input into the server's (TIOCSTI).
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWPID,
-			Setsid:     true,
-			Pdeathsig:  syscall.SIGKILL,
-		},
-	}
-	if req.Stdin != "" {
-		cmd.Stdin = strings.NewReader(req.Stdin)
-	}
-	err = b.launcher.start(cmd)
-	goR.Close()
-	if err != nil {
-		return Result{}, fmt.Errorf("start the sandbox: %w", err)
-	}
-	// The rlimits are set from here, on the namespace's PID 1, before it may start the command: they are per
-	// process, and setting them on the launcher thread would set them on the whole server.
-	for _, r := range b.rlimits {
-		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
-		var old unix.Rlimit
-		if unix.Prlimit(cmd.Process.Pid, rlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {
-			lim = unix.Rlimit{Cur: old.Max, Max: old.Max} // lower only, never raise
-		}
-		if err := unix.Prlimit(cmd.Process.Pid, rlimitByName[r.Name], &lim, nil); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return Result{}, fmt.Errorf("set rlimit %s: %w", r.Name, err)
-		}
-	}
-	release, err := b.placeInCgroups(cmd.Process.Pid)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return Result{}, fmt.Errorf("cgroup limits: %w", err)
-	}
-	defer release()
-	_, _ = goW.Write([]byte("go\n"))
-	goW.Close()
-
-	killed, timedOut, _ := b.wait(ctx, cmd, req.Timeout, func() { _ = cmd.Process.Kill() })
-	if killed {
-		return Result{ExitCode: -1, TimedOut: timedOut}, nil
-	}
-	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ok || ws.Signaled() {
-		return Result{ExitCode: -1}, nil
-	}
-	return Result{ExitCode: ws.ExitStatus()}, nil
 }
 
 // wait waits for cmd, killing it with kill on timeout or when ctx is done.
@@ -309,14 +312,14 @@ func (b *localBackend) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Dur
 	return true, timedOut, <-done
 }
 
-// Confinement describes what is in force: in namespace mode what the launcher thread set up, in fallback mode what
+// Confinement describes what is in force: in namespace mode what the backend set up, in fallback mode what
 // the probe command's init reported.
 func (b *localBackend) Confinement() map[string]any {
 	a := b.applied
 	mode := "pid-namespace"
 	network := "private network namespace: loopback only, no route out"
 	procs := "a fresh PID namespace per command; killing its PID 1 kills every process in it"
-	if b.launcher == nil {
+	if b.ns == nil {
 		mode = "subreaper-init (NO namespaces)"
 		procs = "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
 			"the command from signalling its init or the server, and from ptrace"
@@ -344,9 +347,9 @@ func (b *localBackend) Confinement() map[string]any {
 	switch {
 	case !a.CapsDropped:
 		caps = "NOT DROPPED"
-	case b.launcher == nil && !a.BoundingDropped:
+	case b.ns == nil && !a.BoundingDropped:
 		caps = "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
-	case b.launcher == nil:
+	case b.ns == nil:
 		caps = "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
 	}
 	rl := map[string]uint64{}
@@ -358,7 +361,7 @@ func (b *localBackend) Confinement() map[string]any {
 			rl[r.Name] = own.Max
 		}
 	}
-	if b.launcher == nil {
+	if b.ns == nil {
 		rl = a.Rlimits
 	}
 	var readDirs []string
@@ -417,7 +420,7 @@ func (b *localBackend) logConfinement() {
 		"memory_limit", c["memory_limit"],
 		"write_dirs", b.rules.WriteDirs,
 		"env", c["env_allowlist"])
-	if b.launcher == nil {
+	if b.ns == nil {
 		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
 			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
 	}

@@ -1,6 +1,8 @@
 package execserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,19 +22,28 @@ var passThroughEnv = []string{"PATH", "LANG", "LC_ALL", "PYENV_ROOT", "RUSTUP_HO
 // defaultPath is used when the server itself has no PATH.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// sandboxDirs are the folders the local backend gives commands, all outside the workspace.
+// sandboxDirs are the folders the local backend gives commands, all outside the workspace and all private to one
+// workspace: two executors over different workspaces never share a home, a temp folder or a build cache, so
+// nothing one leaves behind (a usercustomize.py in its home, a forged build cache entry) runs in the other.
 type sandboxDirs struct {
 	Home  string // private HOME, kept between commands
 	Tmp   string // private TMPDIR, one per backend, removed at Close
-	Cache string // build caches, kept between commands and between servers
+	Cache string // build caches, kept between commands (shared only where the caller asked: SharedCacheDir)
 }
 
-func newSandboxDirs(cacheDir, instance string) sandboxDirs {
-	return sandboxDirs{
-		Home:  filepath.Join(cacheDir, "home"),
-		Tmp:   filepath.Join(cacheDir, "tmp", instance),
-		Cache: filepath.Join(cacheDir, "cache"),
+// newSandboxDirs lays the folders out under cacheDir/ws-<hash of the workspace's real path>/.
+func newSandboxDirs(cacheDir, workspace, sharedCache, instance string) sandboxDirs {
+	sum := sha256.Sum256([]byte(workspace))
+	base := filepath.Join(cacheDir, "ws-"+hex.EncodeToString(sum[:8]))
+	d := sandboxDirs{
+		Home:  filepath.Join(base, "home"),
+		Tmp:   filepath.Join(base, "tmp", instance),
+		Cache: filepath.Join(base, "cache"),
 	}
+	if sharedCache != "" {
+		d.Cache = sharedCache
+	}
+	return d
 }
 
 func (d sandboxDirs) create() error {

@@ -136,16 +136,22 @@ func TestRunLanguagesWork(t *testing.T) {
 	if err != nil {
 		t.Skip("no user cache folder")
 	}
+	if os.Geteuid() == 0 {
+		// Commands run as DefaultRunAsUID, who must pass through the cache folder's parents in the fallback.
+		cache = "/var/cache"
+	}
 	for _, noNS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
 			b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.CacheDir = filepath.Join(cache, "goalbox-exec-test"); c.NoNamespaces = noNS })
-			languagesWork(t, startExecTestServer(t, b, ws, Config{}, nil))
+			languagesWork(t, startExecTestServer(t, b, ws, Config{}, nil), noNS)
 		})
 	}
 }
 
-// languagesWork runs a small program in each language whose toolchain is installed here.
-func languagesWork(t *testing.T, srv *execTestServer) {
+// languagesWork runs a small program in each language whose toolchain is installed here. In the fallback mode of a
+// root server a toolchain behind a folder closed to the run-as user (/root/.pyenv behind /root) cannot be reached:
+// no mount namespace bridges it (documented); those are skipped with a note.
+func languagesWork(t *testing.T, srv *execTestServer, fallback bool) {
 	// The toolchains on the server's PATH work inside the sandbox, with private caches.
 	cases := map[string]string{
 		"python3": `python3 -c 'import sys; print(sys.version_info[0])'`,
@@ -157,9 +163,16 @@ func languagesWork(t *testing.T, srv *execTestServer) {
 	}
 	want := map[string]string{"python3": "3", "go": "go-ok", "node": "node-2", "javac": "java-ok", "g++": "cpp-ok", "cargo": "rust-ok"}
 	for tool, cmd := range cases {
-		if _, err := exec.LookPath(tool); err != nil {
+		path, err := exec.LookPath(tool)
+		if err != nil {
 			t.Logf("%s not installed here; skipped", tool)
 			continue
+		}
+		if real, err := filepath.EvalSymlinks(path); err == nil && fallback && os.Geteuid() == 0 {
+			if c := closedAncestor(real, DefaultRunAsUID, DefaultRunAsUID); c != "" {
+				t.Logf("%s (%s) is behind %s, closed to the run-as user, and nothing bridges it without namespaces; skipped", tool, real, c)
+				continue
+			}
 		}
 		out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: cmd, TimeoutSeconds: 120})
 		if out.ExitCode != 0 || !strings.Contains(out.Stdout, want[tool]) {
