@@ -1,24 +1,28 @@
 package fsserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func editTool() *mcp.Tool {
+func editTool(g *pathguard.Guard) *mcp.Tool {
 	return &mcp.Tool{
 		Name:  protocol.ToolEditFile,
 		Title: "Edit file",
-		Description: "Replace exact text in a text file and get a unified diff of the change. old_text must match the " +
-			"file exactly, whitespace, indentation and line endings included, and must match once: include a few " +
-			"surrounding lines to make it unique, or set replace_all=true to replace every match. When old_text is not " +
-			"found the error shows the most similar lines with their numbers; when it matches more than once, the " +
-			"lines where it does. The file is rewritten atomically. To create a file use sandbox_write_file.",
+		Description: fmt.Sprintf("Replace exact text in a text file and get a unified diff of the change (cut at %s). "+
+			"old_text must match the file exactly, whitespace, indentation and line endings included, and must match "+
+			"once: include a few surrounding lines to make it unique, or set replace_all=true to replace every match. "+
+			"When old_text is not found the error shows the most similar lines with their numbers; when it matches "+
+			"more than once, the lines where it does. An edit whose result would be larger than %s is refused before "+
+			"anything changes. The file is rewritten atomically. To create a file use sandbox_write_file.",
+			sizeText(maxDiffBytes), sizeText(g.Options().MaxWriteBytes)),
 		Annotations: annEdit,
 	}
 }
@@ -48,51 +52,51 @@ func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.
 	if why := binaryReason(data, true); why != "" {
 		return out, fmt.Errorf("edit %q: refused, %d bytes, binary (%s): only text files can be edited", rel, len(data), why)
 	}
-	content := string(data)
-	idx := matchOffsets(content, in.OldText)
+	old, new := []byte(in.OldText), []byte(in.NewText)
+	n := bytes.Count(data, old) // non-overlapping, leftmost first: the matches a replacement replaces
 	switch {
-	case len(idx) == 0:
+	case n == 0:
 		return out, fmt.Errorf("edit %q: old_text was not found; it must match exactly, whitespace and line endings included. %s",
-			rel, nearest(content, in.OldText))
-	case len(idx) > 1 && !in.ReplaceAll:
+			rel, nearest(data, in.OldText))
+	case n > 1 && !in.ReplaceAll:
 		return out, fmt.Errorf("edit %q: old_text matches %d times, at lines %s; include more surrounding lines in old_text so it matches once, or set replace_all to replace them all",
-			rel, len(idx), matchLines(content, idx))
+			rel, n, matchLines(data, old, n))
+	}
+	// The size of the result is known before anything is built: an edit that would pass the write cap is refused
+	// here, not after building it (100,000-byte new_text for each of 10 million one-byte matches is a terabyte).
+	size := int64(len(data)) + int64(n)*(int64(len(new))-int64(len(old)))
+	if limit := s.g.Options().MaxWriteBytes; size > limit {
+		return out, &pathguard.Error{Op: "edit", Path: rel, Reason: pathguard.ReasonTooLarge,
+			Detail: fmt.Sprintf("the result would be %d bytes (%d bytes, %d replacements of %d bytes by %d bytes); the limit is %d bytes per file; nothing was changed",
+				size, len(data), n, len(old), len(new), limit)}
 	}
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	updated, diff := replaceAndDiff(rel, content, in.OldText, in.NewText, idx)
-	if _, _, err := s.g.WriteFile(rel, []byte(updated)); err != nil {
+	updated, diff := replaceAndDiff(rel, data, old, new, n, int(size))
+	if _, _, err := s.g.WriteFile(rel, updated); err != nil {
 		return out, err
 	}
-	return protocol.EditFileOutput{Path: rel, Replacements: len(idx), Diff: diff}, nil
+	return protocol.EditFileOutput{Path: rel, Replacements: n, Diff: diff}, nil
 }
 
-// matchOffsets are the byte offsets of the non-overlapping matches of old in content, leftmost first.
-func matchOffsets(content, old string) []int {
-	var idx []int
-	for at := 0; ; {
-		i := strings.Index(content[at:], old)
-		if i < 0 {
-			return idx
-		}
-		idx = append(idx, at+i)
-		at += i + len(old)
-	}
-}
-
-// matchLines lists the 1-based line numbers where matches start, e.g. "3, 17 and 40".
-func matchLines(content string, idx []int) string {
+// matchLines lists the 1-based line numbers where the first matches of old start, e.g. "3, 17 and 40", and how many
+// more there are of the n in all: it never looks past the maxListedMatches-th match.
+func matchLines(content, old []byte, n int) string {
 	var nums []string
 	line, pos := 1, 0
-	for i, off := range idx {
-		if i == maxListedMatches {
-			nums = append(nums, fmt.Sprintf("%d more", len(idx)-i))
+	for at := 0; len(nums) < min(n, maxListedMatches); {
+		i := bytes.Index(content[at:], old)
+		if i < 0 {
 			break
 		}
-		line += strings.Count(content[pos:off], "\n")
-		pos = off
+		line += bytes.Count(content[pos:at+i], []byte{'\n'})
+		pos = at + i
 		nums = append(nums, fmt.Sprint(line))
+		at += i + len(old)
+	}
+	if n > len(nums) {
+		nums = append(nums, fmt.Sprintf("%d more", n-len(nums)))
 	}
 	if len(nums) == 1 {
 		return nums[0]

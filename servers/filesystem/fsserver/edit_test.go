@@ -132,3 +132,33 @@ func TestEditDiffApplies(t *testing.T) {
 		}
 	})
 }
+
+// TestEditAmplification is issue 10's edit attack: a file of 10 MiB - 16 bytes of "a", old_text "a", new_text
+// 100,000 "b", replace_all. The result would be about a terabyte; before the fix the server built it before checking
+// the write cap and died of a fatal out-of-memory, taking every client's session with it. Now the size is computed
+// from the number of matches first, the edit is refused with the size it would have and the cap, the file is
+// untouched and the same session goes on working.
+func TestEditAmplification(t *testing.T) {
+	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {
+		content := strings.Repeat("a", 10<<20-16)
+		files(t, ws, map[string]string{"amp.txt": content})
+		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "amp.txt", "old_text": "a", "new_text": strings.Repeat("b", 100_000), "replace_all": true},
+			`edit "amp.txt": too large`, "the result would be 1048574400000 bytes", "10485744 replacements of 1 bytes by 100000 bytes",
+			"the limit is 10485760 bytes", "nothing was changed")
+		if readHost(t, filepath.Join(ws, "amp.txt")) != content {
+			t.Fatal("the refused edit changed the file")
+		}
+		got := ok[notedOut](t, cs, protocol.ToolReadFile, map[string]any{"path": "amp.txt", "limit": 1})
+		if got.TotalLines != 1 || !got.Truncated || got.Note == "" {
+			t.Errorf("read after the attack: lines %d-%d of %d, truncated %v, note %q", got.StartLine, got.EndLine, got.TotalLines, got.Truncated, got.Note)
+		}
+		// Just under the cap is allowed: 16 bytes to spare, 16 replacements that each add one byte.
+		files(t, ws, map[string]string{"fit.txt": strings.Repeat("a", 10<<20-32) + strings.Repeat("x", 16)})
+		if e := ok[editOut](t, cs, protocol.ToolEditFile, map[string]any{"path": "fit.txt", "old_text": "x", "new_text": "yy", "replace_all": true}); e.Replacements != 16 {
+			t.Errorf("edit to exactly the cap: %d replacements", e.Replacements)
+		}
+		if fi, err := os.Stat(filepath.Join(ws, "fit.txt")); err != nil || fi.Size() != 10<<20 {
+			t.Errorf("fit.txt after the edit: %v %v", fi, err)
+		}
+	})
+}

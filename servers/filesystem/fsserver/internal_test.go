@@ -46,33 +46,54 @@ func TestPanicBecomesToolError(t *testing.T) {
 }
 
 // FuzzEdit checks the edit machinery on arbitrary text: the new content is exactly the replacement, the diff applies
-// to the old content to give the new one, and the hints for failed edits never panic.
+// to the old content to give the new one and is the one the simple, unbounded implementation of before issue 10
+// gives, and so is the hint for a failed edit (within the bounds that make the new ones bounded).
 func FuzzEdit(f *testing.F) {
 	f.Add("a\nb\nc\n", "b", "B", true)
 	f.Add("x x\ny", "x", "", true)
 	f.Add("no newline", "newline", "line\n", false)
 	f.Add("\n\n\n", "\n", "\r\n", true)
 	f.Add("a\r\nb\r\n", "a\nb", "c", false)
+	f.Add("one\ntwo\nthree\nfour\n", "tw0\nthree", "x", false)
 	f.Fuzz(func(t *testing.T, content, old, new string, all bool) {
-		_ = nearest(content, old)
+		hint := nearest([]byte(content), old)
+		if comparableHint(content, old) {
+			if want := refNearest(content, old); hint != want {
+				t.Fatalf("nearest(%q, %q):\n got %q\nwant %q", content, old, hint, want)
+			}
+		}
 		if old == "" || old == new {
 			return
 		}
-		idx := matchOffsets(content, old)
-		if len(idx) == 0 {
+		n := strings.Count(content, old)
+		if n == 0 {
 			return
 		}
-		_ = matchLines(content, idx)
-		if !all {
-			idx = idx[:1]
+		_ = matchLines([]byte(content), []byte(old), n)
+		if n > 1 && !all {
+			return // the tool refuses it
 		}
-		updated, diff := replaceAndDiff("f", content, old, new, idx)
-		want := strings.Replace(content, old, new, len(idx))
-		if updated != want {
-			t.Fatalf("replaced %q, want %q", updated, want)
+		size := len(content) + n*(len(new)-len(old))
+		updated, diff := replaceAndDiff("f", []byte(content), []byte(old), []byte(new), n, size)
+		want := strings.ReplaceAll(content, old, new)
+		if string(updated) != want || len(updated) != size {
+			t.Fatalf("replaced %q (%d bytes, computed %d), want %q", updated, len(updated), size, want)
 		}
-		if len(diff) >= maxDiffBytes {
+		var idx []int
+		for at := 0; len(idx) < n; {
+			i := strings.Index(content[at:], old)
+			idx = append(idx, at+i)
+			at += i + len(old)
+		}
+		_, refDiff := refReplaceAndDiff("f", content, old, new, idx)
+		if strings.Contains(diff, diffCut) {
+			if len(refDiff) < maxDiffBytes-1024 {
+				t.Fatalf("the diff was cut, the reference's is %d bytes", len(refDiff))
+			}
 			return
+		}
+		if diff != refDiff {
+			t.Fatalf("diff differs from the reference:\n got %q\nwant %q", diff, refDiff)
 		}
 		patched, err := applyUnified(content, diff)
 		if err != nil {
@@ -82,6 +103,23 @@ func FuzzEdit(f *testing.F) {
 			t.Fatalf("diff applied gives %q, want %q\ndiff:\n%s", patched, want, diff)
 		}
 	})
+}
+
+// comparableHint reports whether the bounded hint must equal the unbounded one: old_text has at most
+// maxNearestWant lines and no line of either side is longer than maxSimilarScan (past which similarity looks at
+// heads and tails only).
+func comparableHint(content, old string) bool {
+	if strings.Count(old, "\n") >= maxNearestWant {
+		return false
+	}
+	for _, s := range []string{content, old} {
+		for _, l := range strings.Split(s, "\n") {
+			if len(l) > maxSimilarScan {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // applyUnified applies a unified diff of one file to old, strictly: every context and removed line must match.

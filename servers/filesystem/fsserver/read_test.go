@@ -13,6 +13,12 @@ import (
 
 type readOut = protocol.ReadFileOutput
 
+// notedOut is a read's result when a line was cut: the contract's fields and the server's note.
+type notedOut struct {
+	readOut
+	Note string `json:"note"`
+}
+
 func TestRead(t *testing.T) {
 	s := setup{}
 	s.opts.MaxReadLines = 50
@@ -68,11 +74,7 @@ func TestRead(t *testing.T) {
 			}
 		}
 		// A single line over the cap comes back cut at the cap, on a character boundary, with a note that says so.
-		type noted struct {
-			readOut
-			Note string `json:"note"`
-		}
-		got := ok[noted](t, cs, protocol.ToolReadFile, map[string]any{"path": "long.txt"})
+		got := ok[notedOut](t, cs, protocol.ToolReadFile, map[string]any{"path": "long.txt"})
 		want := readOut{Path: "long.txt", Content: strings.Repeat("é", 500), StartLine: 1, EndLine: 1, TotalLines: 2, Truncated: true}
 		wantNote := "line 1 is 1601 bytes long, more than the 1000 bytes one read returns: only its first 1000 bytes are shown, and the rest of that line cannot be read with this tool"
 		if got.readOut != want || got.Note != wantNote {

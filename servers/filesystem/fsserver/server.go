@@ -95,7 +95,7 @@ func New(g *pathguard.Guard, opts Options) *mcp.Server {
 	})
 	addTool(srv, s.opts.Logger, readTool(s.opts), s.read)
 	addTool(srv, s.opts.Logger, writeTool(g), s.write)
-	addTool(srv, s.opts.Logger, editTool(), s.edit)
+	addTool(srv, s.opts.Logger, editTool(g), s.edit)
 	addTool(srv, s.opts.Logger, listTool(s.opts), s.list)
 	addTool(srv, s.opts.Logger, searchTool(g, s.opts), s.search)
 	addTool(srv, s.opts.Logger, deleteTool(), s.delete)
