@@ -56,6 +56,7 @@ var rlimitByName = map[string]int{
 	"fsize":  unix.RLIMIT_FSIZE,
 	"nofile": unix.RLIMIT_NOFILE,
 	"data":   unix.RLIMIT_DATA,
+	"nproc":  unix.RLIMIT_NPROC,
 }
 
 // landlockConfig is the Landlock configuration for rules r on this kernel, or ok false where there is no Landlock.

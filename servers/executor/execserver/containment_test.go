@@ -274,7 +274,7 @@ curl -s -m 3 --unix-socket /run/docker.sock http://x/version 2>&1 | head -c 300;
 				noneLeft(e, out)
 			}})
 	}
-	return attacks
+	return append(attacks, isolationAttacks(e, target)...)
 }
 
 // TestLocalContainment attacks the local backend in its normal mode: PID, mount and network namespaces, Landlock,
@@ -287,7 +287,8 @@ func TestLocalContainment(t *testing.T) {
 			return newLocalTestBackend(t, func(c *LocalConfig) { c.MemoryLimit = 512 << 20; c.PidsLimit = 256 })
 		},
 		memoryBomb: 1 << 30,
-		forkBomb:   pidsCgroupAvailable(t),
+		// A pids cgroup where one can be made, RLIMIT_NPROC (per user namespace) where not.
+		forkBomb: true,
 	})
 }
 
@@ -297,11 +298,13 @@ func TestLocalContainmentWithoutNamespaces(t *testing.T) {
 	requireLandlock(t)
 	runContainment(t, containmentTarget{
 		newBackend: func(t *testing.T) (Backend, string) {
-			return newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = true; c.MemoryLimit = 512 << 20 })
+			return newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = true; c.MemoryLimit = 512 << 20; c.PidsLimit = 256 })
 		},
 		memoryBomb: 1 << 30,
+		forkBomb:   true,
 		knownGaps: map[string]string{
-			"docker_socket": "without a mount namespace /run cannot be masked, and Landlock ABI < 9 does not restrict connecting to UNIX sockets",
+			"docker_socket":        "without a mount namespace /run cannot be masked, and Landlock ABI < 9 does not restrict connecting to UNIX sockets",
+			"proc_other_processes": "without a PID namespace /proc is the host's: command lines of other processes are visible (not their environments or memory)",
 		},
 	})
 }

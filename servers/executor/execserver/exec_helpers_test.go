@@ -41,6 +41,12 @@ func newLocalTestBackend(t testing.TB, mutate func(*LocalConfig)) (Backend, stri
 	if err != nil {
 		t.Fatalf("NewLocalBackend: %v", err)
 	}
+	if !cfg.NoNamespaces && userNamespacesWork() {
+		// Where user namespaces work, the namespace mode must be what a backend gets, not a quiet fallback.
+		if mode := b.Confinement()["mode"]; mode != "pid-namespace" {
+			t.Fatalf("the backend fell back to %v where user namespaces work", mode)
+		}
+	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b, ws
 }
@@ -150,11 +156,16 @@ func pidAlive(pid int) bool {
 // container runtimes forbid them). Where it can, the mode must work, as root and as any other user.
 func requireNamespaceMode(t testing.TB) {
 	t.Helper()
+	if !userNamespacesWork() {
+		t.Skip("this machine cannot create a user namespace: the fallback tests cover it")
+	}
+}
+
+// userNamespacesWork reports whether this process may create a user namespace.
+func userNamespacesWork() bool {
 	cmd := exec.Command("true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
-	if err := cmd.Run(); err != nil {
-		t.Skipf("this machine cannot create a user namespace (%v): the fallback tests cover it", err)
-	}
+	return cmd.Run() == nil
 }
 
 // requireLandlock skips a containment test on a kernel without Landlock: the backend runs there, and says loudly

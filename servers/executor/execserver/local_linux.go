@@ -3,6 +3,7 @@ package execserver
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -123,6 +124,18 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 		"a fork bomb runs until the timeout")
 	b.mem, b.memNote = cgroupFor("memory", instanceLabel(id), cfg.MemoryLimit, DefaultMemoryLimit,
 		"memory is limited per process only (RLIMIT_DATA)")
+	if b.pids == nil && cfg.PidsLimit >= 0 {
+		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
+		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
+		// backend's commands together, and in the fallback for all processes of the run-as user.
+		limit := uint64(DefaultPidsLimit)
+		if cfg.PidsLimit > 0 {
+			limit = uint64(cfg.PidsLimit)
+		}
+		b.rlimits = append(b.rlimits, rlimitV{"nproc", limit})
+		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
+			"or all processes of the run-as user (fallback)", limit)
+	}
 	var nsErr error
 	if !cfg.NoNamespaces {
 		b.ns, nsErr = b.startNamespaces()
@@ -253,6 +266,10 @@ func (b *localBackend) Close() error {
 
 // startNamespaces starts the holder and prepares the per-command fork: the namespace mode.
 func (b *localBackend) startNamespaces() (*nsSandbox, error) {
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil && d == 0 && os.Geteuid() != 0 {
+		// A fallback backend in this process made it undumpable: its children's uid_map then belongs to root.
+		return nil, errors.New("the process is undumpable (another backend in it runs in the fallback mode), so it cannot map a user namespace")
+	}
 	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, b.rules.WriteDirs, slices.Concat(b.rules.ReadDirs, b.rules.ReadFiles))
 	h, err := startHolder(plan.ops, b.uid, b.gid)
 	if err != nil {
@@ -427,7 +444,7 @@ func (b *localBackend) logConfinement() {
 	if b.applied.Landlock != "enforced" {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
 	}
-	if b.pids == nil {
+	if b.pids == nil && !slices.ContainsFunc(b.rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {
 		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
 	}
 	if b.mem == nil {

@@ -66,6 +66,7 @@ func localServer(t *testing.T, cfg Config, opts *mcp.ClientOptions) (*execTestSe
 func TestRunBasics(t *testing.T) {
 	for _, noNS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
+			modeWanted(t, noNS)
 			b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = noNS })
 			runBasics(t, startExecTestServer(t, b, ws, Config{}, nil).Session, ws)
 		})
