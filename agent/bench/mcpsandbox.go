@@ -73,7 +73,9 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 		if err != nil {
 			return nil, nil, err
 		}
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), CacheDir: GraderCacheDir(), ExtraReadDirs: tc.readDirs()}, logger)
+		// Build caches shared by every grade (explicitly: each exercise still gets its own home and temp).
+		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), CacheDir: GraderCacheDir(),
+			SharedCacheDir: filepath.Join(GraderCacheDir(), "shared"), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			guard.Close()
 			return nil, nil, err

@@ -389,14 +389,17 @@ func MalformedCalls(transcript string) (int, error) {
 // LocalAgentSandbox starts both goalbox servers in-process over each workspace root, as the agent does for a
 // goal, and connects to them over loopback HTTP. Commands keep their home and build caches in cacheDir, which must
 // not be the grader's: whatever a model leaves in its caches (a usercustomize.py in its home, a forged build cache
-// entry) then cannot reach the tests that grade it. JavaScript commands may read the shared jest install.
+// entry) then cannot reach the tests that grade it. Each exercise gets its own home; the build caches are shared
+// between the exercises of a run (cacheDir/shared), so Go does not rebuild its standard library for each one.
+// JavaScript commands may read the shared jest install.
 func LocalAgentSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) AgentSandboxFactory {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
 		real, err := filepath.EvalSymlinks(root)
 		if err != nil {
 			return nil, nil, err
 		}
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: real, CacheDir: cacheDir, ExtraReadDirs: tc.readDirs()}, logger)
+		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: real, CacheDir: cacheDir,
+			SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -20,6 +20,7 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 			Workspace:    g.Dir(),
 			CacheDir:     opts.CacheDir,
 			NoNamespaces: opts.NoNamespaces,
+			RunAs:        opts.RunAs,
 			MemoryLimit:  opts.MemoryLimitMB << 20,
 			PidsLimit:    opts.PidsLimit,
 		}, logger)

@@ -36,6 +36,7 @@ type options struct {
 	Deny          []string `env:"DENY" envSeparator:"\n"`
 	CacheDir      string   `env:"CACHE_DIR"`
 	NoNamespaces  bool     `env:"NO_NAMESPACES"`
+	RunAs         string   `env:"RUN_AS"`
 	MemoryLimitMB int64    `env:"MEMORY_LIMIT_MB"`
 	PidsLimit     int      `env:"PIDS_LIMIT"`
 	DockerUser    string   `env:"DOCKER_USER"`
@@ -79,6 +80,7 @@ func run(args []string) int {
 			return nil
 		})
 		fs.StringVar(&opts.CacheDir, "cache-dir", opts.CacheDir, "folder for the commands' private home, temp and build caches, outside the workspace (env "+envPrefix+"CACHE_DIR)")
+		fs.StringVar(&opts.RunAs, "run-as", opts.RunAs, "local backend, root server: numeric uid[:gid] commands run as; default the workspace's owner, else 65532 (the workspace is given to it); never root (env "+envPrefix+"RUN_AS)")
 		fs.BoolVar(&opts.NoNamespaces, "no-namespaces", opts.NoNamespaces, "local backend: do not use PID/mount/network namespaces (env "+envPrefix+"NO_NAMESPACES)")
 		fs.IntVar(&opts.PidsLimit, "pids-limit", opts.PidsLimit, "processes and threads per command: local backend a pids cgroup where available (default 1024, -1 for none), docker the container's pids limit (default 512) (env "+envPrefix+"PIDS_LIMIT)")
 		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "memory limit in MiB: local backend per process (RLIMIT_DATA) and per command (memory cgroup where available), default 8192, -1 for none; docker the container's limit, swap off (default 2048) (env "+envPrefix+"MEMORY_LIMIT_MB)")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,7 +174,10 @@ func TestMainServerCrashKillsCommands(t *testing.T) {
 			}
 			addr := ln.Addr().String()
 			ln.Close()
-			args := []string{"-workspace", t.TempDir(), "-addr", addr, "-cache-dir", t.TempDir()}
+			// Commands run as an unprivileged user, who must pass through the test's folder in the fallback.
+			ws, cache := t.TempDir(), t.TempDir()
+			_ = os.Chmod(filepath.Dir(ws), 0o711)
+			args := []string{"-workspace", ws, "-addr", addr, "-cache-dir", cache}
 			if mode == "no-namespaces" {
 				args = append(args, "-no-namespaces")
 			}

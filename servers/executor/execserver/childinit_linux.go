@@ -243,7 +243,13 @@ func killDescendants(shPid int) {
 	for deadline := time.Now().Add(initKillGrace); time.Now().Before(deadline); {
 		kids := childrenOf(self)
 		if len(kids) == 0 {
-			return
+			if !hasZombieChildren(self) {
+				return
+			}
+			// A child that died but is not reaped yet may still have children of its own, which are reparented
+			// to the init only once it is gone: wait for the reap, then look again.
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		for _, k := range kids {
 			_ = syscall.Kill(k, syscall.SIGKILL)
@@ -274,6 +280,24 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return kids
+}
+
+// hasZombieChildren reports whether pid has dead children not reaped yet.
+func hasZombieChildren(pid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, state, ok := statFields(p); ok && ppid == pid && state == "Z" {
+			return true
+		}
+	}
+	return false
 }
 
 func isZombie(pid int) bool {

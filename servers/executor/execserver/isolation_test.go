@@ -454,14 +454,7 @@ func TestSeccompFilterRules(t *testing.T) {
 			{"openat read with stray mode", unix.SYS_OPENAT, []uint64{3, 0, unix.O_RDONLY, 0o4755}, retAllow},
 			{"mknodat 04644", unix.SYS_MKNODAT, []uint64{3, 0, unix.S_IFREG | 0o4644, 0}, retEPERM},
 		}
-		if runtime.GOARCH == "amd64" {
-			cases = append(cases,
-				filterCase{"x32 getpid", x32SyscallBit | 39, nil, retEPERM},
-				filterCase{"x32 socket", x32SyscallBit | unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEPERM},
-				filterCase{"chmod 04755", unix.SYS_CHMOD, []uint64{0, 0o4755}, retEPERM},
-				filterCase{"open create 06755", unix.SYS_OPEN, []uint64{0, unix.O_CREAT, 0o6755}, retEPERM},
-			)
-		}
+		cases = append(cases, archFilterCases()...)
 		if fallback {
 			cases = append(cases,
 				filterCase{"socket inet", unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCES},

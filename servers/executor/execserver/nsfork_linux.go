@@ -122,6 +122,9 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 		b      [1]byte
 		status int32
 		procfd uintptr
+		life   [2]int32
+		pfd    [2]int32 // struct pollfd: fd, events | revents<<16
+		zero   [2]int64 // struct timespec: do not wait
 	)
 	runtimeBeforeFork()
 	r1, _, e1 = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
@@ -225,12 +228,28 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 	if e1 != 0 {
 		goto fail
 	}
+	// Changing credentials cleared the parent-death signal: set it again, and make sure the server is still there.
+	step = stepParent
+	_, _, e1 = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
+	if e1 != 0 {
+		goto fail
+	}
+	r1, _, _ = syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
+	if r1 != a.ppid {
+		goto exit253
+	}
 	step = stepUnshare
 	_, _, e1 = syscall.RawSyscall(syscall.SYS_UNSHARE, a.unshareFlags, 0, 0)
 	if e1 != 0 {
 		goto fail
 	}
+	// The life pipe: the keeper holds its write end until it exits; PID 1 sees it close if the keeper died before
+	// PID 1 could set its parent-death signal.
 	step = stepFork
+	_, _, e1 = syscall.RawSyscall(syscall.SYS_PIPE2, uintptr(unsafe.Pointer(&life[0])), syscall.O_CLOEXEC, 0)
+	if e1 != 0 {
+		goto fail
+	}
 	r1, _, e1 = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e1 != 0 {
 		goto fail
@@ -264,6 +283,13 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 	_, _, e1 = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
 	if e1 != 0 {
 		goto fail
+	}
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(life[1]), 0, 0)
+	pfd[0] = life[0]
+	pfd[1] = 1 // POLLIN; a closed write end shows as POLLHUP
+	r1, _, _ = syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&zero[0])), 0, 0, 0)
+	if r1 == 1 && pfd[1]>>16&0x10 != 0 {
+		goto exit253 // the keeper is gone already
 	}
 	step = stepSetsid
 	_, _, e1 = syscall.RawSyscall(syscall.SYS_SETSID, 0, 0, 0)
@@ -336,6 +362,12 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 		if e1 != 0 {
 			goto fail
 		}
+	}
+	// Dropping capabilities may have cleared the parent-death signal too; it survives the exec.
+	step = stepParent
+	_, _, e1 = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
+	if e1 != 0 {
+		goto fail
 	}
 	step = stepExec
 	_, _, e1 = syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(a.path)),
