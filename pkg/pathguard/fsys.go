@@ -11,9 +11,10 @@ import (
 // out the temporary files of atomic writes.
 type dirFS struct{ g *Guard }
 
-// FS is the workspace as an fs.FS (also fs.ReadDirFS and fs.StatFS) for walking and searching. Every path is
-// confined like any other operation; FIFOs, devices and sockets are refused by Open, and temporary files of
-// writes in progress are not listed.
+// FS is the workspace as an fs.FS (also fs.ReadDirFS and fs.StatFS). Every path is confined like any other
+// operation; FIFOs, devices and sockets are refused by Open, and temporary files of writes in progress are not
+// listed. It opens every name by its path from the workspace, so fs.WalkDir over it costs the sum of the depths of
+// what it visits: walk trees with Guard.Walk, which opens each entry from its folder's handle.
 func (g *Guard) FS() fs.FS { return dirFS{g} }
 
 func (d dirFS) Open(name string) (fs.File, error) {

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // Options tune a Guard. Zero values take the defaults.
@@ -27,6 +28,12 @@ type Options struct {
 	MaxReadBytes int64
 	// MaxWriteBytes caps the size of one write (default 10 MiB).
 	MaxWriteBytes int64
+	// MaxTreeDepth caps how many levels of folders below its start one walk (list, search, the symlink check of a
+	// move) opens (default 1024): a walk holds a handle per level.
+	MaxTreeDepth int
+	// MaxTreeEntries caps the entries one walk reads, over all its folders (default 200,000): a sorted walk holds
+	// the entries of the folders on its way down, and every entry costs time.
+	MaxTreeEntries int
 }
 
 // Defaults for Options.
@@ -34,15 +41,22 @@ const (
 	DefaultAdvertisedRoot = "/workspace"
 	DefaultMaxReadBytes   = 10 << 20
 	DefaultMaxWriteBytes  = 10 << 20
+	// DefaultMaxTreeDepth is far deeper than any real tree (a path of 1024 one-letter folders is half of PATH_MAX)
+	// and keeps a walk's open handles few.
+	DefaultMaxTreeDepth = 1024
+	// DefaultMaxTreeEntries covers a large repository with its dependencies while bounding one walk's memory to
+	// about 20 MB and its time to a second or two.
+	DefaultMaxTreeEntries = 200_000
 )
 
 // Guard is an open workspace. It is safe for concurrent use.
 type Guard struct {
-	root     *os.Root
+	root     root
 	realDir  string // the workspace's real (symlink-free) host path
 	opts     Options
 	tempName func() string
 	owner    *owner // who new files and folders belong to; nil leaves it to the kernel (see owner.go)
+	handles  handles
 }
 
 // Open opens dir as a workspace, creating it if it is missing.
@@ -60,6 +74,12 @@ func Open(dir string, opts Options) (*Guard, error) {
 	if opts.MaxWriteBytes <= 0 {
 		opts.MaxWriteBytes = DefaultMaxWriteBytes
 	}
+	if opts.MaxTreeDepth <= 0 {
+		opts.MaxTreeDepth = DefaultMaxTreeDepth
+	}
+	if opts.MaxTreeEntries <= 0 {
+		opts.MaxTreeEntries = DefaultMaxTreeEntries
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
@@ -71,16 +91,17 @@ func Open(dir string, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace path: %w", err)
 	}
-	root, err := os.OpenRoot(real)
+	r, err := os.OpenRoot(real)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	fi, err := root.Stat(".")
+	fi, err := r.Stat(".")
 	if err != nil {
-		root.Close()
+		r.Close()
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return &Guard{root: root, realDir: real, opts: opts, tempName: randomTempName, owner: workspaceOwner(fi)}, nil
+	return &Guard{root: root{r, new(atomic.Int64)}, realDir: real, opts: opts, tempName: randomTempName,
+		owner: workspaceOwner(fi), handles: handles{max: handleBudget()}}, nil
 }
 
 // Close releases the workspace handle.
@@ -172,7 +193,16 @@ const (
 	ReasonTooLarge    = "too large"
 	ReasonNotEmpty    = "folder not empty"
 	ReasonUnsupported = "unsupported"
+	ReasonTooDeep     = "too deep"
+	ReasonTooMany     = "too many entries"
+	ReasonBusy        = "busy"
+	ReasonChanged     = "changed while in use"
 )
+
+// isCap reports whether err is a refusal by one of the caps on a walk, which a walk never skips over.
+func isCap(err error) bool {
+	return IsReason(err, ReasonTooDeep) || IsReason(err, ReasonTooMany) || IsReason(err, ReasonBusy)
+}
 
 // Error is a refused or failed operation. Path is workspace-relative (or the client's own input when that was
 // refused); no other host path ever appears in it.

@@ -2,6 +2,7 @@ package pathguard
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -322,7 +323,10 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 		return rel, false, wrap("delete", rel, err)
 	}
 	if fi.IsDir() && recursive {
-		return rel, true, wrap("delete", rel, g.root.RemoveAll(rel))
+		if err := g.removeTree(rel, fi); err != nil {
+			return rel, false, err
+		}
+		return rel, true, nil
 	}
 	err = g.root.Remove(rel)
 	if fi.IsDir() && err != nil && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
@@ -380,13 +384,10 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 
 // checkMovedLinks refuses a move of src (a symlink, or a folder holding symlinks) to the real path dest when a
 // relative symlink would then lead out of the workspace. Absolute symlinks are never followed, so they are left
-// as they are.
+// as they are. A folder is walked from handles (linear in its entries) within the walk caps: one too deep or too
+// large to check is refused with the cap that stopped it.
 func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
-	check := func(at, name string) error {
-		link, err := g.root.Readlink(name)
-		if err != nil {
-			return wrap("move", name, err)
-		}
+	check := func(at, name, link string) error {
 		if !path.IsAbs(link) && escapes(path.Join(path.Dir(at), link)) {
 			return &Error{Op: "move", Path: name, Reason: ReasonOutside,
 				Detail: "at the destination this symlink would lead out of the workspace"}
@@ -395,19 +396,32 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return check(dest, src)
+		link, err := g.root.Readlink(src)
+		if err != nil {
+			return wrap("move", src, err)
+		}
+		return check(dest, src, link)
 	case !fi.IsDir():
 		return nil
 	}
-	return fs.WalkDir(g.FS(), src, func(p string, d fs.DirEntry, err error) error {
+	err := g.Walk(context.Background(), src, WalkOptions{Unsorted: true}, func(e *Entry) error {
+		if e.Type&fs.ModeSymlink == 0 {
+			return nil
+		}
+		link, err := e.Readlink()
 		if err != nil {
 			return err
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return check(dest+p[len(src):], p)
-		}
-		return nil
+		p := e.Path()
+		return check(dest+p[len(src):], p, link)
 	})
+	if isCap(err) {
+		var ge *Error
+		errors.As(err, &ge)
+		return &Error{Op: "move", Path: src, Reason: ge.Reason,
+			Detail: "its symlinks could not all be checked: " + ge.Detail + "; move it with a command, or its contents in parts"}
+	}
+	return err
 }
 
 // Symlink creates a symlink at link pointing to target, refusing a target that leads out of the workspace, directly

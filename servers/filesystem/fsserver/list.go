@@ -2,11 +2,11 @@ package fsserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 
+	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,9 +26,6 @@ func listTool(o Options) *mcp.Tool {
 		OutputSchema: listOutputSchema,
 	}
 }
-
-// errListFull stops a walk when the listing is full.
-var errListFull = errors.New("listing full")
 
 func (s *server) list(ctx context.Context, in protocol.ListFilesInput) (protocol.ListFilesOutput, error) {
 	var out protocol.ListFilesOutput
@@ -52,45 +49,23 @@ func (s *server) list(ctx context.Context, in protocol.ListFilesInput) (protocol
 		}
 		return out, nil
 	}
-	fsys := s.g.FS()
-	var walk func(dir string, level int) error
-	walk = func(dir string, level int) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	// The walk opens each folder from its parent's handle: linear in the entries it reads, whatever the depth.
+	err = s.g.Walk(ctx, rel, pathguard.WalkOptions{SkipUnreadable: true}, func(e *pathguard.Entry) error {
+		if in.Pattern == "" || matchGlob(in.Pattern, e.Name) {
+			if len(out.Entries) == s.opts.MaxListEntries {
+				out.Truncated = true
+				return fs.SkipAll
+			}
+			out.Entries = append(out.Entries, protocol.ListEntry{Path: e.Path(), Type: entryType(e.Type), Size: e.Size})
 		}
-		entries, err := fs.ReadDir(fsys, dir)
-		if err != nil {
-			if dir == rel {
-				return err
-			}
-			return nil // a folder that vanished or cannot be read mid-walk is left out, not fatal
-		}
-		for _, e := range entries {
-			p := path.Join(dir, e.Name())
-			if in.Pattern == "" || matchGlob(in.Pattern, e.Name()) {
-				if len(out.Entries) == s.opts.MaxListEntries {
-					out.Truncated = true
-					return errListFull
-				}
-				var size int64
-				if e.Type().IsRegular() {
-					if info, err := e.Info(); err == nil {
-						size = info.Size()
-					}
-				}
-				out.Entries = append(out.Entries, protocol.ListEntry{Path: p, Type: entryType(e.Type()), Size: size})
-			}
-			// e.IsDir is false for a symlink, so a symlinked folder is never descended into.
-			if e.IsDir() && level < depth && !(e.Name() == ".git" && !inGit(rel)) {
-				if err := walk(p, level+1); err != nil {
-					return err
-				}
-			}
+		// e.IsDir is false for a symlink, so a symlinked folder is never descended into.
+		if e.IsDir() && (e.Depth >= depth || (e.Name == ".git" && !inGit(rel))) {
+			return fs.SkipDir
 		}
 		return nil
-	}
-	if err := walk(rel, 1); err != nil && err != errListFull {
-		return out, err
+	})
+	if err != nil {
+		return out, walkError(err, "list", "list a folder further down or with a smaller depth, or use a command")
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -35,9 +36,6 @@ func searchTool(g *pathguard.Guard, o Options) *mcp.Tool {
 	}
 }
 
-// errSearchFull stops a walk when enough matches are found.
-var errSearchFull = errors.New("search full")
-
 // searchBufPool holds file buffers between searches; most source files fit the first one a search grows.
 var searchBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -61,7 +59,7 @@ func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (prot
 	if err := checkGlob("include", in.Include); err != nil {
 		return out, err
 	}
-	rel, _, err := s.g.Stat(in.Path)
+	rel, fi, err := s.g.Stat(in.Path)
 	if err != nil {
 		return out, err
 	}
@@ -72,72 +70,81 @@ func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (prot
 		pre, _ = regexp.Compile("(?m:" + in.Pattern + ")") // nil (no prefilter) should it not compile
 	}
 	maxBytes := s.g.Options().MaxReadBytes
-	fsys := s.g.FS()
 	buf := searchBufPool.Get().(*bytes.Buffer)
 	defer searchBufPool.Put(buf)
+	m := matcher{re: re, pre: pre, maxBytes: maxBytes, buf: buf}
 
-	err = fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
+	if !fi.IsDir() {
+		// One file, named by its path (a symlink to a file inside is followed, as read follows it). FIFOs,
+		// devices and binary files give no matches.
+		if in.Include != "" && !matchGlob(in.Include, path.Base(rel)) || fi.Size() > maxBytes {
+			return out, nil
+		}
+		_, f, _, err := s.g.OpenFile(rel)
 		if err != nil {
-			if p == rel {
-				return err
-			}
-			return nil // unreadable or vanished entries are skipped, not fatal
+			return out, nil
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" && p != rel && !inGit(rel) {
+		defer f.Close()
+		out.Truncated, _ = m.file(f, func() string { return rel }, limit, &out.Matches)
+		return out, nil
+	}
+	// The walk opens each folder and file from its parent's handle: linear in the entries it reads, whatever the
+	// depth, within the walk caps.
+	err = s.g.Walk(ctx, rel, pathguard.WalkOptions{SkipUnreadable: true}, func(e *pathguard.Entry) error {
+		if e.IsDir() {
+			if e.Name == ".git" && !inGit(rel) {
 				return fs.SkipDir
 			}
 			return nil
 		}
 		// Regular files only: symlinks are not followed (their targets are searched where they live), and FIFOs
 		// or devices are never opened.
-		if !d.Type().IsRegular() || (in.Include != "" && !matchGlob(in.Include, d.Name())) {
+		if !e.Type.IsRegular() || (in.Include != "" && !matchGlob(in.Include, e.Name)) || e.Size > maxBytes {
 			return nil
 		}
-		// Entries of a folder read inside an os.Root come with their lstat already done: no extra system call.
-		if info, err := d.Info(); err != nil || info.Size() > maxBytes {
-			return nil
-		}
-		full, err := s.searchFile(fsys, p, re, pre, maxBytes, limit-len(out.Matches), buf, &out.Matches)
+		f, err := e.Open()
 		if err != nil {
-			return nil
+			return nil // vanished or changed since it was listed: skipped
 		}
+		defer f.Close()
+		full, _ := m.file(f, e.Path, limit-len(out.Matches), &out.Matches)
 		if full {
 			out.Truncated = true
-			return errSearchFull
+			return fs.SkipAll
 		}
 		return nil
 	})
-	if err != nil && err != errSearchFull {
-		return protocol.SearchFilesOutput{}, err
+	if err != nil {
+		return protocol.SearchFilesOutput{}, walkError(err, "search", "search a folder further down, or use a command")
 	}
 	return out, nil
 }
 
-// searchFile appends the matches of re in the file p to matches, at most room of them, and reports whether there
-// was another match past room. Binary files, and files that grew past maxBytes since they were listed, are skipped.
-func (s *server) searchFile(fsys fs.FS, p string, re, pre *regexp.Regexp, maxBytes int64, room int, buf *bytes.Buffer, matches *[]protocol.SearchMatch) (bool, error) {
-	f, err := fsys.Open(p)
-	if err != nil {
+// matcher searches files for one search.
+type matcher struct {
+	re, pre  *regexp.Regexp
+	maxBytes int64
+	buf      *bytes.Buffer
+}
+
+// file appends the matches in f to matches, at most room of them, and reports whether there was another match past
+// room. name gives the file's path, asked for only when it matches. Binary files, and files that grew past maxBytes
+// since they were listed, are skipped.
+func (m matcher) file(f io.Reader, name func() string, room int, matches *[]protocol.SearchMatch) (bool, error) {
+	m.buf.Reset()
+	if _, err := io.Copy(m.buf, io.LimitReader(f, m.maxBytes+1)); err != nil || int64(m.buf.Len()) > m.maxBytes {
 		return false, err
 	}
-	defer f.Close() // the guard's Open has checked that it is a regular file, on the open descriptor itself
-	buf.Reset()
-	if _, err := io.Copy(buf, io.LimitReader(f, maxBytes+1)); err != nil || int64(buf.Len()) > maxBytes {
-		return false, err
-	}
-	data := buf.Bytes()
+	data := m.buf.Bytes()
 	if binaryReason(data, true) != "" {
 		return false, nil
 	}
 	// Most files do not match at all: one pass over the whole file rejects them before splitting lines. (Lines
 	// ending in \r are matched without it, which the prefilter's $ would not see.)
-	if pre != nil && bytes.IndexByte(data, '\r') < 0 && !pre.Match(data) {
+	if m.pre != nil && bytes.IndexByte(data, '\r') < 0 && !m.pre.Match(data) {
 		return false, nil
 	}
+	p := ""
 	for line := 1; len(data) > 0; line++ {
 		text := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -146,11 +153,14 @@ func (s *server) searchFile(fsys fs.FS, p string, re, pre *regexp.Regexp, maxByt
 			data = nil
 		}
 		text = bytes.TrimSuffix(text, []byte{'\r'})
-		if !re.Match(text) {
+		if !m.re.Match(text) {
 			continue
 		}
 		if room == 0 {
 			return true, nil
+		}
+		if p == "" {
+			p = name()
 		}
 		*matches = append(*matches, protocol.SearchMatch{Path: p, Line: line, Text: clip(string(text), maxMatchText)})
 		room--

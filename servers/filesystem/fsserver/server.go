@@ -5,6 +5,7 @@
 package fsserver
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -117,6 +118,21 @@ func hint(err error) error {
 	return err
 }
 
+// walkError names the tool in an error from a walk of the guard ("walk" means nothing to a client) and, when a
+// cap stopped the walk, adds what the client can do instead.
+func walkError(err error, tool, instead string) error {
+	var e *pathguard.Error
+	if !errors.As(err, &e) || e.Op != "walk" {
+		return err
+	}
+	c := *e
+	c.Op = tool
+	if c.Reason == pathguard.ReasonTooDeep || c.Reason == pathguard.ReasonTooMany || c.Reason == pathguard.ReasonBusy {
+		c.Detail += "; " + instead
+	}
+	return &c
+}
+
 // Health is what the health endpoint reports about this server: what it serves and its limits.
 func Health(g *pathguard.Guard, opts Options) map[string]any {
 	o := opts.withDefaults()
@@ -124,7 +140,7 @@ func Health(g *pathguard.Guard, opts Options) map[string]any {
 	return map[string]any{
 		"server":          Name,
 		"version":         Version,
-		"workspace":       g.Dir(),
+		"workspace":       g.AdvertisedRoot(), // /healthz is open: never the host path
 		"advertised_root": g.AdvertisedRoot(),
 		"tools": []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
 			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath},
