@@ -39,9 +39,12 @@ type options struct {
 	RunAs         string   `env:"RUN_AS"`
 	MemoryLimitMB int64    `env:"MEMORY_LIMIT_MB"`
 	PidsLimit     int      `env:"PIDS_LIMIT"`
-	DockerUser    string   `env:"DOCKER_USER"`
-	CPUs          float64  `env:"CPUS"`
-	WarmPool      int      `env:"WARM_POOL"`
+	// TotalMemoryLimitMB and TotalPidsLimit bound all of the local backend's commands together.
+	TotalMemoryLimitMB int64   `env:"TOTAL_MEMORY_LIMIT_MB"`
+	TotalPidsLimit     int     `env:"TOTAL_PIDS_LIMIT"`
+	DockerUser         string  `env:"DOCKER_USER"`
+	CPUs               float64 `env:"CPUS"`
+	WarmPool           int     `env:"WARM_POOL"`
 	// AdvertisedRoot is where clients see the workspace in absolute cwd paths, as on the filesystem server.
 	AdvertisedRoot string `env:"ADVERTISED_ROOT"`
 }
@@ -84,6 +87,8 @@ func run(args []string) int {
 		fs.BoolVar(&opts.NoNamespaces, "no-namespaces", opts.NoNamespaces, "local backend: do not use PID/mount/network namespaces (env "+envPrefix+"NO_NAMESPACES)")
 		fs.IntVar(&opts.PidsLimit, "pids-limit", opts.PidsLimit, "processes and threads per command: local backend a pids cgroup where available (default 1024, -1 for none), docker the container's pids limit (default 512) (env "+envPrefix+"PIDS_LIMIT)")
 		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "memory limit in MiB: local backend per process (RLIMIT_DATA) and per command (memory cgroup where available), default 8192, -1 for none; docker the container's limit, swap off (default 2048) (env "+envPrefix+"MEMORY_LIMIT_MB)")
+		fs.Int64Var(&opts.TotalMemoryLimitMB, "total-memory-limit-mb", opts.TotalMemoryLimitMB, "local backend: memory in MiB of all commands together (parent memory cgroup, where available); default half the machine's, -1 for none (env "+envPrefix+"TOTAL_MEMORY_LIMIT_MB)")
+		fs.IntVar(&opts.TotalPidsLimit, "total-pids-limit", opts.TotalPidsLimit, "local backend: processes and threads of all commands together (parent pids cgroup, where available); default 4096, -1 for none (env "+envPrefix+"TOTAL_PIDS_LIMIT)")
 		fs.StringVar(&opts.DockerUser, "docker-user", opts.DockerUser, "docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root (env "+envPrefix+"DOCKER_USER)")
 		fs.Float64Var(&opts.CPUs, "cpus", opts.CPUs, "docker backend: CPUs a command may use; default the host's, at most 2 (env "+envPrefix+"CPUS)")
 		fs.IntVar(&opts.WarmPool, "warm-pool", opts.WarmPool, "docker backend: containers kept started ahead of commands, each still used once (env "+envPrefix+"WARM_POOL)")

@@ -18,6 +18,26 @@ import (
 	"time"
 )
 
+// DefaultTotalPidsLimit is how many processes and threads all of one executor's commands may have together.
+const DefaultTotalPidsLimit = 4096
+
+// defaultTotalMemory is the memory all of one executor's commands may use together: half of the machine's.
+func defaultTotalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10 / 2
+			}
+		}
+	}
+	return 0
+}
+
 // DefaultPidsLimit is how many processes and threads one command may have at once: plenty for make -j, go test
 // and jest workers, far below what a fork bomb wants.
 const DefaultPidsLimit = 1024
@@ -30,12 +50,16 @@ type cgroupLimit struct {
 	dir   string // this backend's parent cgroup
 	file  string // the limit file: pids.max, memory.max (v2) or memory.limit_in_bytes (v1)
 	limit int64
+	total int64 // on the parent: all commands together (0: none)
 	seq   atomic.Int64
 }
 
 // newCgroupLimit makes a parent cgroup for this backend's commands under the server's own cgroup of controller
 // ("pids" or "memory").
-func newCgroupLimit(controller, instance string, limit int64) (*cgroupLimit, error) {
+//
+// total, when positive, is written to the parent itself: a limit for all of the backend's commands together, so
+// that N concurrent bombs, each within its own limit, still cannot take the machine.
+func newCgroupLimit(controller, instance string, limit, total int64) (*cgroupLimit, error) {
 	base, v2, err := ownCgroupDir(controller)
 	if err != nil {
 		return nil, err
@@ -53,7 +77,13 @@ func newCgroupLimit(controller, instance string, limit int64) (*cgroupLimit, err
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("the %s controller is not enabled for the server's cgroup", controller)
 	}
-	return &cgroupLimit{dir: dir, file: file, limit: limit}, nil
+	if total > 0 {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(total, 10)), 0); err != nil {
+			_ = os.Remove(dir)
+			return nil, fmt.Errorf("the total %s limit: %w", controller, err)
+		}
+	}
+	return &cgroupLimit{dir: dir, file: file, limit: limit, total: total}, nil
 }
 
 // ownCgroupDir finds the folder of the server's own cgroup for controller: in cgroup v1's hierarchy of that

@@ -362,7 +362,7 @@ func TestHugeOutputKeepsServerResponsive(t *testing.T) {
 // pidsCgroupAvailable says whether this machine lets the local backend limit processes; without that the fork
 // bomb would only be stopped by the timeout, with the whole machine's CPU, so it is not run.
 func pidsCgroupAvailable(t *testing.T) bool {
-	c, err := newCgroupLimit("pids", "probe-"+randomHex(4), 10)
+	c, err := newCgroupLimit("pids", "probe-"+randomHex(4), 10, 0)
 	if err != nil {
 		t.Logf("no pids cgroup here (%v): the fork bomb is not run", err)
 		return false

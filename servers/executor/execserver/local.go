@@ -36,6 +36,12 @@ type LocalConfig struct {
 	// PidsLimit caps the processes and threads of one command (pids cgroup, where the server may create one).
 	// 0 means DefaultPidsLimit; -1 none.
 	PidsLimit int
+	// TotalMemoryLimit caps the memory of all of the backend's commands together, in bytes (the memory cgroup the
+	// per-command ones sit in). 0 means half of the machine's memory; -1 none.
+	TotalMemoryLimit int64
+	// TotalPidsLimit caps the processes and threads of all of the backend's commands together. 0 means
+	// DefaultTotalPidsLimit; -1 none.
+	TotalPidsLimit int
 	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
 	// DefaultFileSizeLimit; -1 none.
 	FileSizeLimit int64

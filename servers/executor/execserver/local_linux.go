@@ -121,9 +121,9 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	b.rlimits = rlimitsFor(cfg)
 
 	b.pids, b.pidsNote = cgroupFor("pids", instanceLabel(id), int64(cfg.PidsLimit), DefaultPidsLimit,
-		"a fork bomb runs until the timeout")
+		totalLimit(int64(cfg.TotalPidsLimit), DefaultTotalPidsLimit), "a fork bomb runs until the timeout")
 	b.mem, b.memNote = cgroupFor("memory", instanceLabel(id), cfg.MemoryLimit, DefaultMemoryLimit,
-		"memory is limited per process only (RLIMIT_DATA)")
+		totalLimit(cfg.TotalMemoryLimit, defaultTotalMemory()), "memory is limited per process only (RLIMIT_DATA)")
 	if b.pids == nil && cfg.PidsLimit >= 0 {
 		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
@@ -173,15 +173,27 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	return b, nil
 }
 
-// cgroupFor makes a controller's limit (limit 0 means def, negative none) or says why there is none.
-func cgroupFor(controller, instance string, limit, def int64, without string) (*cgroupLimit, string) {
+// totalLimit is a configured total (0: def, negative: none, which is 0 here).
+func totalLimit(v, def int64) int64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return def
+	}
+	return v
+}
+
+// cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
+// cgroup, or says why there is none.
+func cgroupFor(controller, instance string, limit, def, total int64, without string) (*cgroupLimit, string) {
 	if limit < 0 {
 		return nil, "none (turned off)"
 	}
 	if limit == 0 {
 		limit = def
 	}
-	c, err := newCgroupLimit(controller, instance, limit)
+	c, err := newCgroupLimit(controller, instance, limit, total)
 	if err != nil {
 		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)
 	}
@@ -420,14 +432,22 @@ func (b *localBackend) processLimit() string {
 	if b.pids == nil {
 		return b.pidsNote
 	}
-	return fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
+	s := fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
+	if b.pids.total > 0 {
+		s += fmt.Sprintf(", %d for all of this executor's commands together", b.pids.total)
+	}
+	return s
 }
 
 func (b *localBackend) memoryLimit() string {
 	if b.mem == nil {
 		return b.memNote
 	}
-	return fmt.Sprintf("%d MiB for all of a command's processes together (memory cgroup)", b.mem.limit>>20)
+	s := fmt.Sprintf("%d MiB for all of a command's processes together (memory cgroup)", b.mem.limit>>20)
+	if b.mem.total > 0 {
+		s += fmt.Sprintf(", %d MiB for all of this executor's commands together", b.mem.total>>20)
+	}
+	return s
 }
 
 func (b *localBackend) logConfinement() {
