@@ -34,6 +34,9 @@ type Options struct {
 	// MaxTreeEntries caps the entries one walk reads, over all its folders (default 200,000): a sorted walk holds
 	// the entries of the folders on its way down, and every entry costs time.
 	MaxTreeEntries int
+	// MaxWorkspaceBytes caps what the workspace may hold, in bytes of regular files: a write that would take it past
+	// the cap is refused (see usage.go for how it is counted and what it can miss). 0, the default, is no cap.
+	MaxWorkspaceBytes int64
 }
 
 // Defaults for Options.
@@ -57,6 +60,7 @@ type Guard struct {
 	tempName func() string
 	owner    *owner // who new files and folders belong to; nil leaves it to the kernel (see owner.go)
 	handles  handles
+	usage    usage
 }
 
 // Open opens dir as a workspace, creating it if it is missing.
@@ -100,8 +104,15 @@ func Open(dir string, opts Options) (*Guard, error) {
 		r.Close()
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return &Guard{root: root{r, new(atomic.Int64)}, realDir: real, opts: opts, tempName: randomTempName,
-		owner: workspaceOwner(fi), handles: handles{max: handleBudget()}}, nil
+	g := &Guard{root: root{r, new(atomic.Int64)}, realDir: real, opts: opts, tempName: randomTempName,
+		owner: workspaceOwner(fi), handles: handles{max: handleBudget()}}
+	if opts.MaxWorkspaceBytes > 0 {
+		// Count now, so that the first write does not wait for it.
+		g.usage.mu.Lock()
+		g.count(&g.usage)
+		g.usage.mu.Unlock()
+	}
+	return g, nil
 }
 
 // Close releases the workspace handle.
@@ -197,6 +208,7 @@ const (
 	ReasonTooMany     = "too many entries"
 	ReasonBusy        = "busy"
 	ReasonChanged     = "changed while in use"
+	ReasonNoSpace     = "over the workspace's disk cap"
 )
 
 // isCap reports whether err is a refusal by one of the caps on a walk, which a walk never skips over.

@@ -210,6 +210,16 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 		// file (TestWriteStripsSetuid, TestOwnershipAsRoot).
 		mode = fi.Mode().Perm()
 	}
+	var oldSize int64
+	if fi != nil {
+		oldSize = fi.Size()
+	}
+	done, err := g.reserveSpace("write", rel, oldSize, int64(len(data)))
+	if err != nil {
+		return rel, false, err
+	}
+	wrote := false
+	defer func() { done(wrote) }()
 	if err := g.mkdirParents("write", target); err != nil {
 		return rel, false, err
 	}
@@ -250,7 +260,7 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 		committed = true
 		return rel, false, wrap("write", rel, err)
 	}
-	committed = true
+	committed, wrote = true, true
 	return rel, fi == nil, nil
 }
 
@@ -323,12 +333,17 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 		return rel, false, wrap("delete", rel, err)
 	}
 	if fi.IsDir() && recursive {
-		if err := g.removeTree(rel, fi); err != nil {
+		err := g.removeTree(rel, fi)
+		g.forgetUsage() // what a tree held is not known without walking it: the next write counts again
+		if err != nil {
 			return rel, false, err
 		}
 		return rel, true, nil
 	}
 	err = g.root.Remove(rel)
+	if err == nil && fi.Mode().IsRegular() {
+		g.freed(fi.Size())
+	}
 	if fi.IsDir() && err != nil && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
 		return rel, false, &Error{Op: "delete", Path: rel, Reason: ReasonNotEmpty, Detail: "set recursive to delete a folder and everything in it"}
 	}
@@ -366,6 +381,7 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if err := g.checkMovedLinks(rs, dest, sfi); err != nil {
 		return rs, rd, err
 	}
+	var replaced int64 // the bytes of a file the move replaces
 	if dfi, err := g.root.Lstat(rd); err == nil {
 		if !overwrite {
 			return rs, rd, &Error{Op: "move", Path: rd, Reason: ReasonExists, Detail: "set overwrite to replace it"}
@@ -373,13 +389,21 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 		if dfi.IsDir() {
 			return rs, rd, &Error{Op: "move", Path: rd, Reason: ReasonIsDir, Detail: "an existing folder is never replaced; delete it first"}
 		}
+		if dfi.Mode().IsRegular() {
+			replaced = dfi.Size()
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rs, rd, wrap("move", rd, err)
 	}
 	if err := g.mkdirParents("move", dest); err != nil {
 		return rs, rd, err
 	}
-	return rs, rd, wrap("move", rs, g.root.Rename(rs, dest))
+	if err := g.root.Rename(rs, dest); err != nil {
+		return rs, rd, wrap("move", rs, err)
+	}
+	// A move renames: it adds no bytes to the workspace, so the disk cap never refuses one.
+	g.freed(replaced)
+	return rs, rd, nil
 }
 
 // checkMovedLinks refuses a move of src (a symlink, or a folder holding symlinks) to the real path dest when a

@@ -31,6 +31,11 @@ type limits struct {
 	MaxContentBytes  int    `env:"MAX_CONTENT_BYTES"`
 	MaxListEntries   int    `env:"MAX_LIST_ENTRIES"`
 	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS"`
+	MaxTreeDepth     int    `env:"MAX_TREE_DEPTH"`
+	MaxTreeEntries   int    `env:"MAX_TREE_ENTRIES"`
+	// MaxWorkspaceBytes is the disk cap; 0 is none (the default: the server cannot know how much of the disk a
+	// workspace may take, and a cap that is too small breaks builds in ways that are hard to read).
+	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES"`
 }
 
 func main() {
@@ -51,6 +56,7 @@ func run(args []string) error {
 		AdvertisedRoot: protocol.DefaultRoot, MaxReadBytes: pathguard.DefaultMaxReadBytes, MaxWriteBytes: pathguard.DefaultMaxWriteBytes,
 		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
 		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
+		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
 	}
 	if err := env.ParseWithOptions(&lim, env.Options{Prefix: envPrefix}); err != nil {
 		return fmt.Errorf("environment: %w", err)
@@ -66,6 +72,9 @@ func run(args []string) error {
 		fs.IntVar(&lim.MaxContentBytes, "max-content-bytes", lim.MaxContentBytes, "most content bytes one read returns (env "+envPrefix+"MAX_CONTENT_BYTES)")
 		fs.IntVar(&lim.MaxListEntries, "max-list-entries", lim.MaxListEntries, "most entries one listing returns (env "+envPrefix+"MAX_LIST_ENTRIES)")
 		fs.IntVar(&lim.MaxSearchResults, "max-search-results", lim.MaxSearchResults, "most matches one search returns (env "+envPrefix+"MAX_SEARCH_RESULTS)")
+		fs.IntVar(&lim.MaxTreeDepth, "max-tree-depth", lim.MaxTreeDepth, "most folder levels one list, search or move check goes down (env "+envPrefix+"MAX_TREE_DEPTH)")
+		fs.IntVar(&lim.MaxTreeEntries, "max-tree-entries", lim.MaxTreeEntries, "most entries one list, search or move check reads (env "+envPrefix+"MAX_TREE_ENTRIES)")
+		fs.Int64Var(&lim.MaxWorkspaceBytes, "max-workspace-bytes", lim.MaxWorkspaceBytes, "disk cap: most bytes of files the workspace may hold after a write through this server, 0 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
 	})
 	if version {
 		fmt.Println(fsserver.Name, fsserver.Version)
@@ -81,7 +90,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes, MaxWriteBytes: lim.MaxWriteBytes})
+	if lim.MaxWorkspaceBytes < 0 {
+		return fmt.Errorf("-max-workspace-bytes must be 0 (no cap) or positive, got %d", lim.MaxWorkspaceBytes)
+	}
+	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes,
+		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes})
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,12 @@ func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.
 	}
 	updated, diff := replaceAndDiff(rel, data, old, new, n, int(size))
 	if _, _, err := s.g.WriteFile(rel, updated); err != nil {
+		var ge *pathguard.Error
+		if errors.As(err, &ge) && ge.Op == "write" {
+			c := *ge // the client asked for an edit: say so
+			c.Op = "edit"
+			return out, &c
+		}
 		return out, err
 	}
 	return protocol.EditFileOutput{Path: rel, Replacements: n, Diff: diff}, nil

@@ -78,6 +78,9 @@ func (s setup) flags(workspace string) []string {
 	add("max-search-results", int64(s.opts.MaxSearchResults))
 	add("max-read-bytes", s.guard.MaxReadBytes)
 	add("max-write-bytes", s.guard.MaxWriteBytes)
+	add("max-tree-depth", int64(s.guard.MaxTreeDepth))
+	add("max-tree-entries", int64(s.guard.MaxTreeEntries))
+	add("max-workspace-bytes", s.guard.MaxWorkspaceBytes)
 	if s.guard.AdvertisedRoot != "" {
 		args = append(args, "-advertised-root", s.guard.AdvertisedRoot)
 	}

@@ -152,6 +152,9 @@ func Health(g *pathguard.Guard, opts Options) map[string]any {
 			"max_list_entries":       o.MaxListEntries,
 			"max_list_depth":         o.MaxListDepth,
 			"max_search_results":     o.MaxSearchResults,
+			"max_tree_depth":         gopts.MaxTreeDepth,
+			"max_tree_entries":       gopts.MaxTreeEntries,
+			"max_workspace_bytes":    gopts.MaxWorkspaceBytes,
 		},
 	}
 }

@@ -193,3 +193,30 @@ func TestWriteStripsSetuid(t *testing.T) {
 		}
 	})
 }
+
+// TestDiskCapTools: with -max-workspace-bytes a write or an edit that would take the workspace past the cap is
+// refused with the usage and the cap, and leaves the file as it was; edits that shrink files, moves (which add no
+// bytes) and deletes always work, and deletes make room at once.
+func TestDiskCapTools(t *testing.T) {
+	s := setup{}
+	s.guard.MaxWorkspaceBytes = 1000
+	eachTransport(t, s, func(t *testing.T, ws string, cs *mcp.ClientSession) {
+		type wout = protocol.WriteFileOutput
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "a.txt", "content": strings.Repeat("x", 600)})
+		fails(t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 500)},
+			`write "b.txt": over the workspace's disk cap`, "the workspace holds 600 bytes and this write would add 500", "the cap is 1000 bytes")
+		if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) {
+			t.Error("the refused write left b.txt")
+		}
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 400)})
+		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "a.txt", "old_text": "x", "new_text": "xx", "replace_all": true},
+			`edit "a.txt": over the workspace's disk cap`, "holds 1000 bytes and this write would add 600", "the cap is 1000 bytes")
+		if readHost(t, filepath.Join(ws, "a.txt")) != strings.Repeat("x", 600) {
+			t.Error("the refused edit changed a.txt")
+		}
+		ok[editOut](t, cs, protocol.ToolEditFile, map[string]any{"path": "a.txt", "old_text": "xx", "new_text": "x", "replace_all": true})
+		ok[protocol.MovePathOutput](t, cs, protocol.ToolMovePath, map[string]any{"source": "b.txt", "destination": "sub/b.txt"})
+		ok[protocol.DeletePathOutput](t, cs, protocol.ToolDeletePath, map[string]any{"path": "sub", "recursive": true})
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "c.txt", "content": strings.Repeat("z", 700)})
+	})
+}
