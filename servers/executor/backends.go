@@ -17,14 +17,15 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 	switch opts.Backend {
 	case "local":
 		return execserver.NewLocalBackend(execserver.LocalConfig{
-			Workspace:        g.Dir(),
-			CacheDir:         opts.CacheDir,
-			NoNamespaces:     opts.NoNamespaces,
-			RunAs:            opts.RunAs,
-			MemoryLimit:      opts.MemoryLimitMB << 20,
-			PidsLimit:        opts.PidsLimit,
-			TotalMemoryLimit: opts.TotalMemoryLimitMB << 20,
-			TotalPidsLimit:   opts.TotalPidsLimit,
+			Workspace:         g.Dir(),
+			CacheDir:          opts.CacheDir,
+			NoNamespaces:      opts.NoNamespaces,
+			RunAs:             opts.RunAs,
+			MemoryLimit:       opts.MemoryLimitMB << 20,
+			PidsLimit:         opts.PidsLimit,
+			TotalMemoryLimit:  opts.TotalMemoryLimitMB << 20,
+			TotalPidsLimit:    opts.TotalPidsLimit,
+			MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
 		}, logger)
 	case "docker":
 		dc := execserver.DockerConfig{

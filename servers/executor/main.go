@@ -42,6 +42,7 @@ type options struct {
 	// TotalMemoryLimitMB and TotalPidsLimit bound all of the local backend's commands together.
 	TotalMemoryLimitMB int64   `env:"TOTAL_MEMORY_LIMIT_MB"`
 	TotalPidsLimit     int     `env:"TOTAL_PIDS_LIMIT"`
+	MaxWorkspaceBytes  int64   `env:"MAX_WORKSPACE_BYTES"`
 	DockerUser         string  `env:"DOCKER_USER"`
 	CPUs               float64 `env:"CPUS"`
 	WarmPool           int     `env:"WARM_POOL"`
@@ -89,6 +90,7 @@ func run(args []string) int {
 		fs.Int64Var(&opts.MemoryLimitMB, "memory-limit-mb", opts.MemoryLimitMB, "memory limit in MiB: local backend per process (RLIMIT_DATA) and per command (memory cgroup where available), default 8192, -1 for none; docker the container's limit, swap off (default 2048) (env "+envPrefix+"MEMORY_LIMIT_MB)")
 		fs.Int64Var(&opts.TotalMemoryLimitMB, "total-memory-limit-mb", opts.TotalMemoryLimitMB, "local backend: memory in MiB of all commands together (parent memory cgroup, where available); default half the machine's, -1 for none (env "+envPrefix+"TOTAL_MEMORY_LIMIT_MB)")
 		fs.IntVar(&opts.TotalPidsLimit, "total-pids-limit", opts.TotalPidsLimit, "local backend: processes and threads of all commands together (parent pids cgroup, where available); default 4096, -1 for none (env "+envPrefix+"TOTAL_PIDS_LIMIT)")
+		fs.Int64Var(&opts.MaxWorkspaceBytes, "max-workspace-bytes", opts.MaxWorkspaceBytes, "local backend: disk cap of the workspace and the commands' private home and temp together; a command that passes it is killed; default 16 GiB, -1 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
 		fs.StringVar(&opts.DockerUser, "docker-user", opts.DockerUser, "docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root (env "+envPrefix+"DOCKER_USER)")
 		fs.Float64Var(&opts.CPUs, "cpus", opts.CPUs, "docker backend: CPUs a command may use; default the host's, at most 2 (env "+envPrefix+"CPUS)")
 		fs.IntVar(&opts.WarmPool, "warm-pool", opts.WarmPool, "docker backend: containers kept started ahead of commands, each still used once (env "+envPrefix+"WARM_POOL)")

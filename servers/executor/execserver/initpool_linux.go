@@ -206,10 +206,13 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 	_, _ = ip.ctlW.Write(append(line, '\n'))
 
 	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
-	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, func() {
+	killTree := func() {
 		ip.ctlW.Close()
 		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
-	})
+	}
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), killTree)
+	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, killTree)
+	diskKill, diskUsed := stopDisk()
 	ip.ctlW.Close()
 	// The init killed every descendant before it exited, so the pipes are at EOF; if something escaped and holds
 	// them, stop reading after killGrace.
@@ -238,6 +241,8 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 		}
 	}
 	switch {
+	case diskKill:
+		return diskKilled(req, diskUsed, b.maxDisk), nil
 	case killed:
 		return Result{ExitCode: -1, TimedOut: timedOut}, nil
 	case setupErr != "":

@@ -1,6 +1,7 @@
 package execserver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,3 +101,35 @@ func sampleMax(path string, d time.Duration) int {
 	return peak
 }
 
+
+// TestLocalDiskCap: a command that takes the workspace past the disk cap is killed and told why; one that cleans
+// up a workspace already over the cap runs. The positive control runs the same filler without a cap.
+func TestLocalDiskCap(t *testing.T) {
+	fill := "fallocate -l 200M big 2>/dev/null || head -c 200000000 /dev/zero > big; sleep 3; echo filled"
+	for _, noNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
+			modeWanted(t, noNS)
+			if !noNS {
+				requireNamespaceMode(t)
+			}
+			free, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = -1 })
+			ctl := mustRun(t, startExecTestServer(t, free, ws, Config{}, nil).Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+			if ctl.ExitCode != 0 || diskUsage(ws) < 150<<20 {
+				t.Fatalf("positive control: without a cap the filler does not fill: %+v, %d bytes", ctl, diskUsage(ws))
+			}
+
+			b, ws := newLocalTestBackend(t, func(c *LocalConfig) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = 64 << 20 })
+			srv := startExecTestServer(t, b, ws, Config{}, nil)
+			out := mustRun(t, srv.Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+			if out.ExitCode != -1 || strings.Contains(out.Stdout, "filled") || !strings.Contains(out.Stderr, "disk cap of 67108864 bytes") {
+				t.Errorf("a command past the disk cap: %+v", out)
+			}
+			if clean := mustRun(t, srv.Session, protocol.RunCommandInput{Command: "rm -f big; echo cleaned"}); clean.Stdout != "cleaned\n" {
+				t.Errorf("cleaning up: %+v", clean)
+			}
+			if used := diskUsage(ws); used > 64<<20 {
+				t.Errorf("workspace still uses %d bytes", used)
+			}
+		})
+	}
+}

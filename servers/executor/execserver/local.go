@@ -42,6 +42,10 @@ type LocalConfig struct {
 	// TotalPidsLimit caps the processes and threads of all of the backend's commands together. 0 means
 	// DefaultTotalPidsLimit; -1 none.
 	TotalPidsLimit int
+	// MaxWorkspaceBytes caps the disk space of the workspace and the private home and temp folders together; a
+	// command that takes them past it is killed (checked every half second: see diskcap.go). 0 means
+	// DefaultMaxWorkspaceBytes; -1 none.
+	MaxWorkspaceBytes int64
 	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
 	// DefaultFileSizeLimit; -1 none.
 	FileSizeLimit int64

@@ -36,6 +36,7 @@ type localBackend struct {
 	rlimits   []rlimitV
 	landlock  bool
 	uid, gid  int          // who commands run as on the host: never root
+	maxDisk   int64        // disk cap of the workspace, home and temp together (0: none)
 	ns        *nsSandbox   // nil in fallback mode
 	inits     *initPool    // fallback mode: child inits ready to run a command
 	pids      *cgroupLimit // nil where no pids cgroup can be made
@@ -92,6 +93,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 		landlock:  !cfg.NoLandlock,
 		uid:       uid,
 		gid:       gid,
+		maxDisk:   totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
 		logger:    logger,
 	}
 	removeStaleInstances(filepath.Dir(b.dirs.Tmp), logger)
@@ -315,6 +317,15 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		return nil, err
 	}
 	return ns, nil
+}
+
+// diskDirs are what the disk cap counts.
+func (b *localBackend) diskDirs() []string { return []string{b.workspace, b.dirs.Home, b.dirs.Tmp} }
+
+// diskKilled finishes a result for a command the disk cap killed: exit code -1 and a note at the end of stderr.
+func diskKilled(req Request, used, limit int64) Result {
+	_, _ = io.WriteString(req.Stderr, diskCapNote(used, limit))
+	return Result{ExitCode: -1}
 }
 
 func (b *localBackend) Run(ctx context.Context, req Request) (Result, error) {

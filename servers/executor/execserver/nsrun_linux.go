@@ -285,6 +285,7 @@ func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, 
 		st.stdinW.Close()
 	}()
 
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), func() { _ = st.keeper.Kill() })
 	done := make(chan *os.ProcessState, 1)
 	go func() {
 		ps, _ := st.keeper.Wait()
@@ -315,6 +316,9 @@ func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, 
 		st.stdoutR.Close()
 		st.stderrR.Close()
 		<-copied
+	}
+	if diskKill, used := stopDisk(); diskKill {
+		return diskKilled(req, used, b.maxDisk), nil
 	}
 	if killed {
 		return Result{ExitCode: -1, TimedOut: timedOut}, nil
