@@ -82,11 +82,13 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 	})
 }
 
+// bearer requires "Authorization: Bearer <token>". The scheme is case-insensitive and may be followed by more than
+// one space (RFC 9110 section 11.1); the token is compared in constant time.
 func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="goalbox"`)
 			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
 			return
