@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -34,6 +35,12 @@ type Config struct {
 	LogLevel string `env:"LOG_LEVEL"`
 	// MaxRequestBytes caps one HTTP request body.
 	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES"`
+
+	// SessionIdleTimeout closes an HTTP session that has had no request open for this long.
+	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT"`
+	// MaxSessions caps live HTTP sessions; past it the least recently used idle session is closed, and when every
+	// session is busy a new one is refused with 503.
+	MaxSessions int `env:"MAX_SESSIONS"`
 }
 
 // DefaultMaxRequestBytes is large enough for a 10 MiB file write encoded as JSON.
@@ -63,6 +70,8 @@ func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	})
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (env "+prefix+"LOG_LEVEL)")
 	fs.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest HTTP request body accepted (env "+prefix+"MAX_REQUEST_BYTES)")
+	fs.DurationVar(&cfg.SessionIdleTimeout, "session-idle-timeout", cfg.SessionIdleTimeout, "close an HTTP session with no request open for this long (env "+prefix+"SESSION_IDLE_TIMEOUT)")
+	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use (env "+prefix+"MAX_SESSIONS)")
 	if extra != nil {
 		extra(fs)
 	}
@@ -78,6 +87,12 @@ func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	if cfg.MaxRequestBytes <= 0 {
 		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)
 	}
+	if cfg.SessionIdleTimeout <= 0 {
+		return fs, fmt.Errorf("-session-idle-timeout must be positive, got %v", cfg.SessionIdleTimeout)
+	}
+	if cfg.MaxSessions <= 0 {
+		return fs, fmt.Errorf("-max-sessions must be positive, got %d", cfg.MaxSessions)
+	}
 	return fs, nil
 }
 
@@ -89,6 +104,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.SessionIdleTimeout == 0 {
+		c.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,20 +18,52 @@ import (
 // HealthFunc reports a server's state for the health endpoint: what it serves and what confinement is active.
 type HealthFunc func() map[string]any
 
-// Handler is the HTTP side of a server: the MCP endpoint at /mcp and the health endpoint at /healthz.
+// serving is the HTTP side of a server: the MCP endpoint at /mcp and the health endpoint at /healthz, with the
+// session table and the per-call contexts.
 //
 // The MCP endpoint is guarded in layers, outermost first: the Host header must name this machine (or an allowed
 // host), which stops DNS rebinding even when listening on all interfaces; cross-origin browser requests are refused
-// unless their origin is allowed (http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host); the bearer token is checked when one is configured; the body is capped. The
-// health endpoint is open: it says nothing secret.
-func Handler(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) http.Handler {
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger:              logger,
-		MaxRequestBodyBytes: cfg.MaxRequestBytes,
-		// hostCheck below does the SDK's DNS-rebinding check on every listen address, not only on loopback, and
-		// admits the configured extra hosts, which the SDK's own check would refuse.
-		DisableLocalhostProtection: true,
-	})
+// unless their origin is allowed (http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host); the bearer
+// token is checked when one is configured; the body is capped; then sessions are counted (a new one past the cap
+// closes the least recently used idle one, or is refused) and each POST is tied to the calls it carries. The health
+// endpoint is open: it says nothing secret.
+type serving struct {
+	cfg        Config
+	logger     *slog.Logger
+	mux        *http.ServeMux
+	streamable *mcp.StreamableHTTPHandler
+	sessions   *sessions
+	calls      *callTable
+	base       context.Context
+	cancel     context.CancelCauseFunc
+	stopReaper context.CancelFunc
+	closing    atomic.Bool
+}
+
+func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) *serving {
+	base, cancel := context.WithCancelCause(context.Background())
+	s := &serving{
+		cfg:    cfg,
+		logger: logger,
+		streamable: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Logger:              logger,
+			MaxRequestBodyBytes: cfg.MaxRequestBytes,
+			// hostCheck below does the SDK's DNS-rebinding check on every listen address, not only on loopback,
+			// and admits the configured extra hosts, which the SDK's own check would refuse.
+			DisableLocalhostProtection: true,
+			// Idle sessions are expired by the session table, which cancels their calls first: the SDK's own
+			// SessionTimeout closes a session by waiting for its calls to return.
+		}),
+		sessions: newSessions(base, cfg, logger),
+		calls:    newCallTable(),
+		base:     base,
+		cancel:   cancel,
+	}
+	srv.AddReceivingMiddleware(s.middleware)
+	reapCtx, stop := context.WithCancel(context.Background())
+	s.stopReaper = stop
+	go s.sessions.reap(reapCtx)
+
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.AllowedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {
@@ -39,7 +73,7 @@ func Handler(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, "cross-origin request refused: origin "+r.Header.Get("Origin")+" is not allowed (see -allowed-origins)")
 	}))
-	var mcpHandler http.Handler = cop.Handler(streamable)
+	var mcpHandler http.Handler = cop.Handler(http.HandlerFunc(s.serveMCP))
 	if cfg.Token != "" {
 		mcpHandler = bearer(cfg.Token, mcpHandler)
 	}
@@ -52,13 +86,82 @@ func Handler(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger
 				body[k] = v
 			}
 		}
+		body["sessions"] = map[string]any{"live": s.sessions.count(), "max": cfg.MaxSessions, "idle_timeout_s": int(cfg.SessionIdleTimeout.Seconds())}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %q: MCP is served at %s, health at %s", r.URL.Path, protocol.EndpointPath, protocol.HealthPath))
 	})
-	return mux
+	s.mux = mux
+	return s
+}
+
+func (s *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// serveMCP counts the request against its session and ties the calls of a POST to the POST's connection.
+func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if s.closing.Load() {
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	}
+	r.Header.Del(callHeader)
+	sid := r.Header.Get(sessionHeader)
+	switch {
+	case sid == "" && r.Method == http.MethodPost:
+		if refusal := s.sessions.reserve(); refusal != "" {
+			w.Header().Set("Retry-After", "5")
+			httpError(w, http.StatusServiceUnavailable, refusal)
+			return
+		}
+		defer s.sessions.release()
+	case sid != "":
+		if r.Method == http.MethodDelete {
+			// The session's calls are cancelled and the session closed in the background: the answer does not
+			// wait for them (the go-sdk's own DELETE waits for every call to return).
+			if s.sessions.close(sid, ErrSessionDeleted) {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		sess := s.sessions.enter(sid)
+		if sess == nil {
+			// Expired, deleted or never known: the go-sdk may still be closing it, but it is gone for the client.
+			httpError(w, http.StatusNotFound, "session not found: it expired, was deleted or was closed to make room; initialize a new one")
+			return
+		}
+		defer s.sessions.leave(sess)
+	}
+	if r.Method == http.MethodPost {
+		tok, call := s.calls.add(r.Context())
+		r.Header.Set(callHeader, tok)
+		defer func() {
+			s.calls.remove(tok)
+			if created := call.created.Load(); created != nil {
+				s.sessions.touch(created)
+			}
+		}()
+	}
+	s.streamable.ServeHTTP(w, r)
+}
+
+// shutdown ends every call and session at once (commands are killed, not awaited), then stops the HTTP server,
+// giving responses until ctx ends to be written.
+func (s *serving) shutdown(ctx context.Context, hs *http.Server) error {
+	s.closing.Store(true)
+	s.cancel(ErrShutdown)
+	s.stopReaper()
+	// The cancelled calls return at once (a killed command's result says exit_code -1); their POSTs end when the
+	// results are written. Closing the sessions before that would drop the results: the go-sdk writes nothing on
+	// a closing session.
+	s.calls.drain(ctx)
+	s.sessions.shutdown(ctx)
+	if err := hs.Shutdown(ctx); err != nil {
+		// Streams that outlive the grace period are cut.
+		return hs.Close()
+	}
+	return nil
 }
 
 // hostCheck refuses requests whose Host header is not this machine's loopback name or an allowed host. Browsers

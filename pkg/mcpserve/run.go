@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,7 +48,8 @@ func OpenAudit(srv *mcp.Server, name string, cfg Config) (io.Closer, error) {
 }
 
 // Run serves srv as cfg says — one client on stdin/stdout, or streamable HTTP on cfg.Addr — until ctx is done or
-// SIGINT/SIGTERM arrives, then shuts down gracefully.
+// SIGINT/SIGTERM arrives, then shuts down: running calls are cancelled (commands killed), sessions closed, and
+// responses given ShutdownGrace to be written.
 func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health HealthFunc, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -60,38 +62,53 @@ func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health H
 
 	if cfg.Stdio {
 		logger.Info("serving on stdio", "server", name)
-		err := srv.Run(ctx, stdioTransport(os.Stdin, os.Stdout, cfg.MaxRequestBytes))
-		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-			return nil
-		}
-		return err
+		return ServeStdio(ctx, srv, os.Stdin, os.Stdout, cfg)
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	r, err := Start(srv, cfg, health, logger)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return err
 	}
-	hs := newHTTPServer(Handler(srv, cfg, health, logger), logger)
-	logger.Info("serving", "server", name, "url", "http://"+ln.Addr().String()+protocol.EndpointPath,
-		"health", "http://"+ln.Addr().String()+protocol.HealthPath, "token", cfg.Token != "")
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", cfg.Token != "",
+		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String())
 	select {
-	case err := <-errc:
+	case err := <-r.errc:
 		return err
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "server", name)
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		// Streams that outlive the grace period (a GET notification stream) are cut.
-		_ = hs.Close()
-	}
+	_ = r.shutdown(sctx)
 	return nil
 }
 
-func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+// ServeStdio serves one client on in and out (newline-delimited JSON-RPC) until in ends or ctx does; then the calls
+// still running are cancelled. Run uses it with stdin and stdout for -stdio.
+func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, cfg Config) error {
+	cfg = cfg.withDefaults()
+	base, cancel := context.WithCancelCause(context.Background())
+	defer cancel(ErrSessionClosed)
+	defer context.AfterFunc(ctx, func() { cancel(ErrShutdown) })()
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if extra := req.GetExtra(); strings.HasPrefix(method, "notifications/") || (extra != nil && extra.Header != nil) {
+				return next(ctx, method, req) // not a stdio request
+			}
+			ctx, cancelCall := context.WithCancelCause(ctx)
+			defer cancelCall(nil)
+			defer context.AfterFunc(base, func() { cancelCall(context.Cause(base)) })()
+			return next(context.WithValue(ctx, sessionKey{}, context.Context(base)), method, req)
+		}
+	})
+	err := srv.Run(ctx, stdioTransport(in, out, cfg.MaxRequestBytes))
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+func newHTTPServer(h *serving, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -100,13 +117,15 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// Running is a server started in-process by Start.
+// Running is a server started by Start.
 type Running struct {
 	// URL is the MCP endpoint, e.g. http://127.0.0.1:41234/mcp.
 	URL string
 	// Addr is the listen address.
 	Addr string
 	hs   *http.Server
+	s    *serving
+	errc chan error
 }
 
 // Start serves srv over HTTP on cfg.Addr (use "127.0.0.1:0" for a free port) in the background and returns at
@@ -120,18 +139,21 @@ func Start(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	hs := newHTTPServer(Handler(srv, cfg, health, logger), logger)
-	go func() { _ = hs.Serve(ln) }()
-	addr := ln.Addr().String()
-	return &Running{URL: "http://" + addr + protocol.EndpointPath, Addr: addr, hs: hs}, nil
+	s := newServing(srv, cfg, health, logger)
+	hs := newHTTPServer(s, logger)
+	r := &Running{URL: "http://" + ln.Addr().String() + protocol.EndpointPath, Addr: ln.Addr().String(), hs: hs, s: s, errc: make(chan error, 1)}
+	go func() { r.errc <- hs.Serve(ln) }()
+	return r, nil
 }
 
-// Close stops a server started by Start, giving in-flight requests a moment to finish.
+// Close stops a server started by Start: running calls are cancelled at once and responses get a moment to be
+// written.
 func (r *Running) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := r.hs.Shutdown(ctx); err != nil {
-		return r.hs.Close()
-	}
-	return nil
+	return r.shutdown(ctx)
+}
+
+func (r *Running) shutdown(ctx context.Context) error {
+	return r.s.shutdown(ctx, r.hs)
 }

@@ -1,0 +1,407 @@
+package mcpserve
+
+// Tests of what bounds a served MCP server: sessions (idle expiry, the cap) and the context a tool call runs under
+// (cancelled when its connection drops, its session is deleted or expires, or the server shuts down). All over real
+// sockets on loopback.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// probe watches the "wait" tool: each call says when it started and how its context ended.
+type probe struct {
+	started chan string // the session ID
+	ended   chan error  // the context's cause, or nil when the call ran its course
+	bg      chan error  // "spawn": the session context's cause when it ends
+}
+
+type waitIn struct {
+	// Ms is how long the call runs; 0 waits until its context ends.
+	Ms int `json:"ms,omitempty"`
+}
+
+func newProbe() *probe {
+	return &probe{started: make(chan string, 64), ended: make(chan error, 64), bg: make(chan error, 64)}
+}
+
+// newProbeServer has "wait" (runs ms milliseconds or until cancelled), "spawn" (leaves work running that lasts as
+// long as the session) and "echo".
+func newProbeServer(p *probe) *mcp.Server {
+	srv := newEchoServer()
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, echoOut, error) {
+		p.started <- req.Session.ID()
+		var timer <-chan time.Time
+		if in.Ms > 0 {
+			timer = time.After(time.Duration(in.Ms) * time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+			p.ended <- context.Cause(ctx)
+			return nil, echoOut{}, context.Cause(ctx)
+		case <-timer:
+			p.ended <- nil
+			return nil, echoOut{Text: "waited"}, nil
+		}
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn"}, func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, echoOut, error) {
+		sctx := SessionContext(ctx)
+		go func() {
+			<-sctx.Done()
+			p.bg <- context.Cause(sctx)
+		}()
+		return nil, echoOut{Text: "spawned"}, nil
+	})
+	return srv
+}
+
+// within waits for a value on ch, failing the test after d.
+func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s: nothing within %v", what, d)
+	}
+	var zero T
+	return zero
+}
+
+// rawClient speaks MCP's streamable HTTP by hand, so a test controls every request and connection.
+type rawClient struct {
+	t    *testing.T
+	url  string
+	http *http.Client
+}
+
+func newRawClient(t *testing.T, url string) *rawClient {
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &rawClient{t: t, url: url, http: &http.Client{Transport: tr}}
+}
+
+func (c *rawClient) do(ctx context.Context, method, sid, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	return c.http.Do(req)
+}
+
+// initialize opens a session and returns its ID.
+func (c *rawClient) initialize() string {
+	c.t.Helper()
+	resp, err := c.do(context.Background(), "POST", "", initBody)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		c.t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	resp, err = c.do(context.Background(), "POST", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return sid
+}
+
+// call sends a tools/call and returns the status and the body.
+func (c *rawClient) call(ctx context.Context, sid, tool string, args any) (int, string, error) {
+	a, _ := json.Marshal(args)
+	resp, err := c.do(ctx, "POST", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, a))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// ping sends a ping on the session and returns the HTTP status.
+func (c *rawClient) ping(sid string) int {
+	c.t.Helper()
+	resp, err := c.do(context.Background(), "POST", sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// stream opens the session's standalone SSE stream (GET) and returns it open.
+func (c *rawClient) stream(sid string) *http.Response {
+	c.t.Helper()
+	resp, err := c.do(context.Background(), "GET", sid, "")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		c.t.Fatalf("GET stream: %d %s", resp.StatusCode, b)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func (c *rawClient) delete(sid string) (int, time.Duration) {
+	c.t.Helper()
+	start := time.Now()
+	resp, err := c.do(context.Background(), "DELETE", sid, "")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start)
+}
+
+func countSessions(srv *mcp.Server) int {
+	n := 0
+	for range srv.Sessions() {
+		n++
+	}
+	return n
+}
+
+// eventually polls cond for up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestManySessionsStayBounded is issue 10's measurement: 10,000 initialize requests that never DELETE their session
+// must not keep 10,000 sessions (about 230 MiB) alive. The default cap holds them to DefaultMaxSessions.
+func TestManySessionsStayBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 sessions")
+	}
+	srv := newEchoServer()
+	r := start(t, srv, Config{})
+	c := newRawClient(t, r.URL)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 10000 {
+		resp, err := c.do(context.Background(), "POST", "", initBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("initialize %d: status %d", i, resp.StatusCode)
+		}
+	}
+	limit := DefaultMaxSessions
+	if !eventually(5*time.Second, func() bool { return countSessions(srv) <= limit }) {
+		t.Errorf("%d live sessions after 10,000 initialize requests, want at most %d", countSessions(srv), limit)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap %d -> %d KiB (%+d KiB) for 10,000 sessions opened, %d live", before.HeapAlloc>>10, after.HeapAlloc>>10, grew>>10, countSessions(srv))
+	if grew > 32<<20 {
+		t.Errorf("heap grew by %d MiB", grew>>20)
+	}
+}
+
+func TestIdleSessionExpires(t *testing.T) {
+	p := newProbe()
+	srv := newProbeServer(p)
+	r := start(t, srv, Config{SessionIdleTimeout: 300 * time.Millisecond})
+	c := newRawClient(t, r.URL)
+
+	idle := c.initialize()
+	// Work the session left running is owned by it, and ends when it expires.
+	if st, body, err := c.call(context.Background(), idle, "spawn", waitIn{}); err != nil || st != 200 {
+		t.Fatalf("spawn: %d %s %v", st, body, err)
+	}
+	// A session whose client keeps its GET stream open is in use, however long nothing is said on it.
+	listening := c.initialize()
+	c.stream(listening)
+
+	cause := within(t, p.bg, 3*time.Second, "the idle session's context")
+	if !errors.Is(cause, ErrSessionExpired) {
+		t.Errorf("session context ended with %v, want ErrSessionExpired", cause)
+	}
+	if st := c.ping(idle); st != http.StatusNotFound {
+		t.Errorf("ping on the expired session: %d, want 404", st)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if st := c.ping(listening); st != 200 {
+		t.Errorf("ping on the session with an open stream: %d, want 200", st)
+	}
+	if n := countSessions(srv); n != 1 {
+		t.Errorf("%d sessions live, want 1", n)
+	}
+}
+
+func TestMaxSessions(t *testing.T) {
+	srv := newEchoServer()
+	r := start(t, srv, Config{MaxSessions: 2})
+	c := newRawClient(t, r.URL)
+	a := c.initialize()
+	time.Sleep(5 * time.Millisecond)
+	b := c.initialize()
+	if c.ping(a) != 200 || c.ping(b) != 200 {
+		t.Fatal("sessions not usable")
+	}
+	// b was used last, so a is the least recently used idle session: a new session closes it.
+	time.Sleep(5 * time.Millisecond)
+	c.ping(b)
+	d := c.initialize()
+	if st := c.ping(a); st != http.StatusNotFound {
+		t.Errorf("least recently used session: ping %d, want 404 (closed)", st)
+	}
+	if c.ping(b) != 200 || c.ping(d) != 200 {
+		t.Errorf("the other sessions were closed")
+	}
+	// When every session is in use (here: GET streams open), a new one is refused with a clear 503.
+	c.stream(b)
+	c.stream(d)
+	resp, err := c.do(context.Background(), "POST", "", initBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "max-sessions") || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("session past the cap: %d %q (Retry-After %q), want 503 naming -max-sessions", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	if n := countSessions(srv); n != 2 {
+		t.Errorf("%d sessions live, want 2", n)
+	}
+}
+
+func TestDroppedConnectionCancelsCall(t *testing.T) {
+	p := newProbe()
+	r := start(t, newProbeServer(p), Config{})
+	c := newRawClient(t, r.URL)
+	sid := c.initialize()
+	ctx, cancel := context.WithCancel(context.Background())
+	go c.call(ctx, sid, "wait", waitIn{})
+	within(t, p.started, 2*time.Second, "call start")
+	cancel() // the client goes away: its connection is closed
+	cause := within(t, p.ended, time.Second, "the call's context after the connection dropped")
+	if !errors.Is(cause, ErrClientGone) {
+		t.Errorf("cause %v, want ErrClientGone", cause)
+	}
+	// The session itself lives on: the client may reconnect.
+	if st := c.ping(sid); st != 200 {
+		t.Errorf("ping after the drop: %d", st)
+	}
+}
+
+func TestDeleteCancelsCallsAndAnswersAtOnce(t *testing.T) {
+	p := newProbe()
+	srv := newProbeServer(p)
+	r := start(t, srv, Config{})
+	c := newRawClient(t, r.URL)
+	sid := c.initialize()
+	if st, _, _ := c.call(context.Background(), sid, "spawn", waitIn{}); st != 200 {
+		t.Fatal("spawn")
+	}
+	go c.call(context.Background(), sid, "wait", waitIn{})
+	within(t, p.started, 2*time.Second, "call start")
+	st, took := c.delete(sid)
+	if st != http.StatusNoContent || took > 500*time.Millisecond {
+		t.Errorf("DELETE: %d after %v, want 204 at once", st, took)
+	}
+	if cause := within(t, p.ended, time.Second, "the call's context after DELETE"); !errors.Is(cause, ErrSessionDeleted) {
+		t.Errorf("call cause %v, want ErrSessionDeleted", cause)
+	}
+	if cause := within(t, p.bg, time.Second, "the session's context after DELETE"); !errors.Is(cause, ErrSessionDeleted) {
+		t.Errorf("session cause %v, want ErrSessionDeleted", cause)
+	}
+	if !eventually(time.Second, func() bool { return countSessions(srv) == 0 }) {
+		t.Errorf("session still live after DELETE")
+	}
+	if st := c.ping(sid); st != http.StatusNotFound {
+		t.Errorf("ping after DELETE: %d, want 404", st)
+	}
+}
+
+func TestShutdownCancelsCalls(t *testing.T) {
+	p := newProbe()
+	r := start(t, newProbeServer(p), Config{})
+	c := newRawClient(t, r.URL)
+	sid := c.initialize()
+	c.stream(sid) // an open GET stream must not hold the shutdown up either
+	go c.call(context.Background(), sid, "wait", waitIn{})
+	within(t, p.started, 2*time.Second, "call start")
+	closed := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		r.Close()
+		closed <- time.Since(start)
+	}()
+	if cause := within(t, p.ended, time.Second, "the call's context at shutdown"); !errors.Is(cause, ErrShutdown) {
+		t.Errorf("cause %v, want ErrShutdown", cause)
+	}
+	if took := within(t, closed, 2*time.Second, "Close"); took > time.Second {
+		t.Errorf("Close took %v", took)
+	}
+}
+
+func TestStdioCallEndsWithTheServer(t *testing.T) {
+	for _, how := range []string{"shutdown", "stdin closed"} {
+		t.Run(how, func(t *testing.T) {
+			p := newProbe()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- ServeStdio(ctx, newProbeServer(p), inR, outW, Config{}) }()
+			go io.Copy(io.Discard, outR)
+			for _, line := range []string{initBody,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait","arguments":{}}}`} {
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			within(t, p.started, 2*time.Second, "call start")
+			if how == "shutdown" {
+				cancel()
+			} else {
+				inW.Close()
+			}
+			within(t, p.ended, time.Second, "the call's context")
+			within(t, done, 2*time.Second, "ServeStdio to return")
+		})
+	}
+}

@@ -1,0 +1,248 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Why a tool call's context, or a session's, ended. A handler sees them with context.Cause.
+var (
+	// ErrClientGone: the HTTP connection that carried the call closed before the call ended.
+	ErrClientGone = errors.New("the client's connection closed before the call ended")
+	// ErrSessionDeleted: the client ended its session (HTTP DELETE).
+	ErrSessionDeleted = errors.New("the client deleted its session")
+	// ErrSessionExpired: the session had no request open for the idle timeout.
+	ErrSessionExpired = errors.New("the session expired: no request for the session idle timeout")
+	// ErrSessionEvicted: the session was idle and the least recently used when a new one needed its place.
+	ErrSessionEvicted = errors.New("the session was closed to make room for a new one (max sessions)")
+	// ErrSessionClosed: the session ended some other way (failed initialization, transport closed).
+	ErrSessionClosed = errors.New("the session is closed")
+	// ErrShutdown: the server is shutting down.
+	ErrShutdown = errors.New("the server is shutting down")
+)
+
+// Defaults for the session limits.
+const (
+	// DefaultSessionIdleTimeout is the figure: long enough for a person to step away from an agent.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultMaxSessions: an agent holds one session per server, the load test 64; a session costs about 23 KiB
+	// of server memory plus what its tools keep, so 256 bound the sessions to a few MiB.
+	DefaultMaxSessions = 256
+)
+
+// sessionKey is the context key under which a call's context carries its session's context.
+type sessionKey struct{}
+
+// SessionContext is the context of the MCP session a tool call belongs to: it ends when the session does (deleted
+// by the client, expired, closed to make room, or at server shutdown), with one of the Err values above as its
+// cause. Work that outlives the call but belongs to its session (a background process) should run under it. For
+// a context not made by this package's middleware it returns ctx itself.
+func SessionContext(ctx context.Context) context.Context {
+	if s, ok := ctx.Value(sessionKey{}).(context.Context); ok {
+		return s
+	}
+	return ctx
+}
+
+// session is one live HTTP session as the table sees it.
+type session struct {
+	ss     *mcp.ServerSession
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	open   int       // HTTP requests of this session in flight (POSTs, GET streams); guarded by sessions.mu
+	last   time.Time // when the last request began or ended; guarded by sessions.mu
+}
+
+// sessions is the table of live HTTP sessions: it expires idle ones, caps their number, and ends each one's context
+// before closing it, so that the session's calls are cancelled instead of awaited (the go-sdk's Close waits for
+// in-flight calls to return).
+type sessions struct {
+	base   context.Context
+	idle   time.Duration
+	max    int
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	byID    map[string]*session
+	pending int  // new sessions being created (initialize requests in flight)
+	closing bool // shutting down: no new sessions
+}
+
+func newSessions(base context.Context, cfg Config, logger *slog.Logger) *sessions {
+	return &sessions{base: base, idle: cfg.SessionIdleTimeout, max: cfg.MaxSessions, logger: logger, byID: map[string]*session{}}
+}
+
+// reserve makes room for a new session, closing the least recently used idle one at the cap. It returns a message
+// for the client when there is no room: every session is in use.
+func (t *sessions) reserve() (refusal string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return "the server is shutting down"
+	}
+	if len(t.byID)+t.pending >= t.max {
+		var victim string
+		var oldest time.Time
+		for id, s := range t.byID {
+			if s.open == 0 && (victim == "" || s.last.Before(oldest)) {
+				victim, oldest = id, s.last
+			}
+		}
+		if victim == "" {
+			return fmt.Sprintf("too many sessions: all %d are in use (-max-sessions); end one with DELETE or retry later", t.max)
+		}
+		t.logger.Info("session closed to make room for a new one", "session", victim, "idle", time.Since(oldest).Round(time.Second).String(), "max_sessions", t.max)
+		t.closeLocked(victim, ErrSessionEvicted)
+	}
+	t.pending++
+	return ""
+}
+
+func (t *sessions) release() {
+	t.mu.Lock()
+	t.pending--
+	t.mu.Unlock()
+}
+
+// add registers a session that has just initialized.
+func (t *sessions) add(ss *mcp.ServerSession) *session {
+	ctx, cancel := context.WithCancelCause(t.base)
+	s := &session{ss: ss, ctx: ctx, cancel: cancel, last: time.Now()}
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		cancel(ErrShutdown)
+		go ss.Close()
+		return nil
+	}
+	if old := t.byID[ss.ID()]; old != nil {
+		t.mu.Unlock()
+		cancel(nil)
+		return old
+	}
+	t.byID[ss.ID()] = s
+	t.mu.Unlock()
+	go func() {
+		// However the session ends, its context ends with it and it leaves the table.
+		_ = ss.Wait()
+		t.mu.Lock()
+		if t.byID[ss.ID()] == s {
+			delete(t.byID, ss.ID())
+		}
+		t.mu.Unlock()
+		cancel(ErrSessionClosed)
+	}()
+	return s
+}
+
+// lookup returns the live session with this ID, or nil.
+func (t *sessions) lookup(id string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// enter records a request of the session id starting; nil when no such session is live.
+func (t *sessions) enter(id string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byID[id]
+	if s != nil {
+		s.open++
+		s.last = time.Now()
+	}
+	return s
+}
+
+// leave records the end of a request that enter counted.
+func (t *sessions) leave(s *session) {
+	t.mu.Lock()
+	s.open--
+	s.last = time.Now()
+	t.mu.Unlock()
+}
+
+// touch marks s as just used.
+func (t *sessions) touch(s *session) {
+	t.mu.Lock()
+	s.last = time.Now()
+	t.mu.Unlock()
+}
+
+// close ends the session id: its context (and so its calls) at once, the go-sdk session in the background. It
+// reports whether the session was live.
+func (t *sessions) close(id string, cause error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closeLocked(id, cause)
+}
+
+func (t *sessions) closeLocked(id string, cause error) bool {
+	s := t.byID[id]
+	if s == nil {
+		return false
+	}
+	delete(t.byID, id)
+	s.cancel(cause)
+	go s.ss.Close()
+	return true
+}
+
+// expire closes the sessions that have had no request open for the idle timeout.
+func (t *sessions) expire(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, s := range t.byID {
+		if s.open == 0 && now.Sub(s.last) >= t.idle {
+			t.logger.Info("session expired", "session", id, "idle_timeout", t.idle.String())
+			t.closeLocked(id, ErrSessionExpired)
+		}
+	}
+}
+
+// reap expires idle sessions until ctx ends.
+func (t *sessions) reap(ctx context.Context) {
+	every := min(max(t.idle/4, 25*time.Millisecond), 30*time.Second)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			t.expire(now)
+		}
+	}
+}
+
+// shutdown closes every session and refuses new ones; it waits for the closes until ctx ends.
+func (t *sessions) shutdown(ctx context.Context) {
+	t.mu.Lock()
+	t.closing = true
+	var wg sync.WaitGroup
+	for id, s := range t.byID {
+		delete(t.byID, id)
+		s.cancel(ErrShutdown)
+		wg.Go(func() { s.ss.Close() })
+	}
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// count is the number of live sessions.
+func (t *sessions) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
