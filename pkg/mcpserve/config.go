@@ -41,10 +41,35 @@ type Config struct {
 	// MaxSessions caps live HTTP sessions; past it the least recently used idle session is closed, and when every
 	// session is busy a new one is refused with 503.
 	MaxSessions int `env:"MAX_SESSIONS"`
+	// MaxConnections caps open TCP connections; past it the least recently active connection that is not serving a
+	// request is closed, and when every connection is serving one a new one gets 503.
+	MaxConnections int `env:"MAX_CONNECTIONS"`
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout time.Duration `env:"READ_HEADER_TIMEOUT"`
+	// ReadTimeout bounds reading a whole request, headers and body. It does not apply to the response: a long tool
+	// call or an SSE stream is not cut by it.
+	ReadTimeout time.Duration `env:"READ_TIMEOUT"`
+	// IdleTimeout closes a keep-alive connection that waits this long for its next request.
+	IdleTimeout time.Duration `env:"IDLE_TIMEOUT"`
+	// WriteStallTimeout fails a write to a client that has not taken any of it for this long (a client that stopped
+	// reading). A response that is merely slow to come (a long command) is not affected.
+	WriteStallTimeout time.Duration `env:"WRITE_STALL_TIMEOUT"`
+	// MaxHeaderBytes caps a request's header block.
+	MaxHeaderBytes int `env:"MAX_HEADER_BYTES"`
 }
 
 // DefaultMaxRequestBytes is large enough for a 10 MiB file write encoded as JSON.
 const DefaultMaxRequestBytes = 24 << 20
+
+// Defaults of the HTTP timeouts and header cap (docs/serving.md says why each).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout lets the largest body (24 MiB) arrive at 0.5 MiB/s.
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultWriteStallTimeout = 60 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
 
 // Load fills cfg from the environment (variables named prefix+tag) and then from args, starting from the values
 // already in cfg as defaults. extra registers a server's own flags on the same flag set; its own environment
@@ -72,6 +97,12 @@ func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	fs.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest HTTP request body accepted (env "+prefix+"MAX_REQUEST_BYTES)")
 	fs.DurationVar(&cfg.SessionIdleTimeout, "session-idle-timeout", cfg.SessionIdleTimeout, "close an HTTP session with no request open for this long (env "+prefix+"SESSION_IDLE_TIMEOUT)")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use (env "+prefix+"MAX_SESSIONS)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open TCP connections; past it the quietest one not serving a request is closed, or the new one answered 503 (env "+prefix+"MAX_CONNECTIONS)")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time to send a request's headers (env "+prefix+"READ_HEADER_TIMEOUT)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time to send a whole request, headers and body; never cuts a response (env "+prefix+"READ_TIMEOUT)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long between requests (env "+prefix+"IDLE_TIMEOUT)")
+	fs.DurationVar(&cfg.WriteStallTimeout, "write-stall-timeout", cfg.WriteStallTimeout, "close a connection whose client takes none of a write for this long (env "+prefix+"WRITE_STALL_TIMEOUT)")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block (env "+prefix+"MAX_HEADER_BYTES)")
 	if extra != nil {
 		extra(fs)
 	}
@@ -87,11 +118,22 @@ func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	if cfg.MaxRequestBytes <= 0 {
 		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)
 	}
-	if cfg.SessionIdleTimeout <= 0 {
-		return fs, fmt.Errorf("-session-idle-timeout must be positive, got %v", cfg.SessionIdleTimeout)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
+		{"idle-timeout", cfg.IdleTimeout}, {"write-stall-timeout", cfg.WriteStallTimeout}} {
+		if d.v <= 0 {
+			return fs, fmt.Errorf("-%s must be positive, got %v", d.name, d.v)
+		}
 	}
-	if cfg.MaxSessions <= 0 {
-		return fs, fmt.Errorf("-max-sessions must be positive, got %d", cfg.MaxSessions)
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max-sessions", cfg.MaxSessions}, {"max-connections", cfg.MaxConnections}, {"max-header-bytes", cfg.MaxHeaderBytes}} {
+		if n.v <= 0 {
+			return fs, fmt.Errorf("-%s must be positive, got %d", n.name, n.v)
+		}
 	}
 	return fs, nil
 }
@@ -110,6 +152,24 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WriteStallTimeout == 0 {
+		c.WriteStallTimeout = DefaultWriteStallTimeout
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	return c
 }

@@ -38,6 +38,7 @@ type serving struct {
 	cancel     context.CancelCauseFunc
 	stopReaper context.CancelFunc
 	closing    atomic.Bool
+	ln         atomic.Pointer[connLimiter] // for /healthz; nil when not served by Start
 }
 
 func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) *serving {
@@ -87,6 +88,9 @@ func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Log
 			}
 		}
 		body["sessions"] = map[string]any{"live": s.sessions.count(), "max": cfg.MaxSessions, "idle_timeout_s": int(cfg.SessionIdleTimeout.Seconds())}
+		if ln := s.ln.Load(); ln != nil {
+			body["connections"] = map[string]any{"open": ln.open(), "max": cfg.MaxConnections}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
 	})
@@ -97,7 +101,14 @@ func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Log
 	return s
 }
 
-func (s *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP marks the connection busy while a request is served and bounds each write to the client.
+func (s *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer markBusy(r)()
+	sw := newStallWriter(w, s.cfg.WriteStallTimeout)
+	// Re-armed for the server's own final flush after the handler returns.
+	defer sw.arm()
+	s.mux.ServeHTTP(sw, r)
+}
 
 // serveMCP counts the request against its session and ties the calls of a POST to the POST's connection.
 func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {

@@ -70,7 +70,7 @@ func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health H
 		return err
 	}
 	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", cfg.Token != "",
-		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String())
+		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String(), "max_connections", cfg.MaxConnections)
 	select {
 	case err := <-r.errc:
 		return err
@@ -108,12 +108,18 @@ func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Write
 	return err
 }
 
-func newHTTPServer(h *serving, logger *slog.Logger) *http.Server {
+func newHTTPServer(h *serving, cfg Config, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		// ReadTimeout covers the request (headers and body) only: net/http clears the read deadline once the body
+		// is read, so a long call's response and a GET stream are not cut by it. There is deliberately no
+		// WriteTimeout, which would cut them: WriteStallTimeout bounds each write instead.
+		ReadTimeout:    cfg.ReadTimeout,
+		IdleTimeout:    cfg.IdleTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		ConnContext:    connContext,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -125,6 +131,7 @@ type Running struct {
 	Addr string
 	hs   *http.Server
 	s    *serving
+	ln   *connLimiter
 	errc chan error
 }
 
@@ -135,13 +142,15 @@ func Start(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	ln, err := net.Listen("tcp", cfg.Addr)
+	inner, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	s := newServing(srv, cfg, health, logger)
-	hs := newHTTPServer(s, logger)
-	r := &Running{URL: "http://" + ln.Addr().String() + protocol.EndpointPath, Addr: ln.Addr().String(), hs: hs, s: s, errc: make(chan error, 1)}
+	ln := newConnLimiter(inner, cfg.MaxConnections, logger)
+	s.ln.Store(ln)
+	hs := newHTTPServer(s, cfg, logger)
+	r := &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
 	go func() { r.errc <- hs.Serve(ln) }()
 	return r, nil
 }
@@ -155,5 +164,7 @@ func (r *Running) Close() error {
 }
 
 func (r *Running) shutdown(ctx context.Context) error {
+	// No new connections from here on; then end the calls and sessions, then the connections.
+	_ = r.ln.Close()
 	return r.s.shutdown(ctx, r.hs)
 }

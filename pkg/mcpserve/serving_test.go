@@ -1,18 +1,21 @@
 package mcpserve
 
-// Tests of what bounds a served MCP server: sessions (idle expiry, the cap) and the context a tool call runs under
-// (cancelled when its connection drops, its session is deleted or expires, or the server shuts down). All over real
-// sockets on loopback.
+// Tests of what bounds a served MCP server: sessions (idle expiry, the cap), the context a tool call runs under
+// (cancelled when its connection drops, its session is deleted or expires, or the server shuts down), HTTP timeouts
+// and the connection cap. All over real sockets on loopback.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -404,4 +407,203 @@ func TestStdioCallEndsWithTheServer(t *testing.T) {
 			within(t, done, 2*time.Second, "ServeStdio to return")
 		})
 	}
+}
+
+// dialRaw opens a plain TCP connection to the server.
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// closedWithin reports whether the server closes conn (or answers and closes) within d.
+func closedWithin(conn net.Conn, d time.Duration) bool {
+	conn.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestSlowHeadersAreCut(t *testing.T) {
+	r := start(t, newEchoServer(), Config{ReadHeaderTimeout: 300 * time.Millisecond})
+	conn := dialRaw(t, r.Addr)
+	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+	if !closedWithin(conn, 2*time.Second) {
+		t.Error("a client that never finishes its headers kept its connection past the header timeout")
+	}
+}
+
+func TestSlowBodyIsCut(t *testing.T) {
+	r := start(t, newEchoServer(), Config{ReadTimeout: 500 * time.Millisecond})
+	conn := dialRaw(t, r.Addr)
+	io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+	start := time.Now()
+	if !closedWithin(conn, 3*time.Second) {
+		t.Error("a client that never finishes its body kept its connection past the read timeout")
+	}
+	t.Logf("cut after %v", time.Since(start))
+}
+
+// TestTimeoutsSpareLongResponses: the read and idle timeouts bound what the client sends, never how long the
+// server takes to answer: a tool call and an SSE stream outlive both.
+func TestTimeoutsSpareLongResponses(t *testing.T) {
+	p := newProbe()
+	r := start(t, newProbeServer(p), Config{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
+		IdleTimeout: 200 * time.Millisecond, WriteStallTimeout: 200 * time.Millisecond})
+	c := newRawClient(t, r.URL)
+	sid := c.initialize()
+	get := c.stream(sid)
+	streamEnded := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, get.Body)
+		streamEnded <- err
+	}()
+	st, body, err := c.call(context.Background(), sid, "wait", waitIn{Ms: 1200})
+	if err != nil || st != 200 || !strings.Contains(body, "waited") {
+		t.Fatalf("a 1.2 s call under 0.2 s timeouts: %d %q %v", st, body, err)
+	}
+	select {
+	case err := <-streamEnded:
+		t.Errorf("the GET stream ended after 1.2 s: %v", err)
+	default:
+	}
+}
+
+func TestIdleKeepAliveIsClosed(t *testing.T) {
+	r := start(t, newEchoServer(), Config{IdleTimeout: 300 * time.Millisecond})
+	conn := dialRaw(t, r.Addr)
+	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	start := time.Now()
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("idle keep-alive connection: %v, want EOF", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("closed after %v", took)
+	}
+}
+
+func TestHugeHeaderRefused(t *testing.T) {
+	r := start(t, newEchoServer(), Config{MaxHeaderBytes: 16 << 10})
+	req, _ := http.NewRequest("GET", "http://"+r.Addr+"/healthz", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 64<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("64 KiB header: %d, want 431", resp.StatusCode)
+	}
+}
+
+// TestSlowClientsCannotFillTheServer: connections that have not got a request under way (slowloris: headers sent a
+// byte at a time; idle keep-alives) are what gives way at the connection cap, so /healthz and a new client always
+// get in, and a slow client costs one connection.
+func TestSlowClientsCannotFillTheServer(t *testing.T) {
+	const max = 4
+	r := start(t, newEchoServer(), Config{MaxConnections: max})
+	var slow []net.Conn
+	for range 20 {
+		conn := dialRaw(t, r.Addr)
+		io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+		slow = append(slow, conn)
+		time.Sleep(2 * time.Millisecond)
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get("http://" + r.Addr + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz behind 20 slow clients: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/healthz: %d", resp.StatusCode)
+	}
+	// A new MCP client gets in too, and works.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("new client behind slow clients: %v", err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	var cut int
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, conn := range slow {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if closedWithin(conn, 300*time.Millisecond) {
+				mu.Lock()
+				cut++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if cut < len(slow)-max {
+		t.Errorf("%d of %d slow connections closed; with a cap of %d at least %d must be", cut, len(slow), max, len(slow)-max)
+	}
+}
+
+// TestBusyConnectionsRefuseNewOnes: when every connection is serving a request, a new one is told so (503) instead
+// of waiting unanswered.
+func TestBusyConnectionsRefuseNewOnes(t *testing.T) {
+	r := start(t, newEchoServer(), Config{MaxConnections: 2})
+	c := newRawClient(t, r.URL)
+	a, b := c.initialize(), c.initialize()
+	c.stream(a)
+	c.stream(b)
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + r.Addr + "/healthz")
+	if err != nil {
+		t.Fatalf("new connection while all are busy: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "max-connections") {
+		t.Errorf("new connection while all are busy: %d %q, want 503 naming -max-connections", resp.StatusCode, body)
+	}
+}
+
+// TestStalledReaderIsCut: a client that stops reading its response costs its connection until the write stall
+// timeout, then the connection is closed.
+func TestStalledReaderIsCut(t *testing.T) {
+	s, ln := startServing(t, newEchoServer(), Config{WriteStallTimeout: 300 * time.Millisecond})
+	c := newRawClient(t, "http://"+ln.Addr().String()+"/mcp")
+	sid := c.initialize()
+	c.http.CloseIdleConnections()
+	conn := dialRaw(t, ln.Addr().String())
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	big := strings.Repeat("x", 8<<20)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, big)
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body)
+	// Never read: the server's writes stall, and it must give up on the connection.
+	if !eventually(5*time.Second, func() bool { return ln.open() == 0 }) {
+		t.Errorf("%d connections still open to a client that stopped reading", ln.open())
+	}
+	_ = s
+}
+
+// startServing is start, with the connection limiter to look at.
+func startServing(t *testing.T, srv *mcp.Server, cfg Config) (*Running, *connLimiter) {
+	r := start(t, srv, cfg)
+	return r, r.ln
 }
