@@ -210,11 +210,7 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 		// file (TestWriteStripsSetuid, TestOwnershipAsRoot).
 		mode = fi.Mode().Perm()
 	}
-	var oldSize int64
-	if fi != nil {
-		oldSize = fi.Size()
-	}
-	done, err := g.reserveSpace("write", rel, oldSize, int64(len(data)))
+	done, err := g.reserveSpace("write", rel, fi, int64(len(data)))
 	if err != nil {
 		return rel, false, err
 	}
@@ -342,7 +338,7 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 	}
 	err = g.root.Remove(rel)
 	if err == nil && fi.Mode().IsRegular() {
-		g.freed(fi.Size())
+		g.freed(fi)
 	}
 	if fi.IsDir() && err != nil && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
 		return rel, false, &Error{Op: "delete", Path: rel, Reason: ReasonNotEmpty, Detail: "set recursive to delete a folder and everything in it"}
@@ -381,7 +377,7 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if err := g.checkMovedLinks(rs, dest, sfi); err != nil {
 		return rs, rd, err
 	}
-	var replaced int64 // the bytes of a file the move replaces
+	var replaced fs.FileInfo // a file the move replaces
 	if dfi, err := g.root.Lstat(rd); err == nil {
 		if !overwrite {
 			return rs, rd, &Error{Op: "move", Path: rd, Reason: ReasonExists, Detail: "set overwrite to replace it"}
@@ -390,7 +386,7 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 			return rs, rd, &Error{Op: "move", Path: rd, Reason: ReasonIsDir, Detail: "an existing folder is never replaced; delete it first"}
 		}
 		if dfi.Mode().IsRegular() {
-			replaced = dfi.Size()
+			replaced = dfi
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rs, rd, wrap("move", rd, err)

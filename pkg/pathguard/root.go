@@ -69,6 +69,15 @@ func (r root) Symlink(oldname, newname string) error {
 	return r.r.Symlink(oldname, newname)
 }
 
+// allocated is what the folder name itself takes on disk, 0 when it cannot be told.
+func (r root) allocated(name string) int64 {
+	fi, err := r.Lstat(name)
+	if err != nil {
+		return 0
+	}
+	return allocatedBytes(fi)
+}
+
 // ResolvedNames is how many path components the guard has handed to the kernel so far, counted one per component
 // of every path it passed to os.Root (see root). It measures the work of tree operations: tests hold list, search,
 // move and delete to a count linear in the entries they touch.

@@ -3,16 +3,20 @@ package pathguard
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// The disk cap (Options.MaxWorkspaceBytes) bounds what the workspace holds, counted as the sizes of its regular files
-// (the apparent size, as ls -l shows it: a sparse file counts its whole length; folders and symlinks count nothing).
-// Counting means walking the whole workspace, too slow for every write, so the guard keeps a figure: counted by a walk
-// when the guard opens, moved by every write it makes, and counted again when it is older than usageMaxAge, since
-// commands change the tree too. A write that would take the figure past the cap is refused; one that shrinks the
-// workspace never is.
+// The disk cap (Options.MaxWorkspaceBytes) bounds what the workspace takes on disk: the blocks its entries hold
+// (st_blocks, as du counts them: a sparse file counts what it holds, a file with space reserved by fallocate what it
+// reserves, folders their blocks too, a file with several hard links once), which is how the executor's own disk
+// cap counts the same workspace. Counting means walking the whole workspace, too slow for every write, so the
+// guard keeps a figure: counted by a walk when the guard opens, moved by every write it makes (by the blocks the new
+// content will take, rounded up to whole blocks, less those of the file it replaces), and counted again when it is
+// older than usageMaxAge, since commands change the tree too. A write that would take the figure past the cap is
+// refused; one that shrinks the workspace never is.
 //
 // What the figure can miss (the residual window, stated in docs/filesystem.md): what commands wrote since the last
 // count (at most usageMaxAge old when a write is let through; a refusal is always made on a count at most
@@ -39,11 +43,19 @@ type usage struct {
 	pending int64     // bytes the writes in progress will add, reserved before they write
 }
 
-// count walks the workspace and adds up its regular files. The caller holds u.mu.
+// count walks the workspace and adds up the blocks of its entries. The caller holds u.mu.
 func (g *Guard) count(u *usage) {
-	var total int64
+	total := g.root.allocated(".")
+	linked := map[[2]uint64]bool{} // files with more than one link, counted once
 	err := g.Walk(context.Background(), ".", WalkOptions{Unsorted: true, NoEntryCap: true, SkipUnreadable: true}, func(e *Entry) error {
-		total += e.Size
+		if e.nlink > 1 && !e.IsDir() {
+			key := [2]uint64{e.dev, e.ino}
+			if linked[key] {
+				return nil
+			}
+			linked[key] = true
+		}
+		total += e.Allocated
 		return nil
 	})
 	u.at, u.done, u.err = now(), 0, err
@@ -52,14 +64,43 @@ func (g *Guard) count(u *usage) {
 	}
 }
 
-// reserveSpace checks that a write of rel that turns old bytes into new keeps the workspace within the disk cap,
-// and reserves the difference. The returned func must be called when the write is over, with whether it happened.
-func (g *Guard) reserveSpace(op, rel string, old, new int64) (func(ok bool), error) {
+// diskBytes is what a file of size bytes will take on disk: whole blocks of the file system's block size.
+func diskBytes(size int64, old fs.FileInfo) int64 {
+	block := int64(4096)
+	if st, ok := sysStat(old); ok && st.Blksize > 0 {
+		block = int64(st.Blksize)
+	}
+	return (size + block - 1) / block * block
+}
+
+// allocatedBytes is what the file old takes on disk (0 for none).
+func allocatedBytes(old fs.FileInfo) int64 {
+	if st, ok := sysStat(old); ok {
+		return st.Blocks * 512
+	}
+	if old != nil {
+		return old.Size()
+	}
+	return 0
+}
+
+func sysStat(fi fs.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
+}
+
+// reserveSpace checks that a write of rel of size bytes, over the file old (nil when there is none), keeps the
+// workspace within the disk cap, and reserves the difference. The returned func must be called when the write is
+// over, with whether it happened.
+func (g *Guard) reserveSpace(op, rel string, old fs.FileInfo, size int64) (func(ok bool), error) {
 	max := g.opts.MaxWorkspaceBytes
 	if max <= 0 {
 		return func(bool) {}, nil
 	}
-	delta := new - old
+	delta := diskBytes(size, old) - allocatedBytes(old)
 	u := &g.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -76,7 +117,7 @@ func (g *Guard) reserveSpace(op, rel string, old, new int64) (func(ok bool), err
 	}
 	if over() {
 		return nil, &Error{Op: op, Path: rel, Reason: ReasonNoSpace,
-			Detail: fmt.Sprintf("the workspace holds %d bytes and this write would add %d; the cap is %d bytes; delete files to make room",
+			Detail: fmt.Sprintf("the workspace takes %d bytes on disk and this write would add %d; the cap is %d bytes; delete files to make room",
 				u.counted+u.done+u.pending, delta, max)}
 	}
 	u.pending += delta
@@ -100,17 +141,20 @@ func (g *Guard) forgetUsage() {
 	g.usage.mu.Unlock()
 }
 
-// freed records bytes a delete or an overwriting move removed.
-func (g *Guard) freed(n int64) {
-	if g.opts.MaxWorkspaceBytes <= 0 || n == 0 {
+// freed records that a delete or an overwriting move removed the file fi (unless it has other links).
+func (g *Guard) freed(fi fs.FileInfo) {
+	if g.opts.MaxWorkspaceBytes <= 0 || fi == nil {
+		return
+	}
+	if st, ok := sysStat(fi); ok && st.Nlink > 1 {
 		return
 	}
 	g.usage.mu.Lock()
-	g.usage.done -= n
+	g.usage.done -= allocatedBytes(fi)
 	g.usage.mu.Unlock()
 }
 
-// Usage is the guard's figure of the bytes the workspace holds and when it was last counted by a walk (zero when
+// Usage is the guard's figure of the bytes the workspace takes on disk and when it was last counted by a walk (zero when
 // there is no disk cap, or no count yet).
 func (g *Guard) Usage() (int64, time.Time) {
 	g.usage.mu.Lock()

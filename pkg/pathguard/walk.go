@@ -29,10 +29,14 @@ type Entry struct {
 	Type  fs.FileMode // the type bits, from lstat: a symlink is a symlink, never what it points to
 	Size  int64       // the size of a regular file, else 0
 	Depth int         // 1 for the entries of the folder walked, 2 for theirs, ...
-	dev   uint64
-	ino   uint64
-	w     *walker
-	dir   root // the folder that holds it
+	// Allocated is what the entry's blocks take on disk (st_blocks × 512): a sparse file counts what it holds, a
+	// file with space reserved by fallocate what it reserves.
+	Allocated int64
+	dev       uint64
+	ino       uint64
+	nlink     uint64
+	w         *walker
+	dir       root // the folder that holds it
 }
 
 // IsDir reports whether the entry is a folder (not a symlink to one).
@@ -254,7 +258,7 @@ func (w *walker) more(f *frame) error {
 				e.Size = fi.Size()
 			}
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				e.dev, e.ino = uint64(st.Dev), st.Ino
+				e.dev, e.ino, e.nlink, e.Allocated = uint64(st.Dev), st.Ino, uint64(st.Nlink), st.Blocks*512
 			}
 			f.entries = append(f.entries, e)
 		}

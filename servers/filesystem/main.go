@@ -33,10 +33,14 @@ type limits struct {
 	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS"`
 	MaxTreeDepth     int    `env:"MAX_TREE_DEPTH"`
 	MaxTreeEntries   int    `env:"MAX_TREE_ENTRIES"`
-	// MaxWorkspaceBytes is the disk cap; 0 is none (the default: the server cannot know how much of the disk a
-	// workspace may take, and a cap that is too small breaks builds in ways that are hard to read).
+	// MaxWorkspaceBytes is the disk cap, counted as du counts; 0 or -1 is none.
 	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES"`
 }
+
+// defaultMaxWorkspaceBytes is the disk cap by default: the executor's default for the same workspace (16 GiB for it,
+// its commands' home and temp together), so that the file tools do not fill what commands may not. A caller that
+// embeds the server (the agent) gets no cap unless it asks for one: pathguard's own default is none.
+const defaultMaxWorkspaceBytes = 16 << 30
 
 func main() {
 	if os.Getenv("GOGC") == "" {
@@ -57,6 +61,7 @@ func run(args []string) error {
 		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
 		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
 		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
+		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
 	}
 	if err := env.ParseWithOptions(&lim, env.Options{Prefix: envPrefix}); err != nil {
 		return fmt.Errorf("environment: %w", err)
@@ -74,7 +79,7 @@ func run(args []string) error {
 		fs.IntVar(&lim.MaxSearchResults, "max-search-results", lim.MaxSearchResults, "most matches one search returns (env "+envPrefix+"MAX_SEARCH_RESULTS)")
 		fs.IntVar(&lim.MaxTreeDepth, "max-tree-depth", lim.MaxTreeDepth, "most folder levels one list, search or move check goes down (env "+envPrefix+"MAX_TREE_DEPTH)")
 		fs.IntVar(&lim.MaxTreeEntries, "max-tree-entries", lim.MaxTreeEntries, "most entries one list, search or move check reads (env "+envPrefix+"MAX_TREE_ENTRIES)")
-		fs.Int64Var(&lim.MaxWorkspaceBytes, "max-workspace-bytes", lim.MaxWorkspaceBytes, "disk cap: most bytes of files the workspace may hold after a write through this server, 0 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
+		fs.Int64Var(&lim.MaxWorkspaceBytes, "max-workspace-bytes", lim.MaxWorkspaceBytes, "disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
 	})
 	if version {
 		fmt.Println(fsserver.Name, fsserver.Version)
@@ -90,8 +95,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if lim.MaxWorkspaceBytes < 0 {
-		return fmt.Errorf("-max-workspace-bytes must be 0 (no cap) or positive, got %d", lim.MaxWorkspaceBytes)
+	if lim.MaxWorkspaceBytes < -1 {
+		return fmt.Errorf("-max-workspace-bytes must be a number of bytes, or 0 or -1 for no cap; got %d", lim.MaxWorkspaceBytes)
 	}
 	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes,
 		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes})

@@ -80,7 +80,8 @@ func (s setup) flags(workspace string) []string {
 	add("max-write-bytes", s.guard.MaxWriteBytes)
 	add("max-tree-depth", int64(s.guard.MaxTreeDepth))
 	add("max-tree-entries", int64(s.guard.MaxTreeEntries))
-	add("max-workspace-bytes", s.guard.MaxWorkspaceBytes)
+	// The binary's disk cap defaults to 16 GiB, the guard's to none: say it, so both transports run alike.
+	args = append(args, fmt.Sprintf("-max-workspace-bytes=%d", s.guard.MaxWorkspaceBytes))
 	if s.guard.AdvertisedRoot != "" {
 		args = append(args, "-advertised-root", s.guard.AdvertisedRoot)
 	}

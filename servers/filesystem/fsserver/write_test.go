@@ -1,9 +1,11 @@
 package fsserver_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -196,27 +198,39 @@ func TestWriteStripsSetuid(t *testing.T) {
 
 // TestDiskCapTools: with -max-workspace-bytes a write or an edit that would take the workspace past the cap is
 // refused with the usage and the cap, and leaves the file as it was; edits that shrink files, moves (which add no
-// bytes) and deletes always work, and deletes make room at once.
+// bytes) and deletes always work, and deletes make room at once. The cap counts what files take on disk, in blocks.
 func TestDiskCapTools(t *testing.T) {
+	probe := t.TempDir() // a fresh folder, like each workspace: what one takes before anything is in it
+	var st syscall.Stat_t
+	var fsst syscall.Statfs_t
+	if err := syscall.Stat(probe, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Statfs(probe, &fsst); err != nil {
+		t.Fatal(err)
+	}
+	empty, B := st.Blocks*512, int(fsst.Bsize)
 	s := setup{}
-	s.guard.MaxWorkspaceBytes = 1000
+	s.guard.MaxWorkspaceBytes = empty + int64(10*B)
 	eachTransport(t, s, func(t *testing.T, ws string, cs *mcp.ClientSession) {
 		type wout = protocol.WriteFileOutput
-		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "a.txt", "content": strings.Repeat("x", 600)})
-		fails(t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 500)},
-			`write "b.txt": over the workspace's disk cap`, "the workspace holds 600 bytes and this write would add 500", "the cap is 1000 bytes")
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "a.txt", "content": strings.Repeat("x", 6*B)})
+		fails(t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 5*B)},
+			`write "b.txt": over the workspace's disk cap`,
+			fmt.Sprintf("the workspace takes %d bytes on disk and this write would add %d", empty+int64(6*B), 5*B),
+			fmt.Sprintf("the cap is %d bytes", s.guard.MaxWorkspaceBytes))
 		if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) {
 			t.Error("the refused write left b.txt")
 		}
-		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 400)})
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "b.txt", "content": strings.Repeat("y", 4*B)})
 		fails(t, cs, protocol.ToolEditFile, map[string]any{"path": "a.txt", "old_text": "x", "new_text": "xx", "replace_all": true},
-			`edit "a.txt": over the workspace's disk cap`, "holds 1000 bytes and this write would add 600", "the cap is 1000 bytes")
-		if readHost(t, filepath.Join(ws, "a.txt")) != strings.Repeat("x", 600) {
+			`edit "a.txt": over the workspace's disk cap`, fmt.Sprintf("would add %d", 6*B))
+		if readHost(t, filepath.Join(ws, "a.txt")) != strings.Repeat("x", 6*B) {
 			t.Error("the refused edit changed a.txt")
 		}
 		ok[editOut](t, cs, protocol.ToolEditFile, map[string]any{"path": "a.txt", "old_text": "xx", "new_text": "x", "replace_all": true})
-		ok[protocol.MovePathOutput](t, cs, protocol.ToolMovePath, map[string]any{"source": "b.txt", "destination": "sub/b.txt"})
-		ok[protocol.DeletePathOutput](t, cs, protocol.ToolDeletePath, map[string]any{"path": "sub", "recursive": true})
-		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "c.txt", "content": strings.Repeat("z", 700)})
+		ok[protocol.MovePathOutput](t, cs, protocol.ToolMovePath, map[string]any{"source": "b.txt", "destination": "b2.txt"})
+		ok[protocol.DeletePathOutput](t, cs, protocol.ToolDeletePath, map[string]any{"path": "b2.txt"})
+		ok[wout](t, cs, protocol.ToolWriteFile, map[string]any{"path": "c.txt", "content": strings.Repeat("z", 7*B)})
 	})
 }
