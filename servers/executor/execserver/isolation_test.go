@@ -79,7 +79,7 @@ func isolationAttacks(e *containmentEnv, target containmentTarget) []attack {
 				t.Errorf("positive control: the keyring attack does not find the key on the host: %s", out)
 			}
 		}
-		attacks = append(attacks, attack{name: "keyring", command: keyringCommand(keyDesc, planted),
+		attacks = append(attacks, attack{name: "keyring", command: keyringCommand(keyDesc, planted), python: true,
 			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 				if strings.Contains(out.Stdout+out.Stderr, payload) || strings.Contains(out.Stdout, "READ") {
 					e.t.Errorf("the command found the host's key: %s", clip(out.Stdout))
@@ -212,14 +212,15 @@ python3 -c "import os; os.close(os.open('suid2-%[1]s', os.O_CREAT|os.O_WRONLY, 0
 		t.Errorf("positive control: a child of the test process does not inherit descriptor %d: %q", fd, out)
 	}
 	attacks = append(attacks, attack{name: "inherited_descriptors",
-		// A program the command starts lists what it inherited (the shell itself keeps close-on-exec copies of
-		// its own, which no program gets).
-		command: fmt.Sprintf(`python3 -S -c 'import os; print("FDS=" + " ".join(str(f) for f in range(256) if os.path.exists("/proc/self/fd/%%d" %% f)) + " ")'; for f in $(seq 3 40) %d; do bash -c "cat <&$f" 2>/dev/null; done; true`, fd),
+		// ls, started by the command, lists what it inherited plus the one descriptor it opens to list them (the
+		// lowest free one, 3, when it inherited nothing else). The shell keeps close-on-exec copies of its own,
+		// which no program gets, so the shell's own list would say nothing.
+		command: fmt.Sprintf(`ls /proc/self/fd > fds-%[1]s.txt; echo FDS=$(sort -n fds-%[1]s.txt | tr '\n' ' '); for f in 3 4 5 6 7 8 9; do cat <&$f; done 2>/dev/null; command -v bash >/dev/null && bash -c 'for f in $(seq 10 40) %[2]d; do cat <&$f; done' 2>/dev/null; true`, n, fd),
 		check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 			if strings.Contains(out.Stdout, fdSecret) {
 				e.t.Errorf("the command read a descriptor the server holds")
 			}
-			if !strings.Contains(out.Stdout, "FDS=0 1 2 \n") {
+			if !strings.Contains(out.Stdout, "FDS=0 1 2 3\n") {
 				e.t.Errorf("the command's shell has descriptors beyond 0, 1 and 2: %q", clip(out.Stdout))
 			}
 		}})
@@ -230,7 +231,7 @@ python3 -c "import os; os.close(os.open('suid2-%[1]s', os.O_CREAT|os.O_WRONLY, 0
 		if out := hostRun(t, "/", x32Cmd); strings.Contains(out, "X32 -1 1\n") {
 			t.Errorf("positive control: x32 getpid is refused with EPERM on the host too: %q", out)
 		}
-		attacks = append(attacks, attack{name: "x32_syscalls", command: x32Cmd,
+		attacks = append(attacks, attack{name: "x32_syscalls", command: x32Cmd, python: true,
 			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
 				if !strings.Contains(out.Stdout, "X32 -1 1\n") {
 					e.t.Errorf("an x32 system call was not refused by the filter (EPERM): %q", out.Stdout)

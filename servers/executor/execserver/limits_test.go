@@ -101,7 +101,6 @@ func sampleMax(path string, d time.Duration) int {
 	return peak
 }
 
-
 // TestLocalDiskCap: a command that takes the workspace past the disk cap is killed and told why; one that cleans
 // up a workspace already over the cap runs. The positive control runs the same filler without a cap.
 func TestLocalDiskCap(t *testing.T) {
