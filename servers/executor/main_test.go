@@ -244,3 +244,60 @@ func markedProcesses(marker string) []string {
 	}
 	return found
 }
+
+// TestMainRestartCleansUp: an executor killed with SIGKILL cannot remove its private temp folder and its cgroups;
+// the next one to start over the same cache folder removes them, and leaves a live executor's alone.
+func TestMainRestartCleansUp(t *testing.T) {
+	ws, cache := t.TempDir(), t.TempDir()
+	_ = os.Chmod(filepath.Dir(ws), 0o711)
+	start := func() *exec.Cmd {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := executor(t, nil, "-workspace", ws, "-addr", addr, "-cache-dir", cache)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the executor did not start")
+			}
+		}
+		return cmd
+	}
+	leftBy := func(pid int) []string {
+		tmp, _ := filepath.Glob(filepath.Join(cache, "ws-*", "tmp", fmt.Sprintf("%d-*", pid)))
+		// Under each controller's root, or under the server's own cgroup a level or two down.
+		for _, pattern := range []string{"/sys/fs/cgroup/*/goalbox-exec-%d-*", "/sys/fs/cgroup/*/*/goalbox-exec-%d-*", "/sys/fs/cgroup/*/*/*/goalbox-exec-%d-*"} {
+			cg, _ := filepath.Glob(fmt.Sprintf(pattern, pid))
+			tmp = append(tmp, cg...)
+		}
+		return tmp
+	}
+	first := start()
+	if len(leftBy(first.Process.Pid)) == 0 {
+		t.Fatal("the executor made no temp folder or cgroup to leave behind")
+	}
+	_ = first.Process.Kill()
+	_ = first.Wait()
+	left := leftBy(first.Process.Pid)
+	if len(left) == 0 {
+		t.Fatal("positive control: a killed executor left nothing behind")
+	}
+	second := start()
+	if still := leftBy(first.Process.Pid); len(still) > 0 {
+		t.Errorf("a new executor left what the killed one left: %v", still)
+	}
+	if len(leftBy(second.Process.Pid)) == 0 {
+		t.Errorf("the live executor's own temp folder is gone")
+	}
+	t.Logf("removed after the restart: %v", left)
+}
