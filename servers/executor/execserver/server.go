@@ -102,13 +102,14 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 // Server is the MCP server, for mcpserve.Run or mcpserve.Start.
 func (e *Executor) Server() *mcp.Server { return e.server }
 
-// Health is what the health endpoint and the start-up log report.
+// Health is what the health endpoint reports. Whoever reaches the port may read it, so the workspace appears as
+// clients see it (the advertised root), never by its host path, in the confinement report too.
 func (e *Executor) Health() map[string]any {
 	return map[string]any{
 		"server":          Name,
-		"workspace":       e.guard.Dir(),
+		"workspace":       e.guard.AdvertisedRoot(),
 		"backend":         e.backend.Name(),
-		"confinement":     e.backend.Confinement(),
+		"confinement":     advertise(e.backend.Confinement(), e.guard.Dir(), e.guard.AdvertisedRoot()),
 		"policy":          e.cfg.Policy.Describe(),
 		"timeout_default": int(e.cfg.DefaultTimeout.Seconds()),
 		"timeout_max":     int(e.cfg.MaxTimeout.Seconds()),
@@ -141,9 +142,69 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.Stdout, out.StdoutTruncated = stdout.String()
 	out.Stderr, out.StderrTruncated = stderr.String()
-	e.logger.Debug("command ran", "exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
-		"stdout_bytes", stdout.Total(), "stderr_bytes", stderr.Total(), "cancelled", ctx.Err() != nil)
+	logArgs := []any{"exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
+		"stdout_bytes", stdout.Total(), "stderr_bytes", stderr.Total()}
+	if ctx.Err() != nil {
+		// Why the call was cancelled: the client's notifications/cancelled, its connection closing, its session
+		// ending (deleted, expired, evicted) or the server shutting down (mcpserve's Err values).
+		logArgs = append(logArgs, "cancelled", context.Cause(ctx).Error())
+	}
+	e.logger.Debug("command ran", logArgs...)
 	return nil, out, nil
+}
+
+// advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or
+// a prefix of a longer path) in a string, a list or a nested map.
+func advertise(v any, dir, root string) any {
+	if dir == "" {
+		return v
+	}
+	switch v := v.(type) {
+	case string:
+		var b strings.Builder
+		prev := byte(0) // the byte before rest
+		for rest := v; ; {
+			i := strings.Index(rest, dir)
+			if i < 0 {
+				b.WriteString(rest)
+				return b.String()
+			}
+			before := prev
+			if i > 0 {
+				before = rest[i-1]
+			}
+			end := i + len(dir)
+			if (before == 0 || !isPathByte(before)) && (end == len(rest) || rest[end] == '/' || !isPathByte(rest[end])) {
+				b.WriteString(rest[:i] + root)
+			} else {
+				b.WriteString(rest[:end])
+			}
+			prev, rest = rest[end-1], rest[end:]
+		}
+	case []string:
+		out := make([]string, len(v))
+		for i, s := range v {
+			out[i] = advertise(s, dir, root).(string)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = advertise(x, dir, root)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = advertise(x, dir, root)
+		}
+		return out
+	}
+	return v
+}
+
+func isPathByte(c byte) bool {
+	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // absPath finds absolute paths in a message.
