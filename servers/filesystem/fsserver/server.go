@@ -118,8 +118,8 @@ func hint(err error) error {
 	return err
 }
 
-// walkError names the tool in an error from a walk of the guard ("walk" means nothing to a client) and, when a
-// cap stopped the walk, adds what the client can do instead.
+// walkError names the tool in an error from a walk of the guard ("walk" means nothing to a client) and, when the
+// depth or entry cap stopped the walk, adds what the client can do instead (a busy server already says to retry).
 func walkError(err error, tool, instead string) error {
 	var e *pathguard.Error
 	if !errors.As(err, &e) || e.Op != "walk" {
@@ -127,7 +127,7 @@ func walkError(err error, tool, instead string) error {
 	}
 	c := *e
 	c.Op = tool
-	if c.Reason == pathguard.ReasonTooDeep || c.Reason == pathguard.ReasonTooMany || c.Reason == pathguard.ReasonBusy {
+	if c.Reason == pathguard.ReasonTooDeep || c.Reason == pathguard.ReasonTooMany {
 		c.Detail += "; " + instead
 	}
 	return &c
