@@ -93,8 +93,8 @@ func TestHTTPGuards(t *testing.T) {
 		t.Fatalf("health: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
-	real, _ := filepath.EvalSymlinks(ws)
-	if health["status"] != "ok" || health["server"] != "goalbox-filesystem" || health["workspace"] != real || health["advertised_root"] != "/workspace" || health["limits"] == nil {
+	// Whoever reaches the port may read /healthz: the workspace is shown as clients see it, never by its host path.
+	if health["status"] != "ok" || health["server"] != "goalbox-filesystem" || health["workspace"] != "/workspace" || health["advertised_root"] != "/workspace" || health["limits"] == nil {
 		t.Errorf("health: %v", health)
 	}
 
