@@ -59,7 +59,7 @@ type cgroupLimit struct {
 //
 // total, when positive, is written to the parent itself: a limit for all of the backend's commands together, so
 // that N concurrent bombs, each within its own limit, still cannot take the machine.
-func newCgroupLimit(controller, instance string, limit, total int64) (*cgroupLimit, error) {
+func newCgroupLimit(controller, instance string, limit, total int64, logger *slog.Logger) (*cgroupLimit, error) {
 	base, v2, err := ownCgroupDir(controller)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func newCgroupLimit(controller, instance string, limit, total int64) (*cgroupLim
 	if controller == "memory" && !v2 {
 		file = "memory.limit_in_bytes"
 	}
-	removeStaleCgroups(base, slog.Default())
+	removeStaleCgroups(base, logger)
 	dir := filepath.Join(base, cgroupPrefix+instance)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err

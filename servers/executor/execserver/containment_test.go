@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -369,7 +370,7 @@ func TestHugeOutputKeepsServerResponsive(t *testing.T) {
 // pidsCgroupAvailable says whether this machine lets the local backend limit processes; without that the fork
 // bomb would only be stopped by the timeout, with the whole machine's CPU, so it is not run.
 func pidsCgroupAvailable(t *testing.T) bool {
-	c, err := newCgroupLimit("pids", "probe-"+randomHex(4), 10, 0)
+	c, err := newCgroupLimit("pids", "probe-"+randomHex(4), 10, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Logf("no pids cgroup here (%v): the fork bomb is not run", err)
 		return false

@@ -123,9 +123,9 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 	b.rlimits = rlimitsFor(cfg)
 
 	b.pids, b.pidsNote = cgroupFor("pids", instanceLabel(id), int64(cfg.PidsLimit), DefaultPidsLimit,
-		totalLimit(int64(cfg.TotalPidsLimit), DefaultTotalPidsLimit), "a fork bomb runs until the timeout")
+		totalLimit(int64(cfg.TotalPidsLimit), DefaultTotalPidsLimit), "a fork bomb runs until the timeout", logger)
 	b.mem, b.memNote = cgroupFor("memory", instanceLabel(id), cfg.MemoryLimit, DefaultMemoryLimit,
-		totalLimit(cfg.TotalMemoryLimit, defaultTotalMemory()), "memory is limited per process only (RLIMIT_DATA)")
+		totalLimit(cfg.TotalMemoryLimit, defaultTotalMemory()), "memory is limited per process only (RLIMIT_DATA)", logger)
 	if b.pids == nil && cfg.PidsLimit >= 0 {
 		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
@@ -188,14 +188,14 @@ func totalLimit(v, def int64) int64 {
 
 // cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
 // cgroup, or says why there is none.
-func cgroupFor(controller, instance string, limit, def, total int64, without string) (*cgroupLimit, string) {
+func cgroupFor(controller, instance string, limit, def, total int64, without string, logger *slog.Logger) (*cgroupLimit, string) {
 	if limit < 0 {
 		return nil, "none (turned off)"
 	}
 	if limit == 0 {
 		limit = def
 	}
-	c, err := newCgroupLimit(controller, instance, limit, total)
+	c, err := newCgroupLimit(controller, instance, limit, total, logger)
 	if err != nil {
 		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)
 	}
