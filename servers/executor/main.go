@@ -31,6 +31,7 @@ type options struct {
 	TimeoutDefault time.Duration `env:"TIMEOUT_DEFAULT"`
 	TimeoutMax     time.Duration `env:"TIMEOUT_MAX"`
 	OutputCap      int           `env:"OUTPUT_CAP"`
+	MaxConcurrent  int           `env:"MAX_CONCURRENT"`
 	// Allow and Deny are RE2 patterns; in the environment one per line (patterns may hold commas).
 	Allow         []string `env:"ALLOW" envSeparator:"\n"`
 	Deny          []string `env:"DENY" envSeparator:"\n"`
@@ -75,6 +76,7 @@ func run(args []string) int {
 		fs.DurationVar(&opts.TimeoutDefault, "timeout-default", opts.TimeoutDefault, "timeout of a command that gives none (env "+envPrefix+"TIMEOUT_DEFAULT)")
 		fs.DurationVar(&opts.TimeoutMax, "timeout-max", opts.TimeoutMax, "largest timeout a command may ask for (env "+envPrefix+"TIMEOUT_MAX)")
 		fs.IntVar(&opts.OutputCap, "output-cap", opts.OutputCap, "bytes kept of each of stdout and stderr, head and tail, at most 1 MiB (env "+envPrefix+"OUTPUT_CAP)")
+		fs.IntVar(&opts.MaxConcurrent, "max-concurrent", opts.MaxConcurrent, "commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4) (env "+envPrefix+"MAX_CONCURRENT)")
 		fs.Func("allow", "RE2 pattern a command must match to run; repeatable (env "+envPrefix+"ALLOW, one per line)", func(s string) error {
 			opts.Allow = append(opts.Allow, s)
 			return nil
@@ -135,6 +137,7 @@ func run(args []string) int {
 		MaxTimeout:     opts.TimeoutMax,
 		OutputCap:      opts.OutputCap,
 		Policy:         policy,
+		MaxConcurrent:  opts.MaxConcurrent,
 	}, backend, g, logger)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "executor: %v\n", err)

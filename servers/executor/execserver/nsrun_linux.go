@@ -2,8 +2,8 @@ package execserver
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -40,7 +41,14 @@ type Config struct {
 	OutputCap int
 	// Policy, when set, refuses commands before they run.
 	Policy *Policy
+	// MaxConcurrent is how many commands may run at once; a call past it waits for a free slot, within its own
+	// timeout. 0 means DefaultMaxConcurrent.
+	MaxConcurrent int
 }
+
+// DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
+// parallel tool calls and a test runner beside a dev server, few enough that the machine's cores are not buried.
+var DefaultMaxConcurrent = max(4, 2*runtime.NumCPU())
 
 func (c *Config) fill() error {
 	if c.DefaultTimeout == 0 {
@@ -52,11 +60,16 @@ func (c *Config) fill() error {
 	if c.OutputCap == 0 {
 		c.OutputCap = DefaultOutputCap
 	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
 	switch {
 	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
 		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)
 	case c.MaxTimeout < c.DefaultTimeout || c.MaxTimeout%time.Second != 0:
 		return fmt.Errorf("maximum timeout %v: must be a whole number of seconds, at least the default timeout %v", c.MaxTimeout, c.DefaultTimeout)
+	case c.MaxConcurrent < 1:
+		return fmt.Errorf("max concurrent commands %d: must be at least 1", c.MaxConcurrent)
 	case c.OutputCap < minOutputCap || c.OutputCap > MaxOutputCap:
 		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
 	}
@@ -70,6 +83,7 @@ type Executor struct {
 	guard   *pathguard.Guard
 	logger  *slog.Logger
 	server  *mcp.Server
+	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -80,7 +94,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent)}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: "0.1.0"}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail).",
@@ -114,6 +128,7 @@ func (e *Executor) Health() map[string]any {
 		"timeout_default": int(e.cfg.DefaultTimeout.Seconds()),
 		"timeout_max":     int(e.cfg.MaxTimeout.Seconds()),
 		"output_cap":      e.cfg.OutputCap,
+		"max_concurrent":  e.cfg.MaxConcurrent,
 	}
 }
 
@@ -127,6 +142,27 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	r.Stdout, r.Stderr = stdout, stderr
 
 	start := time.Now()
+	// A free slot first. The wait counts against the call's timeout: a client that gave 10 seconds gets an answer
+	// within about 10 seconds, run or not.
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		waited := time.NewTimer(r.Timeout)
+		select {
+		case e.slots <- struct{}{}:
+			waited.Stop()
+		case <-waited.C:
+			return nil, out, fmt.Errorf("the executor already runs %d commands at once (its -max-concurrent), and none ended within this call's timeout of %v; try again later or with a longer timeout_seconds",
+				e.cfg.MaxConcurrent, r.Timeout)
+		case <-ctx.Done():
+			return nil, out, fmt.Errorf("cancelled while waiting for one of the %d commands already running to end", e.cfg.MaxConcurrent)
+		}
+		r.Timeout -= time.Since(start)
+		if r.Timeout < time.Second {
+			r.Timeout = time.Second
+		}
+	}
+	defer func() { <-e.slots }()
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		done := make(chan struct{})
 		defer close(done)
