@@ -115,7 +115,7 @@ func TestHealthIsOpenAndReportsServer(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("health: %d %v", resp.StatusCode, err)
 	}
-	if body["status"] != "ok" || body["server"] != "echo" {
+	if body["status"] != "ok" || body["server"] != "echo" || body["sessions"] == nil || body["connections"] == nil {
 		t.Errorf("health body %v", body)
 	}
 	resp2, err := http.Get("http://" + r.Addr + "/nope")

@@ -584,7 +584,11 @@ func TestBusyConnectionsRefuseNewOnes(t *testing.T) {
 // TestStalledReaderIsCut: a client that stops reading its response costs its connection until the write stall
 // timeout, then the connection is closed.
 func TestStalledReaderIsCut(t *testing.T) {
-	s, ln := startServing(t, newEchoServer(), Config{WriteStallTimeout: 300 * time.Millisecond})
+	srv := newEchoServer()
+	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, echoOut, error) {
+		return nil, echoOut{Text: strings.Repeat("x", 8<<20)}, nil
+	})
+	_, ln := startServing(t, srv, Config{WriteStallTimeout: 300 * time.Millisecond})
 	c := newRawClient(t, "http://"+ln.Addr().String()+"/mcp")
 	sid := c.initialize()
 	c.http.CloseIdleConnections()
@@ -592,18 +596,37 @@ func TestStalledReaderIsCut(t *testing.T) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetReadBuffer(4 << 10)
 	}
-	big := strings.Repeat("x", 8<<20)
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, big)
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"big","arguments":{}}}`
 	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body)
-	// Never read: the server's writes stall, and it must give up on the connection.
-	if !eventually(5*time.Second, func() bool { return ln.open() == 0 }) {
+	// Never read: the server's writes of 16 MiB stall, and it must give up on the connection.
+	start := time.Now()
+	if !eventually(20*time.Second, func() bool { return ln.open() == 0 }) {
 		t.Errorf("%d connections still open to a client that stopped reading", ln.open())
 	}
-	_ = s
+	t.Logf("closed after %v", time.Since(start).Round(time.Millisecond))
 }
 
 // startServing is start, with the connection limiter to look at.
 func startServing(t *testing.T, srv *mcp.Server, cfg Config) (*Running, *connLimiter) {
 	r := start(t, srv, cfg)
 	return r, r.ln
+}
+
+func TestLoadServingLimits(t *testing.T) {
+	t.Setenv("GOALBOX_T_SESSION_IDLE_TIMEOUT", "5m")
+	t.Setenv("GOALBOX_T_MAX_SESSIONS", "9")
+	t.Setenv("GOALBOX_T_WRITE_STALL_TIMEOUT", "7s")
+	var cfg Config
+	if _, err := Load(&cfg, "GOALBOX_T_", []string{"srv", "-workspace", "w", "-max-sessions", "3", "-max-connections", "40", "-read-timeout", "2s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SessionIdleTimeout != 5*time.Minute || cfg.MaxSessions != 3 || cfg.MaxConnections != 40 || cfg.ReadTimeout != 2*time.Second ||
+		cfg.WriteStallTimeout != 7*time.Second || cfg.IdleTimeout != DefaultIdleTimeout || cfg.MaxHeaderBytes != DefaultMaxHeaderBytes {
+		t.Errorf("config %+v", cfg)
+	}
+	for _, bad := range [][]string{{"-max-sessions", "0"}, {"-max-connections", "-1"}, {"-session-idle-timeout", "0s"}, {"-read-header-timeout", "-1s"}} {
+		if _, err := Load(&Config{}, "GOALBOX_NONE_", append([]string{"srv", "-workspace", "w"}, bad...), nil); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
 }
