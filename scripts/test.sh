@@ -36,6 +36,13 @@ pkgs=()
 for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
 go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
 
+echo "== fuzzing the servers' HTTP and stdio entries (${GOALBOX_FUZZ_TIME:=60s} each)"
+for target in ./pkg/mcpserve ./servers/filesystem ./servers/executor; do
+  for f in FuzzHTTPEntry FuzzStdioEntry; do
+    go test "$target" -run '^$' -fuzz "^$f\$" -fuzztime "$GOALBOX_FUZZ_TIME"
+  done
+done
+
 echo "== MCP conformance suite"
 scripts/conformance.sh
 
