@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -52,6 +53,9 @@ type cgroupLimit struct {
 	limit int64
 	total int64 // on the parent: all commands together (0: none)
 	seq   atomic.Int64
+	ready chan string // per-command cgroups made ahead ("" when making one failed)
+	done  chan struct{}
+	once  sync.Once
 }
 
 // newCgroupLimit makes a parent cgroup for this backend's commands under the server's own cgroup of controller
@@ -83,7 +87,9 @@ func newCgroupLimit(controller, instance string, limit, total int64, logger *slo
 			return nil, fmt.Errorf("the total %s limit: %w", controller, err)
 		}
 	}
-	return &cgroupLimit{dir: dir, file: file, limit: limit, total: total}, nil
+	c := &cgroupLimit{dir: dir, file: file, limit: limit, total: total, ready: make(chan string, cgroupsAhead), done: make(chan struct{})}
+	go c.fill()
+	return c, nil
 }
 
 // ownCgroupDir finds the folder of the server's own cgroup for controller: in cgroup v1's hierarchy of that
@@ -146,42 +152,91 @@ func hasOpt(opts, name string) bool {
 	return false
 }
 
-// place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
-// removes the cgroup once its processes are gone.
-func (c *cgroupLimit) place(pid int) (func(), error) {
+// cgroupsAhead is how many per-command cgroups each limit keeps made (mkdir, limit written) ahead of the commands:
+// about half a millisecond each off a command's start.
+const cgroupsAhead = 2
+
+// prepare makes a fresh per-command cgroup with the limit written.
+func (c *cgroupLimit) prepare() (string, error) {
 	dir := filepath.Join(c.dir, strconv.FormatInt(c.seq.Add(1), 10))
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
 		// Someone removed the backend's parent cgroup (it is empty between commands): make it again.
 		if err = os.Mkdir(c.dir, 0o755); err == nil || errors.Is(err, os.ErrExist) {
+			if c.total > 0 {
+				_ = os.WriteFile(filepath.Join(c.dir, c.file), []byte(strconv.FormatInt(c.total, 10)), 0)
+			}
 			err = os.Mkdir(dir, 0o755)
 		}
 	}
 	if err != nil {
-		return nil, err
-	}
-	remove := func() {
-		// The processes are dying (their PID namespace is gone); rmdir succeeds once they are reaped.
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, c.file), []byte(strconv.FormatInt(c.limit, 10)), 0); err != nil {
-		remove()
-		return nil, fmt.Errorf("%s: %w", c.file, err)
+		removeCgroup(dir)
+		return "", fmt.Errorf("%s: %w", c.file, err)
+	}
+	return dir, nil
+}
+
+// fill keeps c.ready full until the backend closes.
+func (c *cgroupLimit) fill() {
+	for {
+		dir, err := c.prepare()
+		if err != nil {
+			dir = "" // place makes its own and reports the error
+		}
+		select {
+		case c.ready <- dir:
+		case <-c.done:
+			if dir != "" {
+				removeCgroup(dir)
+			}
+			return
+		}
+	}
+}
+
+// place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
+// removes the cgroup once its processes are gone.
+func (c *cgroupLimit) place(pid int) (func(), error) {
+	var dir string
+	select {
+	case dir = <-c.ready:
+	default:
+	}
+	if dir == "" {
+		var err error
+		if dir, err = c.prepare(); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		remove()
+		removeCgroup(dir)
 		return nil, fmt.Errorf("cgroup.procs: %w", err)
 	}
-	return func() { go remove() }, nil
+	return func() { go removeCgroup(dir) }, nil
+}
+
+// removeCgroup removes a per-command cgroup once its processes are gone (they are dying: their PID namespace is
+// gone; rmdir succeeds once they are reaped).
+func removeCgroup(dir string) {
+	for i := 0; i < 100; i++ {
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // close removes the backend's parent cgroup (once the commands' cgroups are gone).
 func (c *cgroupLimit) close() {
+	c.once.Do(func() { close(c.done) })
+	for len(c.ready) > 0 {
+		if dir := <-c.ready; dir != "" {
+			removeCgroup(dir)
+		}
+	}
 	go func() {
 		for i := 0; i < 250; i++ {
 			if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -54,9 +55,24 @@ func diskUsage(dirs ...string) int64 {
 	return total
 }
 
-// watchDisk calls kill, once, when the usage of dirs passes limit (and grew since the command started), and returns a function that stops watching and
-// says whether it killed (with the usage it saw).
-func watchDisk(ctx context.Context, limit int64, dirs []string, kill func()) (stop func() (killed bool, used int64)) {
+// diskMeter remembers the last usage measured of one backend's folders, so that a command need not walk them when
+// it starts: most commands end before the first check.
+type diskMeter struct {
+	last atomic.Int64 // bytes; -1 until the first measurement
+}
+
+func newDiskMeter() *diskMeter {
+	m := &diskMeter{}
+	m.last.Store(-1)
+	return m
+}
+
+// watchDisk calls kill, once, when the usage of dirs passes limit and is more than when the command started (so a
+// command that cleans up a workspace already over the cap may run), and returns a function that stops watching and
+// says whether it killed (with the usage it saw). The usage at the start is the last one this backend measured
+// (it may be older than the files the filesystem server wrote since), so a command shorter than diskCheckEvery
+// costs no walk at all.
+func watchDisk(ctx context.Context, limit int64, dirs []string, meter *diskMeter, kill func()) (stop func() (killed bool, used int64)) {
 	if limit <= 0 {
 		return func() (bool, int64) { return false, 0 }
 	}
@@ -67,9 +83,13 @@ func watchDisk(ctx context.Context, limit int64, dirs []string, kill func()) (st
 	}
 	done := make(chan verdict, 1)
 	go func() {
-		// Over the cap at the start (a workspace filled earlier) only a command that adds to it is killed, so
-		// one that cleans up may run.
-		start := diskUsage(dirs...)
+		// The usage when the command started: the last one measured (by this backend's earlier commands), or,
+		// the first time, measured now.
+		base := meter.last.Load()
+		if base < 0 {
+			base = diskUsage(dirs...)
+			meter.last.Store(base)
+		}
 		t := time.NewTicker(diskCheckEvery)
 		defer t.Stop()
 		for {
@@ -78,7 +98,9 @@ func watchDisk(ctx context.Context, limit int64, dirs []string, kill func()) (st
 				done <- verdict{}
 				return
 			case <-t.C:
-				if used := diskUsage(dirs...); used > limit && used > start {
+				used := diskUsage(dirs...)
+				meter.last.Store(used)
+				if used > limit && used > base {
 					kill()
 					done <- verdict{true, used}
 					return

@@ -210,7 +210,7 @@ func (b *localBackend) runWithInit(ctx context.Context, req Request, applied **a
 		ip.ctlW.Close()
 		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
 	}
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), killTree)
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, killTree)
 	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, killTree)
 	diskKill, diskUsed := stopDisk()
 	ip.ctlW.Close()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,13 +21,21 @@ func instanceLabel(id [6]byte) string {
 	return strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(id[:])
 }
 
-// instanceDead reports whether the server that made instance label is gone. A label without a pid (left by an
-// older version) counts as dead.
+// instanceLabelPattern is what instanceLabel makes; anything else (an older version's name, a test's probe) is
+// never taken for a dead instance.
+var instanceLabelPattern = regexp.MustCompile(`^([0-9]+)-[0-9a-f]{12}$`)
+
+// instanceDead reports whether the server that made instance label is gone: its pid does not exist. A label this
+// version did not make is never dead. (A server in another PID namespace that shares this cgroup tree or cache
+// folder would be taken for dead: give such servers cache folders of their own.)
 func instanceDead(label string) bool {
-	pidText, _, ok := strings.Cut(label, "-")
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 0 {
-		return true
+	m := instanceLabelPattern.FindStringSubmatch(label)
+	if m == nil {
+		return false
+	}
+	pid, err := strconv.Atoi(m[1])
+	if err != nil || pid <= 0 {
+		return false
 	}
 	if pid == os.Getpid() {
 		return false

@@ -35,8 +35,9 @@ type localBackend struct {
 	rules     sandboxRules
 	rlimits   []rlimitV
 	landlock  bool
-	uid, gid  int          // who commands run as on the host: never root
-	maxDisk   int64        // disk cap of the workspace, home and temp together (0: none)
+	uid, gid  int   // who commands run as on the host: never root
+	maxDisk   int64 // disk cap of the workspace, home and temp together (0: none)
+	disk      *diskMeter
 	ns        *nsSandbox   // nil in fallback mode
 	inits     *initPool    // fallback mode: child inits ready to run a command
 	pids      *cgroupLimit // nil where no pids cgroup can be made
@@ -94,6 +95,7 @@ func NewLocalBackend(cfg LocalConfig, logger *slog.Logger) (Backend, error) {
 		uid:       uid,
 		gid:       gid,
 		maxDisk:   totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
+		disk:      newDiskMeter(),
 		logger:    logger,
 	}
 	removeStaleInstances(filepath.Dir(b.dirs.Tmp), logger)
@@ -291,6 +293,10 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	}
 	rules := b.rules
 	rules.ShmDir = h.root("/dev/shm")
+	// The holder masked /etc's secrets, so /etc is one rule here (the fallback lists its entries one by one).
+	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
+	rules.ReadDirs = append(rules.ReadDirs, "/etc")
+	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},

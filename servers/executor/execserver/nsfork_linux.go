@@ -330,7 +330,7 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 	}
 	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0)
 
-	if a.fds[fdRuleset] >= 0 {
+	if a.fds[fdRuleset] >= 0 && a.procRule != nil {
 		// This PID namespace's procfs is new, so the ruleset made before the fork cannot name it: add it here.
 		step = stepLandlockProc
 		r1, _, e1 = syscall.RawSyscall6(syscall.SYS_OPENAT, atFdcwd, uintptr(unsafe.Pointer(a.proc)),
@@ -349,6 +349,8 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 			goto fail
 		}
 		syscall.RawSyscall(syscall.SYS_CLOSE, procfd, 0, 0)
+	}
+	if a.fds[fdRuleset] >= 0 {
 		step = stepLandlock
 		_, _, e1 = syscall.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fdRuleset, 0, 0)
 		if e1 != 0 {

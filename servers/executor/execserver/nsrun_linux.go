@@ -335,7 +335,7 @@ func (b *localBackend) runNamespaced(ctx context.Context, req Request) (Result, 
 		st.stdinW.Close()
 	}()
 
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), func() { _ = st.keeper.Kill() })
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, func() { _ = st.keeper.Kill() })
 	done := make(chan *os.ProcessState, 1)
 	go func() {
 		ps, _ := st.keeper.Wait()
