@@ -62,9 +62,19 @@ func (e *Entry) Open() (*os.File, error) {
 	if err != nil {
 		return nil, wrap("open", e.Path(), err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !e.same(fi) {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonChanged}
+	}
+	if !e.same(fi) {
+		// Replaced since it was listed. A write replaces a file by renaming a new one over it, so this is what a
+		// busy workspace looks like: take the new file when the name itself (not a symlink) now is that file.
+		now, err := e.dir.Lstat(e.Name)
+		if err != nil || !now.Mode().IsRegular() || !os.SameFile(now, fi) {
+			f.Close()
+			return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonChanged}
+		}
 	}
 	return f, nil
 }
