@@ -39,6 +39,7 @@ type serving struct {
 	stopReaper context.CancelFunc
 	closing    atomic.Bool
 	ln         atomic.Pointer[connLimiter] // for /healthz; nil when not served by Start
+	activity   activity
 }
 
 func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) *serving {
@@ -64,6 +65,7 @@ func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Log
 	reapCtx, stop := context.WithCancel(context.Background())
 	s.stopReaper = stop
 	go s.sessions.reap(reapCtx)
+	go s.activity.releaseWhenIdle(reapCtx)
 
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.AllowedOrigins {
@@ -103,6 +105,7 @@ func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Log
 
 // ServeHTTP marks the connection busy while a request is served and bounds each write to the client.
 func (s *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.activity.touch()
 	defer markBusy(r)()
 	sw := newStallWriter(w, s.cfg.WriteStallTimeout)
 	// Re-armed for the server's own final flush after the handler returns.
