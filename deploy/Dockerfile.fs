@@ -17,6 +17,7 @@ COPY pkg/go.mod pkg/go.sum pkg/
 COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
+COPY tests/load/go.mod tests/load/
 # Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
 RUN --mount=type=cache,target=/go/pkg/mod cd servers/filesystem && go mod download
 COPY pkg/ pkg/
