@@ -8,6 +8,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
 
@@ -19,7 +20,7 @@ func startServers(t *testing.T, ws, token string) (fsURL, execURL string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: g.Dir()}, nil)
+	backend, err := local.New(local.Config{Workspace: g.Dir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -74,7 +75,7 @@ func LocalExecutor(tc Toolchains, logger *slog.Logger) SandboxFactory {
 			return nil, nil, err
 		}
 		// Build caches shared by every grade (explicitly: each exercise still gets its own home and temp).
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: guard.Dir(), CacheDir: GraderCacheDir(),
+		backend, err := local.New(local.Config{Workspace: guard.Dir(), CacheDir: GraderCacheDir(),
 			SharedCacheDir: filepath.Join(GraderCacheDir(), "shared"), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			guard.Close()

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // The runner puts a model to work on each exercise and lets the grader, not the model, say whether it passed:
@@ -398,7 +398,7 @@ func LocalAgentSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) Agen
 		if err != nil {
 			return nil, nil, err
 		}
-		backend, err := execserver.NewLocalBackend(execserver.LocalConfig{Workspace: real, CacheDir: cacheDir,
+		backend, err := local.New(local.Config{Workspace: real, CacheDir: cacheDir,
 			SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}, logger)
 		if err != nil {
 			return nil, nil, err

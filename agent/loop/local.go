@@ -8,6 +8,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
 
@@ -52,7 +53,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	l.closers = append(l.closers, g.Close)
 	backend := opts.Backend
 	if backend == nil {
-		backend, err = execserver.NewLocalBackend(execserver.LocalConfig{Workspace: g.Dir()}, opts.Logger)
+		backend, err = local.New(local.Config{Workspace: g.Dir()}, opts.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("executor backend: %w", err)
 		}

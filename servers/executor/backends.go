@@ -7,6 +7,8 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // backendNames are the values -backend accepts.
@@ -16,7 +18,7 @@ const backendNames = "local or docker"
 func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, error) {
 	switch opts.Backend {
 	case "local":
-		return execserver.NewLocalBackend(execserver.LocalConfig{
+		return local.New(local.Config{
 			Workspace:         g.Dir(),
 			CacheDir:          opts.CacheDir,
 			NoNamespaces:      opts.NoNamespaces,
@@ -28,7 +30,7 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 			MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
 		}, logger)
 	case "docker":
-		dc := execserver.DockerConfig{
+		dc := docker.Config{
 			Image:            opts.Image,
 			WorkspaceHostDir: g.Dir(),
 			CacheHostDir:     opts.CacheDir,
@@ -44,7 +46,7 @@ func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *s
 		if opts.MemoryLimitMB > 0 {
 			dc.Memory = opts.MemoryLimitMB << 20
 		}
-		return execserver.NewDockerBackend(ctx, dc)
+		return docker.New(ctx, dc)
 	default:
 		return nil, fmt.Errorf("unknown backend %q: use %s", opts.Backend, backendNames)
 	}

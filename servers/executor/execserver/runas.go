@@ -6,14 +6,10 @@ import (
 	"strings"
 )
 
-// DefaultRunAsUID is the uid (and gid) local commands run as when the server is root and root owns the workspace:
-// the "nonroot" id of distroless images, which no Debian or Ubuntu host gives to anyone.
-const DefaultRunAsUID = 65532
-
-// parseRunAs accepts "uid" or "uid:gid", numeric only: a name would say nothing about who owns files on the host
-// (and in a container it would be looked up in the image). Root's uid and gid are refused: commands never run as
-// either.
-func parseRunAs(s string) (uid, gid int, err error) {
+// ParseRunAs accepts "uid" or "uid:gid", numeric only: a name would say nothing about who owns files on the host
+// (and in a container it would be looked up in the image). Root's uid and gid are refused: no backend runs a command
+// as either. Both backends parse their user setting with it (-run-as, -docker-user).
+func ParseRunAs(s string) (uid, gid int, err error) {
 	us, gs, hasGID := strings.Cut(s, ":")
 	uid, err = strconv.Atoi(us)
 	if err == nil && hasGID {

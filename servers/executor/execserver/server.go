@@ -317,3 +317,8 @@ func (e *Executor) progress(ctx context.Context, ss *mcp.ServerSession, tok any,
 		}
 	}
 }
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -1,0 +1,328 @@
+//go:build linux
+
+package docker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+)
+
+// TestDockerContainment attacks the docker backend through the real MCP server. After each attack the server must
+// still answer, the workspace sentinel must be intact, nothing next to the workspace may have changed, and no
+// container may be left.
+func TestDockerContainment(t *testing.T) {
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) { testDockerContainment(t, mode.pool) })
+	}
+}
+
+func testDockerContainment(t *testing.T, pool int) {
+	const secret = "GOALBOX-DOCKER-TEST-SECRET-8c1f"
+	t.Setenv("GOALBOX_TEST_API_KEY", secret) // the server's own environment
+
+	// Small limits make the bombs quick; the defaults are enforced the same way.
+	const pids, memory = 128, 256 << 20
+	b, ws := newDockerTestBackend(t, func(c *Config) {
+		c.PIDs = pids
+		c.Memory = memory
+		c.TmpfsSize = 64 << 20
+		c.WarmPool = pool
+	})
+	outside := filepath.Join(filepath.Dir(ws), "outside.txt")
+	if err := os.WriteFile(outside, []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	beforeOutside := dockerListDir(t, filepath.Dir(ws))
+
+	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{OutputCap: 8 << 10}, nil)
+	cs := srv.Session
+	mcpPort := dockerPortOf(t, srv.Addr)
+
+	// Another listener on the host, on all interfaces, counting every connection it gets.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	lnPort := ln.Addr().(*net.TCPAddr).Port
+
+	// Sleep lengths unique to this run find its processes on the host, whatever else runs there.
+	marker := dockerMarker()
+	attacks := []struct {
+		name  string
+		in    protocol.RunCommandInput
+		check func(t *testing.T, out protocol.RunCommandOutput)
+	}{
+		{"write outside the workspace",
+			protocol.RunCommandInput{Command: `for f in /evil /etc/evil /usr/bin/evil /workspace/../evil /proc/sys/kernel/evil /sys/evil /dev/evil; do
+				(echo x > "$f") 2>/dev/null && echo "WROTE $f"; done
+				cat /workspace/../outside.txt 2>/dev/null; mount -t tmpfs t /mnt 2>/dev/null && echo MOUNTED
+				echo temp > /tmp/left-behind; echo done`},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 0 || out.Stdout != "done\n" {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"tmp does not outlive the command",
+			protocol.RunCommandInput{Command: `test -e /tmp/left-behind && echo FOUND; echo checked`},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.Stdout != "checked\n" {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"read the server's environment",
+			protocol.RunCommandInput{Command: fmt.Sprintf(`env; cat /proc/1/environ /proc/%d/environ 2>&1 | tr '\0' '\n'
+				for e in /proc/[0-9]*/environ; do tr '\0' '\n' < "$e"; done 2>&1; ls /proc | grep -c '^[0-9]' `, os.Getpid())},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if strings.Contains(out.Stdout+out.Stderr, secret) {
+					t.Errorf("the secret leaked into the container: %+v", out)
+				}
+				// Only the container's own processes are visible: sh, ls, grep, and the loop's tr.
+				lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+				if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 8 {
+					t.Errorf("the container sees %q processes, want only its own", lines[len(lines)-1])
+				}
+			}},
+		{"network egress",
+			// bash's /dev/tcp where the image has bash (Debian), nc where it has that (busybox).
+			protocol.RunCommandInput{Command: fmt.Sprintf(`ls /sys/class/net
+				if command -v bash >/dev/null; then echo tool; try() { timeout 3 bash -c "echo x > /dev/tcp/$1/$2"; }
+				elif command -v nc >/dev/null; then echo tool; try() { echo x | timeout 3 nc "$1" "$2"; }
+				fi
+				for a in "127.0.0.1 %d" "127.0.0.1 %d" "172.17.0.1 %d" "172.17.0.1 %d" "1.1.1.1 53" "8.8.8.8 443"; do
+					try $a 2>/dev/null && echo "CONNECTED $a"; done; echo tried`,
+				mcpPort, lnPort, mcpPort, lnPort)},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.Stdout != "lo\ntool\ntried\n" {
+					t.Errorf("want only loopback, a tool to connect with, and no connection; got %+v", out)
+				}
+				if n := accepted.Load(); n != 0 {
+					t.Errorf("the host listener accepted %d connections from the container", n)
+				}
+			}},
+		{"orphaned background processes",
+			protocol.RunCommandInput{Command: fmt.Sprintf(`(sleep %[1]s1 &); setsid sleep %[1]s2 & nohup sleep %[1]s3 >/dev/null 2>&1 &
+				sh -c 'sleep %[1]s4 &' ; echo spawned`, marker)},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 0 || out.Stdout != "spawned\n" {
+					t.Errorf("got %+v", out)
+				}
+				if left := dockerHostProcesses(t, "sleep "+marker); len(left) != 0 {
+					t.Errorf("background processes outlived the call: %v", left)
+				}
+			}},
+		{"endless loop",
+			protocol.RunCommandInput{Command: `while :; do :; done`, TimeoutSeconds: 2},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != -1 || !out.TimedOut {
+					t.Errorf("got %+v", out)
+				}
+			}},
+		{"endless output",
+			protocol.RunCommandInput{Command: `yes`, TimeoutSeconds: 4},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != -1 || !out.TimedOut || !out.StdoutTruncated || !strings.HasPrefix(out.Stdout, "y\ny\n") || len(out.Stdout) > 16<<10 {
+					t.Errorf("got exit %d timed out %v truncated %v, %d bytes", out.ExitCode, out.TimedOut, out.StdoutTruncated, len(out.Stdout))
+				}
+			}},
+		{"fork bomb",
+			protocol.RunCommandInput{Command: `f() { f | f & }; f; sleep 3; echo survived`, TimeoutSeconds: 6},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				// The shell reports failed forks: the pids limit is what stopped the bomb.
+				if !strings.Contains(out.Stderr, "fork") {
+					t.Errorf("no failed fork reported; stderr %.300q", out.Stderr)
+				}
+			}},
+		{"memory bomb",
+			protocol.RunCommandInput{Command: `x=$(head -c 2000000000 /dev/zero | tr '\0' a); echo ${#x}`, TimeoutSeconds: 60},
+			func(t *testing.T, out protocol.RunCommandOutput) {
+				if out.ExitCode != 137 || out.TimedOut || !strings.Contains(out.Stderr, "out-of-memory") {
+					t.Errorf("want the OOM killer's 137 and a note on stderr, got %+v", out)
+				}
+			}},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			var stopSampling func() int
+			if a.name == "fork bomb" {
+				stopSampling = dockerSampleContainerProcesses(t, b)
+			}
+			a.check(t, sandboxtest.MustRun(t, cs, a.in))
+			if stopSampling != nil {
+				// The bomb really forked up to the limit, and no further (the slack is the pool's idle inits and
+				// runc's short-lived helpers).
+				grew := stopSampling()
+				t.Logf("processes in the backend's containers grew by %d during the fork bomb (limit %d)", grew, pids)
+				if grew > pids+16 || grew < pids/2 {
+					t.Errorf("processes in the backend's containers grew by %d during the fork bomb, want about the limit %d", grew, pids)
+				}
+			}
+			if out := sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
+				t.Fatalf("the server does not answer after the attack: %+v", out)
+			}
+			dockerCheckSentinel(t, ws)
+			if after := dockerListDir(t, filepath.Dir(ws)); !slices.Equal(after, beforeOutside) {
+				t.Errorf("the folder around the workspace changed: %v, was %v", after, beforeOutside)
+			}
+			if b, err := os.ReadFile(outside); err != nil || string(b) != secret {
+				t.Errorf("file outside the workspace changed: %q, %v", b, err)
+			}
+			dockerSettled(t, b)
+		})
+	}
+}
+
+// TestDockerContainmentShared runs the backend-neutral containment table on the docker backend. Its memory bomb
+// needs python3, which only some images have; TestDockerContainment's shell memory bomb runs on every image.
+func TestDockerContainmentShared(t *testing.T) {
+	probe, _ := newDockerTestBackend(t, nil)
+	var out strings.Builder
+	if _, err := probe.Run(context.Background(), execserver.Request{Command: "command -v python3 || true", Dir: ".", Timeout: time.Minute, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var memoryBomb int64
+	if out.Len() > 0 {
+		memoryBomb = 1 << 30
+	}
+	sandboxtest.RunContainment(t, sandboxtest.Target{
+		NewBackend: func(t *testing.T) (execserver.Backend, string) {
+			return newDockerTestBackend(t, func(c *Config) { c.PIDs = 128; c.Memory = 256 << 20 })
+		},
+		MemoryBomb: memoryBomb,
+		ForkBomb:   true,
+		NoPython:   memoryBomb == 0,
+		KnownGaps: map[string]string{
+			"setuid_files": "Docker's default seccomp profile lets a command set setuid bits on files of its own uid (never root's); the filesystem server strips them when it writes (SECURITY.md)",
+		},
+	})
+}
+
+func dockerPortOf(t testing.TB, addr string) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// dockerListDir names the entries of dir with their sizes: a cheap fingerprint of the folder around the workspace.
+func dockerListDir(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, fmt.Sprintf("%s:%v:%d", e.Name(), fi.Mode(), fi.Size()))
+	}
+	return names
+}
+
+// dockerHostProcesses lists the host's processes whose command line contains s.
+func dockerHostProcesses(t testing.TB, s string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []string
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if strings.Contains(cmd, s) {
+			found = append(found, filepath.Base(d)+": "+cmd)
+		}
+	}
+	return found
+}
+
+// dockerSampleContainerProcesses counts, every 20 ms until the returned function is called, the host's processes
+// that run in one of b's containers (their cgroup names the container), and returns how far the count rose above
+// where it started. Only this backend's containers count: builds, other containers and other test runs beside the
+// test do not blur it.
+func dockerSampleContainerProcesses(t testing.TB, b *dockerBackend) func() int {
+	var ids []string
+	refresh := func() {
+		ids = ids[:0]
+		for _, c := range dockerInstanceContainers(t, b) {
+			ids = append(ids, c.ID)
+		}
+	}
+	count := func() int {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		n := 0
+		for _, d := range dirs {
+			cg, err := os.ReadFile(filepath.Join(d, "cgroup"))
+			if err != nil {
+				continue
+			}
+			for _, id := range ids {
+				if strings.Contains(string(cg), id) {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	refresh()
+	base := count()
+	var (
+		peak = base
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if i%5 == 0 { // a new command's container appears once; the list is an Engine call
+				refresh()
+			}
+			peak = max(peak, count())
+		}
+	}()
+	return func() int {
+		close(stop)
+		<-done
+		return peak - base
+	}
+}

@@ -1,0 +1,210 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// drainGrace bounds how long Run waits for the output stream and the exit status once the container was killed.
+// They normally arrive within milliseconds; the bound only matters when the Engine misbehaves.
+const drainGrace = 10 * time.Second
+
+// Run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
+// removes the container on every path out of Run, panics included.
+func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+	if req.Timeout <= 0 {
+		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
+	}
+	workdir, err := b.workdir(req.Dir)
+	if err != nil {
+		return execserver.Result{}, err
+	}
+	if ctx.Err() != nil {
+		return execserver.Result{ExitCode: -1}, nil
+	}
+	stdout, stderr := orDiscard(req.Stdout), orDiscard(req.Stderr)
+
+	// Engine calls use api, not ctx: a create interrupted by cancellation may still create the container on the
+	// daemon, and then there would be no ID to remove it by. Cancellation is handled below by killing.
+	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAPI()
+
+	p, err := b.launch(api, ctx, req.Command, workdir, req.Stdin)
+	if errors.Is(err, errCancelledBeforeStart) {
+		return execserver.Result{ExitCode: -1}, nil
+	}
+	if err != nil {
+		return execserver.Result{}, err
+	}
+	// finished says the command ended by itself and its output is read: nothing runs in the container any more,
+	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
+	finished := false
+	defer func() { b.release(p, finished) }()
+
+	copied := make(chan error, 1)
+	go func() {
+		// A panicking writer must not take the process down before the container is removed: the panic is
+		// carried to Run's goroutine and raised again there, after the deferred clean-up ran.
+		defer func() {
+			if r := recover(); r != nil {
+				copied <- writerPanic{r}
+			}
+		}()
+		_, err := stdcopy.StdCopy(stdout, stderr, p.att.Reader)
+		copied <- err
+	}()
+	// The copy goroutine writes to the caller's writers: it must be finished before Run returns.
+	defer func() {
+		if copied != nil {
+			p.att.Close()
+			<-copied
+		}
+	}()
+
+	timer := time.NewTimer(req.Timeout)
+	defer timer.Stop()
+	var (
+		res      execserver.Result
+		exited   bool
+		killed   bool
+		grace    <-chan time.Time
+		cancelCh = ctx.Done()
+		timeout  = timer.C
+		wait     = p.wait
+	)
+	kill := func() {
+		killed = true
+		cancelCh, timeout = nil, nil
+		// SIGKILL to the container's init takes the whole PID namespace with it: background, double-forked and
+		// setsid'd processes alike.
+		if _, err := b.cli.ContainerKill(api, p.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
+			!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+			// The forced removal deferred above kills it as well; this only costs the grace period.
+			b.log.Warn("docker backend: kill failed", "container", p.id[:12], "err", err)
+		}
+		grace = time.After(drainGrace)
+	}
+	for !exited || copied != nil {
+		select {
+		case err := <-copied:
+			copied = nil
+			if wp, ok := err.(writerPanic); ok {
+				panic(wp.value)
+			}
+			if err != nil && !killed {
+				b.log.Debug("docker backend: output stream ended with an error", "container", p.id[:12], "err", err)
+			}
+		case w := <-wait.Result:
+			exited, wait.Result, wait.Error = true, nil, nil
+			if w.Error != nil && w.Error.Message != "" {
+				return execserver.Result{}, fmt.Errorf("docker backend: wait: %s", w.Error.Message)
+			}
+			res.ExitCode = int(w.StatusCode)
+		case err := <-wait.Error:
+			return execserver.Result{}, fmt.Errorf("docker backend: wait: %w", err)
+		case <-timeout:
+			res.TimedOut = true
+			kill()
+		case <-cancelCh:
+			kill()
+		case <-grace:
+			// Output or exit status never came after the kill; the deferred removal cleans up.
+			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+		}
+	}
+	if killed {
+		return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+	}
+	if res.ExitCode == 137 {
+		b.noteOOM(api, p.id, stderr)
+	}
+	finished = true
+	return res, nil
+}
+
+// errCancelledBeforeStart says the request was cancelled while its container was being started: the command never
+// ran.
+var errCancelledBeforeStart = errors.New("cancelled before the command started")
+
+// launch gives the command to a container from the pool or to one started now. A pooled container can die while
+// it waits (the Engine restarted, say); then a container started now is the fallback. api carries the Engine calls;
+// a cancelled req (checked once the container is ready) means the command is not started at all.
+func (b *dockerBackend) launch(api, req context.Context, command, dir, stdin string) (*prepared, error) {
+	p, pooled, err := b.acquire(api)
+	if err != nil {
+		return nil, err
+	}
+	if req.Err() != nil {
+		b.discard(p)
+		return nil, errCancelledBeforeStart
+	}
+	if err = p.give(command, dir, stdin); err == nil {
+		return p, nil
+	}
+	b.discard(p)
+	if !pooled {
+		return nil, err
+	}
+	b.log.Warn("docker backend: a pooled container could not take its command; starting one", "err", err)
+	if p, err = b.prepare(api); err != nil {
+		return nil, err
+	}
+	if err = p.give(command, dir, stdin); err != nil {
+		b.discard(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// writerPanic carries a panic of the output writers out of the copy goroutine.
+type writerPanic struct{ value any }
+
+func (writerPanic) Error() string { return "output writer panicked" }
+
+// noteOOM tells the command's reader why it died when the kernel's OOM killer ended it: the exit code stays 137 as
+// Docker reports it, and stderr gets a line naming the limit.
+func (b *dockerBackend) noteOOM(ctx context.Context, id string, stderr io.Writer) {
+	insp, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil || insp.Container.State == nil || !insp.Container.State.OOMKilled {
+		return
+	}
+	fmt.Fprintf(stderr, "\n[sandbox: killed by the out-of-memory killer: the memory limit is %d MiB]\n", b.cfg.Memory>>20)
+}
+
+// workdir maps a workspace-relative folder to its path in the container. The folder must exist: the command would
+// otherwise fail in the launcher with a message naming the container path.
+func (b *dockerBackend) workdir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	clean := path.Clean(dir)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(clean, "\x00") {
+		return "", fmt.Errorf("docker backend: folder %q is not inside the workspace", dir)
+	}
+	if strings.ContainsAny(clean, "\n\r") {
+		// The launcher reads the folder as one line.
+		return "", fmt.Errorf("docker backend: folder %q has a line break in its name, which the docker backend cannot run in", dir)
+	}
+	fi, err := b.ws.Stat(clean)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("docker backend: folder %q is not a folder in the workspace", dir)
+	}
+	return path.Join(containerWorkspace, clean), nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

@@ -1,0 +1,270 @@
+package local
+
+// The holder owns the namespaces every command of a backend shares: a user namespace where the run-as user is root
+// (and unprivileged outside), a network namespace with only a loopback, and a mount namespace where the host's
+// /run, /dev/shm and /tmp are replaced and untraversable folders on the way to the toolchains are bridged. It is a
+// copy of the server's binary re-executed once per backend (argv[0] is holderArg0) by os/exec with CLONE_NEWUSER:
+// a multi-threaded Go process cannot create a user namespace for itself, and an ordinary user can create the
+// others only inside one. It sets its mounts up, reports, and then does nothing but wait for its stdin to close
+// (the backend closes, or the server dies: it has the server's death as its parent-death signal too).
+//
+// Each command joins these namespaces from nsFork and adds PID, mount, IPC, UTS and cgroup namespaces of its own.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// holderArg0 marks a re-executed holder.
+const holderArg0 = "goalbox-exec-holder"
+
+// holderPlanEnv carries the holder's mount plan (JSON).
+const holderPlanEnv = "GOALBOX_HOLDER_PLAN"
+
+// mountOp is one step of the holder's mount plan.
+type mountOp struct {
+	// Kind is "private" (stop propagation to and from the host), "tmpfs" (an empty tmpfs over Target), "bind"
+	// (Source onto Target, its mountpoint made first) or "nosuid" (Target bound onto itself and remounted
+	// nosuid,nodev).
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	// Source is opened before any mount is made, so a tmpfs over one of its folders does not hide it. A bind
+	// source must be a mount of the holder's own namespace, so the server cannot open it for the holder.
+	Source string `json:"source,omitempty"`
+	Opts   string `json:"opts,omitempty"` // tmpfs: mount options
+}
+
+// holderReport is the line the holder writes when its mounts are done.
+type holderReport struct {
+	Error    string   `json:"error,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// holder is the server's handle on the holder process.
+type holder struct {
+	cmd                  *exec.Cmd
+	stdin                io.Closer
+	userNS, netNS, mntNS *os.File
+	warnings             []string
+}
+
+// startHolder starts the holder, whose user namespace maps the run-as user to root.
+func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
+	plan, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer stdinR.Close()
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinW.Close()
+		return nil, err
+	}
+	defer stdoutR.Close()
+	cmd := &exec.Cmd{
+		Path:   "/proc/self/exe",
+		Args:   []string{holderArg0},
+		Env:    []string{holderPlanEnv + "=" + string(plan)},
+		Dir:    "/",
+		Stdin:  stdinR,
+		Stdout: stdoutW,
+		Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+			// No Credential: the holder stays the server's uid, so that it may execute the server's binary
+			// wherever that lies (a root server's binary is often in a folder only root may enter), and keeps
+			// the capabilities it needs in its own user namespace as ambient ones across the exec. For a root
+			// server that uid is not mapped in the namespace, so these capabilities reach only the inodes of the
+			// run-as user; the holder runs nothing but its mounts, and commands never share its credentials.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_SETUID, unix.CAP_SETGID},
+			Pdeathsig:   syscall.SIGKILL,
+			Setsid:      true,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		stdoutW.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("start the namespace holder: %w", err)
+	}
+	stdoutW.Close()
+	h := &holder{cmd: cmd, stdin: stdinW}
+	line, rerr := readLineTimeout(stdoutR, 30*time.Second)
+	var rep holderReport
+	if rerr == nil {
+		rerr = json.Unmarshal(line, &rep)
+	}
+	switch {
+	case rerr != nil:
+		h.close()
+		return nil, fmt.Errorf("the namespace holder did not start: %v", rerr)
+	case rep.Error != "":
+		h.close()
+		return nil, errors.New(rep.Error)
+	}
+	h.warnings = rep.Warnings
+	for _, ns := range []struct {
+		name string
+		f    **os.File
+	}{{"user", &h.userNS}, {"net", &h.netNS}, {"mnt", &h.mntNS}} {
+		f, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/" + ns.name)
+		if err != nil {
+			h.close()
+			return nil, fmt.Errorf("open the holder's %s namespace: %w", ns.name, err)
+		}
+		*ns.f = f
+	}
+	return h, nil
+}
+
+// root is the holder's view of path p: where the server finds what commands see there (its /dev/shm, say).
+func (h *holder) root(p string) string {
+	return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/root" + p
+}
+
+func (h *holder) close() {
+	for _, f := range []*os.File{h.userNS, h.netNS, h.mntNS} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	h.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = h.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func readLineTimeout(r *os.File, d time.Duration) ([]byte, error) {
+	_ = r.SetReadDeadline(time.Now().Add(d))
+	line, err := bufio.NewReader(r).ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	return line, nil
+}
+
+// holderMain runs in the re-executed holder: root of the new user namespace, with every capability in it.
+func holderMain() int {
+	out := json.NewEncoder(os.Stdout)
+	var ops []mountOp
+	if err := json.Unmarshal([]byte(os.Getenv(holderPlanEnv)), &ops); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: bad plan: " + err.Error()})
+		return 1
+	}
+	var warnings []string
+	sources := map[string]*os.File{}
+	for _, op := range ops {
+		if op.Source == "" || sources[op.Source] != nil {
+			continue
+		}
+		f, err := os.OpenFile(op.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s is not reachable for commands: %v", op.Source, err))
+			continue
+		}
+		sources[op.Source] = f
+	}
+	// Now become root of the namespace (the run-as user outside): what the mounts create (mountpoints in a
+	// tmpfs) must belong to a user mapped in the namespace.
+	if err := syscall.Setresgid(0, 0, 0); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: setresgid: " + err.Error()})
+		return 1
+	}
+	if err := syscall.Setresuid(0, 0, 0); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: setresuid: " + err.Error()})
+		return 1
+	}
+	for _, op := range ops {
+		if op.Kind == "bind" && sources[op.Source] == nil {
+			continue
+		}
+		if err := op.apply(sources[op.Source]); err != nil {
+			if op.Kind == "tmpfs" || op.Kind == "nosuid" {
+				warnings = append(warnings, err.Error())
+				continue
+			}
+			_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
+			return 1
+		}
+	}
+	if err := loopbackUp(); err != nil {
+		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
+	}
+	_ = out.Encode(holderReport{Warnings: warnings})
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+func (op mountOp) apply(src *os.File) error {
+	switch op.Kind {
+	case "private":
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("make mounts private: %w", err)
+		}
+	case "tmpfs":
+		if err := unix.Mount("tmpfs", op.Target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, op.Opts); err != nil {
+			return fmt.Errorf("could not put a tmpfs over %s: %w", op.Target, err)
+		}
+	case "bind":
+		fi, err := src.Stat()
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			if err := os.MkdirAll(filepath.Dir(op.Target), 0o755); err != nil {
+				return err
+			}
+			if f, err := os.OpenFile(op.Target, os.O_CREATE|os.O_RDONLY, 0o644); err == nil {
+				f.Close()
+			}
+		} else if err := os.MkdirAll(op.Target, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(int(src.Fd())), op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", op.Target, err)
+		}
+	case "nosuid":
+		if err := unix.Mount(op.Target, op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(op.Target, &st); err != nil {
+			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
+		}
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+		// A remount must keep the flags the host set (they are locked in a user namespace).
+		for bit, ms := range map[int64]uintptr{unix.ST_RDONLY: unix.MS_RDONLY, unix.ST_NOEXEC: unix.MS_NOEXEC,
+			unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+			if int64(st.Flags)&bit != 0 {
+				flags |= ms
+			}
+		}
+		if err := unix.Mount("", op.Target, "", flags, ""); err != nil {
+			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
+		}
+	default:
+		return fmt.Errorf("unknown mount step %q", op.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package local
+
+// The fallback mode's child inits (childinit_linux.go), started ahead of need: starting one is a re-exec of the
+// server binary (the Go runtime and every package's initialisation, several milliseconds), while an init that waits
+// for its configuration costs nothing. So one is kept ready, with its pipes, and the next is started in the
+// background as soon as it is taken.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+)
+
+// initPoolSize is how many child inits wait ready.
+const initPoolSize = 1
+
+// initProc is a started child init, waiting for its configuration on ctlW, already in its cgroups.
+type initProc struct {
+	cmd                      *exec.Cmd
+	ctlW, repR               *os.File
+	stdinW, stdoutR, stderrR *os.File
+	release                  func() // removes its cgroups
+}
+
+// initPool keeps child inits ready.
+type initPool struct {
+	mu     sync.Mutex
+	ready  []*initProc
+	closed bool
+	spawn  func() (*initProc, error)
+}
+
+// take returns a ready init, or starts one now, and starts its successor in the background.
+func (p *initPool) take() (*initProc, error) {
+	p.mu.Lock()
+	var ip *initProc
+	if n := len(p.ready); n > 0 {
+		ip, p.ready = p.ready[n-1], p.ready[:n-1]
+	}
+	p.mu.Unlock()
+	go p.fill()
+	if ip != nil {
+		return ip, nil
+	}
+	return p.spawn()
+}
+
+func (p *initPool) fill() {
+	p.mu.Lock()
+	need := !p.closed && len(p.ready) < initPoolSize
+	p.mu.Unlock()
+	if !need {
+		return
+	}
+	ip, err := p.spawn()
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.ready) >= initPoolSize {
+		ip.discard()
+		return
+	}
+	p.ready = append(p.ready, ip)
+}
+
+func (p *initPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, ip := range p.ready {
+		ip.discard()
+	}
+	p.ready = nil
+}
+
+// discard ends an init that never got a command: EOF on its control pipe makes it exit.
+func (ip *initProc) discard() {
+	ip.ctlW.Close()
+	_ = ip.cmd.Wait()
+	ip.closePipes()
+	ip.release()
+}
+
+func (ip *initProc) closePipes() {
+	for _, f := range []*os.File{ip.repR, ip.stdinW, ip.stdoutR, ip.stderrR} {
+		f.Close()
+	}
+}
+
+// spawnInit starts a child init that waits for its configuration.
+func (b *localBackend) spawnInit() (*initProc, error) {
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (*initProc, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	ctlR, ctlW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	repR, repW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd := &exec.Cmd{
+		// The server's own binary, whatever its name; the init in it takes over when argv[0] is initArg0.
+		Path:       "/proc/self/exe",
+		Args:       []string{initArg0},
+		Env:        b.env,
+		Dir:        b.workspace,
+		Stdin:      inR,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{ctlR, repW},
+		// No parent-death signal: if the server dies, the init must live on long enough to kill its descendants,
+		// which it does when its control pipe reports EOF.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("start the sandbox: %w", err))
+	}
+	for _, f := range []*os.File{ctlR, repW, inR, outW, errW} {
+		f.Close()
+	}
+	ip := &initProc{cmd: cmd, ctlW: ctlW, repR: repR, stdinW: inW, stdoutR: outR, stderrR: errR, release: func() {}}
+	// The init waits for its configuration: it is in its cgroups before it can start anything. Moving a
+	// multi-threaded process into a cgroup takes milliseconds (an RCU grace period), so it happens here, ahead of
+	// the command, not when the command comes.
+	release, err := b.placeInCgroups(cmd.Process.Pid)
+	if err != nil {
+		ip.discard()
+		return nil, fmt.Errorf("cgroup limits: %w", err)
+	}
+	ip.release = release
+	return ip, nil
+}
+
+// runWithInit runs req through a child init (fallback mode, no namespaces).
+func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, applied **appliedConfinement) (execserver.Result, error) {
+	ip, err := b.inits.take()
+	if err != nil {
+		return execserver.Result{}, err
+	}
+	defer ip.closePipes()
+	defer ip.release()
+	cmd := ip.cmd
+
+	var copies sync.WaitGroup
+	copies.Go(func() { _, _ = io.Copy(req.Stdout, ip.stdoutR) })
+	copies.Go(func() { _, _ = io.Copy(req.Stderr, ip.stderrR) })
+	go func() {
+		// A command that does not read its stdin makes this fail with EPIPE when it ends; that is fine.
+		_, _ = io.WriteString(ip.stdinW, req.Stdin)
+		ip.stdinW.Close()
+	}()
+	reports := make(chan initReport, 4)
+	go func() {
+		defer close(reports)
+		dec := json.NewDecoder(ip.repR)
+		for {
+			var r initReport
+			if dec.Decode(&r) != nil {
+				return
+			}
+			reports <- r
+		}
+	}()
+	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
+	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
+	if os.Geteuid() == 0 {
+		cfg.UID, cfg.GID = b.uid, b.gid // never root
+	}
+	line, _ := json.Marshal(cfg)
+	_, _ = ip.ctlW.Write(append(line, '\n'))
+
+	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
+	killTree := func() {
+		ip.ctlW.Close()
+		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
+	}
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, killTree)
+	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, killTree)
+	diskKill, diskUsed := stopDisk()
+	ip.ctlW.Close()
+	// The init killed every descendant before it exited, so the pipes are at EOF; if something escaped and holds
+	// them, stop reading after killGrace.
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(killGrace):
+		ip.stdoutR.Close()
+		ip.stderrR.Close()
+		<-copied
+	}
+
+	var exited *initReport
+	var setupErr string
+	for r := range reports {
+		switch {
+		case r.Setup != nil:
+			if applied != nil {
+				*applied = r.Setup
+			}
+		case r.Error != "":
+			setupErr = r.Error
+		case r.Exited:
+			exited = &r
+		}
+	}
+	switch {
+	case diskKill:
+		return diskKilled(req, diskUsed, b.maxDisk), nil
+	case killed:
+		return execserver.Result{ExitCode: -1, TimedOut: timedOut}, nil
+	case setupErr != "":
+		return execserver.Result{}, errors.New(setupErr)
+	case exited == nil:
+		// The init died without saying how sh ended: something killed it (the OOM killer, an operator).
+		var ee *exec.ExitError
+		if waitErr != nil && !errors.As(waitErr, &ee) {
+			return execserver.Result{}, waitErr
+		}
+		return execserver.Result{ExitCode: -1}, nil
+	case exited.Signal != 0:
+		return execserver.Result{ExitCode: -1}, nil
+	}
+	return execserver.Result{ExitCode: exited.Status}, nil
+}

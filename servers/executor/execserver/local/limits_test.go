@@ -1,0 +1,138 @@
+//go:build linux
+
+package local
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+)
+
+// TestLocalTotalLimits: concurrent bombs, each within its own command's limit, must not pass the executor's total:
+// the parent cgroup's count (read on the host while they run) stays at or under it, and the server answers.
+func TestLocalTotalLimits(t *testing.T) {
+	sandboxtest.RequireNamespaceMode(t)
+	if !pidsCgroupAvailable(t) {
+		t.Skip("no pids cgroup here: the total is RLIMIT_NPROC, which the containment suite's fork bomb exercises")
+	}
+	const perCommand, total = 200, 300
+	b, ws := newLocalTestBackend(t, func(c *Config) {
+		c.PidsLimit, c.TotalPidsLimit = perCommand, total
+		c.MemoryLimit, c.TotalMemoryLimit = 512<<20, 700<<20
+	})
+	lb := b.(*localBackend)
+	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
+
+	t.Run("pids", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: "b() { b | b & }; b; sleep 10", TimeoutSeconds: 4})
+			})
+		}
+		peak := sampleMax(filepath.Join(lb.pids.dir, "pids.current"), 3*time.Second)
+		wg.Wait()
+		if peak > total {
+			t.Errorf("3 fork bombs reached %d processes together; the total is %d", peak, total)
+		}
+		if peak <= perCommand {
+			t.Logf("positive control weak: the bombs reached only %d processes together (one command's limit is %d)", peak, perCommand)
+		}
+		t.Logf("3 concurrent fork bombs: peak %d processes together (per command %d, total %d)", peak, perCommand, total)
+		if out := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: "echo alive"}); out.Stdout != "alive\n" {
+			t.Errorf("server after the bombs: %+v", out)
+		}
+	})
+
+	t.Run("memory", func(t *testing.T) {
+		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			t.Skip("no python3")
+		}
+		usage := filepath.Join(lb.mem.dir, "memory.max_usage_in_bytes")
+		if _, err := os.Stat(usage); err != nil {
+			usage = filepath.Join(lb.mem.dir, "memory.peak") // cgroup v2
+		}
+		var wg sync.WaitGroup
+		outs := make([]protocol.RunCommandOutput, 3)
+		for i := range outs {
+			wg.Go(func() {
+				outs[i] = sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: `python3 -c "
+import time
+b = bytearray(400 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+print('HELD'); time.sleep(3)"`, TimeoutSeconds: 30})
+			})
+		}
+		wg.Wait()
+		held := 0
+		for _, o := range outs {
+			if strings.Contains(o.Stdout, "HELD") && o.ExitCode == 0 {
+				held++
+			}
+		}
+		if held == 3 {
+			t.Errorf("three commands each held 400 MiB together under a 700 MiB total")
+		}
+		if b, err := os.ReadFile(usage); err == nil {
+			peak, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			t.Logf("3 commands asking 400 MiB each: %d held it, peak %d MiB together (total 700 MiB)", held, peak>>20)
+			if peak > 700<<20 {
+				t.Errorf("the executor's commands used %d MiB together, over the 700 MiB total", peak>>20)
+			}
+		}
+	})
+}
+
+// sampleMax reads an integer file every few milliseconds for d and returns the largest value.
+func sampleMax(path string, d time.Duration) int {
+	peak := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > peak {
+				peak = v
+			}
+		}
+	}
+	return peak
+}
+
+// TestLocalDiskCap: a command that takes the workspace past the disk cap is killed and told why; one that cleans
+// up a workspace already over the cap runs. The positive control runs the same filler without a cap.
+func TestLocalDiskCap(t *testing.T) {
+	fill := "fallocate -l 200M big 2>/dev/null || head -c 200000000 /dev/zero > big; sleep 3; echo filled"
+	for _, noNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
+			modeWanted(t, noNS)
+			if !noNS {
+				sandboxtest.RequireNamespaceMode(t)
+			}
+			free, ws := newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = -1 })
+			ctl := sandboxtest.MustRun(t, sandboxtest.StartServer(t, free, ws, execserver.Config{}, nil).Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+			if ctl.ExitCode != 0 || diskUsage(ws) < 150<<20 {
+				t.Fatalf("positive control: without a cap the filler does not fill: %+v, %d bytes", ctl, diskUsage(ws))
+			}
+
+			b, ws := newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = 64 << 20 })
+			srv := sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
+			out := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+			if out.ExitCode != -1 || strings.Contains(out.Stdout, "filled") || !strings.Contains(out.Stderr, "disk cap of 67108864 bytes") {
+				t.Errorf("a command past the disk cap: %+v", out)
+			}
+			if clean := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: "rm -f big; echo cleaned"}); clean.Stdout != "cleaned\n" {
+				t.Errorf("cleaning up: %+v", clean)
+			}
+			if used := diskUsage(ws); used > 64<<20 {
+				t.Errorf("workspace still uses %d bytes", used)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Config configures the local backend.
+type Config struct {
+	// Workspace is the workspace's real host path (pathguard.Guard.Dir()).
+	Workspace string
+	// CacheDir holds the commands' private home, temp folders and build caches, outside the workspace, in a
+	// folder of each workspace's own (ws-<hash of its real path>). Default: the user cache folder +
+	// "/goalbox-exec" (e.g. ~/.cache/goalbox-exec), or /var/cache/goalbox-exec for a root server.
+	CacheDir string
+	// SharedCacheDir, when set, holds the build caches (GOCACHE, GOMODCACHE, npm, pip, cargo, gradle) instead of
+	// the workspace's own folder: an explicit opt-in to share them between workspaces (the benchmark's grader does,
+	// so that every Go exercise does not rebuild the standard library). Whatever one workspace's commands write
+	// there, the others' commands may run. HOME and temp stay private.
+	SharedCacheDir string
+	// RunAs is the numeric "uid[:gid]" commands run as on the host; root is refused. Default: the workspace's
+	// owner when that is not root; else DefaultRunAsUID, and the workspace is given to that user. A server that is
+	// not root always runs commands as its own user.
+	RunAs string
+	// NoNamespaces forces the fallback without PID, mount and network namespaces (a process group, a subreaper
+	// and Landlock's network rules), as when the server runs where namespaces are not permitted.
+	NoNamespaces bool
+	// NoLandlock turns Landlock off (for comparison and debugging only; the server warns).
+	NoLandlock bool
+	// ExtraReadDirs are more folders commands may read and execute from, besides the system and the toolchains
+	// found on PATH.
+	ExtraReadDirs []string
+	// MemoryLimit caps each process's data segment (RLIMIT_DATA) and, where the server may create a memory cgroup,
+	// all of a command's processes together, in bytes. 0 means DefaultMemoryLimit; -1 none.
+	MemoryLimit int64
+	// PidsLimit caps the processes and threads of one command (pids cgroup, where the server may create one).
+	// 0 means DefaultPidsLimit; -1 none.
+	PidsLimit int
+	// TotalMemoryLimit caps the memory of all of the backend's commands together, in bytes (the memory cgroup the
+	// per-command ones sit in). 0 means half of the machine's memory; -1 none.
+	TotalMemoryLimit int64
+	// TotalPidsLimit caps the processes and threads of all of the backend's commands together. 0 means
+	// DefaultTotalPidsLimit; -1 none.
+	TotalPidsLimit int
+	// MaxWorkspaceBytes caps the disk space of the workspace and the private home and temp folders together; a
+	// command that takes them past it is killed (checked every half second: see diskcap.go). 0 means
+	// DefaultMaxWorkspaceBytes; -1 none.
+	MaxWorkspaceBytes int64
+	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
+	// DefaultFileSizeLimit; -1 none.
+	FileSizeLimit int64
+}
+
+// Defaults for Config.
+const (
+	DefaultMemoryLimit   = 8 << 30
+	DefaultFileSizeLimit = 4 << 30
+	maxOpenFiles         = 1 << 16
+)
+
+// systemReadDirs are the system folders every command may read and execute from. /proc shows only the command's
+// own processes in namespace mode; elsewhere reading another process's environment is stopped by the dropped
+// capabilities and by Landlock's ptrace rule.
+var systemReadDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys", "/dev"}
+
+// etcHidden are the entries of /etc a command may not read: the root user owns them, and a command runs as the
+// server's user, root included, so only Landlock keeps it out. Everything else in /etc is readable.
+var etcHidden = map[string]bool{
+	"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "ssh": true, "sudoers": true, "sudoers.d": true,
+	"security": true, "docker": true, "containerd": true, "goalbox": true, "credstore": true, "credstore.encrypted": true,
+}
+
+// etcReadable lists the readable entries of /etc as folders and files, for Landlock rules.
+func etcReadable() (dirs, files []string) {
+	ents, err := os.ReadDir("/etc")
+	if err != nil {
+		return nil, nil
+	}
+	for _, e := range ents {
+		if etcHidden[e.Name()] {
+			continue
+		}
+		p := filepath.Join("/etc", e.Name())
+		if e.Name() == "ssl" {
+			// /etc/ssl/private holds keys; certs and openssl.cnf are what commands need.
+			for _, sub := range []string{"certs", "openssl.cnf"} {
+				if isDir(filepath.Join(p, sub)) {
+					dirs = append(dirs, filepath.Join(p, sub))
+				} else {
+					files = append(files, filepath.Join(p, sub))
+				}
+			}
+			continue
+		}
+		if isDir(p) {
+			dirs = append(dirs, p)
+		} else {
+			files = append(files, p)
+		}
+	}
+	return dirs, files
+}
+
+// defaultCacheDir is the user's cache folder, or /var/cache for a root server: commands run as another user, who
+// must pass through every folder on the way (in the fallback mode, where no mount namespace can bridge /root).
+func defaultCacheDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/cache/goalbox-exec"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "goalbox-exec")
+	}
+	return filepath.Join(os.TempDir(), "goalbox-exec")
+}

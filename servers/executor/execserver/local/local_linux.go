@@ -1,0 +1,494 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"golang.org/x/sys/unix"
+)
+
+// killGrace is how long Run waits for output still in the pipes after the command's PID 1 or init exited.
+const killGrace = 2 * time.Second
+
+// initKillGrace is how long a child init (fallback mode) gets to kill its descendants after it was told to, before
+// it is killed itself. It normally takes milliseconds; on a loaded machine dying processes take longer to let go of
+// their children.
+const initKillGrace = 10 * time.Second
+
+// localBackend runs commands on this machine as an unprivileged user: forked into namespaces of their own inside
+// the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
+// through a re-executed child init (childinit_linux.go).
+type localBackend struct {
+	workspace string
+	dirs      sandboxDirs
+	env       []string
+	rules     sandboxRules
+	rlimits   []rlimitV
+	landlock  bool
+	uid, gid  int   // who commands run as on the host: never root
+	maxDisk   int64 // disk cap of the workspace, home and temp together (0: none)
+	disk      *diskMeter
+	ns        *nsSandbox   // nil in fallback mode
+	inits     *initPool    // fallback mode: child inits ready to run a command
+	pids      *cgroupLimit // nil where no pids cgroup can be made
+	pidsNote  string       // why there is no process limit
+	mem       *cgroupLimit // nil where no memory cgroup can be made
+	memNote   string       // why there is no memory limit per command
+	applied   *appliedConfinement
+	logger    *slog.Logger
+}
+
+// New prepares the local backend and proves it by running one command. When namespaces cannot be
+// created here, it falls back to a subreaper child init, and logs that loudly.
+func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Workspace == "" || !filepath.IsAbs(cfg.Workspace) {
+		return nil, fmt.Errorf("local backend: the workspace must be an absolute path, got %q", cfg.Workspace)
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = defaultCacheDir()
+	}
+	cacheDir, err := filepath.Abs(cfg.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("local backend: cache dir: %w", err)
+	}
+	// Open to pass through (0711), not to list: each workspace's folder inside is its run-as user's, 0700.
+	if err := os.MkdirAll(cacheDir, 0o711); err != nil {
+		return nil, fmt.Errorf("local backend: cache dir: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Chmod(cacheDir, 0o711)
+	}
+	if real := realPath(cacheDir); real != "" {
+		cacheDir = real
+	}
+	if within(cacheDir, cfg.Workspace) || within(cfg.Workspace, cacheDir) {
+		return nil, fmt.Errorf("local backend: the cache dir %s and the workspace must not contain each other", cacheDir)
+	}
+	uid, gid, handOver, err := chooseRunAs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Descriptors the server inherited (a shell's `exec 7<secret`, a supervisor's sockets) must not reach a
+	// command. Go opens its own close-on-exec; this marks the inherited ones too, for every child the server starts.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		logger.Warn("cannot mark inherited descriptors close-on-exec", "error", err)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	b := &localBackend{
+		workspace: cfg.Workspace,
+		dirs:      newSandboxDirs(cacheDir, cfg.Workspace, cfg.SharedCacheDir, instanceLabel(id)),
+		landlock:  !cfg.NoLandlock,
+		uid:       uid,
+		gid:       gid,
+		maxDisk:   totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
+		disk:      newDiskMeter(),
+		logger:    logger,
+	}
+	removeStaleInstances(filepath.Dir(b.dirs.Tmp), logger)
+	if err := b.dirs.create(); err != nil {
+		return nil, fmt.Errorf("local backend: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if handOver {
+			logger.Info("the workspace belongs to root: giving it to the run-as user", "uid", uid, "gid", gid)
+			if err := handOverTree(cfg.Workspace, uid, gid); err != nil {
+				return nil, fmt.Errorf("local backend: giving the workspace to the run-as user %d:%d: %w", uid, gid, err)
+			}
+		}
+		for _, d := range []string{filepath.Dir(filepath.Dir(b.dirs.Tmp)), b.dirs.Home, b.dirs.Tmp, b.dirs.Cache} {
+			if err := ownTree(d, uid, gid); err != nil {
+				return nil, fmt.Errorf("local backend: giving %s to the run-as user: %w", d, err)
+			}
+		}
+	}
+	b.env = commandEnv(b.dirs, os.Getenv)
+	etcDirs, etcFiles := etcReadable()
+	b.rules = sandboxRules{
+		ReadDirs:  slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.env, os.Getenv("HOME")), cfg.ExtraReadDirs),
+		ReadFiles: etcFiles,
+		WriteDirs: []string{cfg.Workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache},
+	}
+	b.rlimits = rlimitsFor(cfg)
+
+	b.pids, b.pidsNote = cgroupFor("pids", instanceLabel(id), int64(cfg.PidsLimit), DefaultPidsLimit,
+		totalLimit(int64(cfg.TotalPidsLimit), DefaultTotalPidsLimit), "a fork bomb runs until the timeout", logger)
+	b.mem, b.memNote = cgroupFor("memory", instanceLabel(id), cfg.MemoryLimit, DefaultMemoryLimit,
+		totalLimit(cfg.TotalMemoryLimit, defaultTotalMemory()), "memory is limited per process only (RLIMIT_DATA)", logger)
+	if b.pids == nil && cfg.PidsLimit >= 0 {
+		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
+		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
+		// backend's commands together, and in the fallback for all processes of the run-as user.
+		limit := uint64(DefaultPidsLimit)
+		if cfg.PidsLimit > 0 {
+			limit = uint64(cfg.PidsLimit)
+		}
+		b.rlimits = append(b.rlimits, rlimitV{"nproc", limit})
+		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
+			"or all processes of the run-as user (fallback)", limit)
+	}
+	var nsErr error
+	if !cfg.NoNamespaces {
+		b.ns, nsErr = b.startNamespaces()
+		if nsErr != nil {
+			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create a user namespace and the others in it here; "+
+				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", nsErr)
+		}
+	}
+	if b.ns == nil {
+		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
+		// folder itself. Say which one it cannot, rather than fail on a bare EACCES.
+		for _, d := range b.rules.WriteDirs {
+			if c := closedAncestor(d, uid, gid); c != "" {
+				return nil, fmt.Errorf("local backend: commands run as %d:%d, who cannot pass through %s on the way to %s; "+
+					"without namespaces every folder on the way must be open to that user (chmod o+x), or choose -run-as / -cache-dir", uid, gid, c, d)
+			}
+		}
+		b.inits = &initPool{spawn: b.spawnInit}
+		b.rules.NetHandled = true
+		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
+		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			logger.Warn("cannot make the server undumpable", "error", err)
+		}
+	}
+	applied, err := b.probe()
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("local backend: cannot run a command: %w", err)
+	}
+	if b.ns == nil {
+		b.applied = applied
+	}
+	b.logConfinement()
+	return b, nil
+}
+
+// totalLimit is a configured total (0: def, negative: none, which is 0 here).
+func totalLimit(v, def int64) int64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return def
+	}
+	return v
+}
+
+// cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
+// cgroup, or says why there is none.
+func cgroupFor(controller, instance string, limit, def, total int64, without string, logger *slog.Logger) (*cgroupLimit, string) {
+	if limit < 0 {
+		return nil, "none (turned off)"
+	}
+	if limit == 0 {
+		limit = def
+	}
+	c, err := newCgroupLimit(controller, instance, limit, total, logger)
+	if err != nil {
+		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)
+	}
+	return c, ""
+}
+
+// placeInCgroups puts pid into a fresh cgroup of each limit; the returned function removes them afterwards.
+func (b *localBackend) placeInCgroups(pid int) (func(), error) {
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+		if c == nil {
+			continue
+		}
+		r, err := c.place(pid)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
+}
+
+func rlimitsFor(cfg Config) []rlimitV {
+	r := []rlimitV{{"core", 0}, {"nofile", maxOpenFiles}}
+	switch {
+	case cfg.MemoryLimit == 0:
+		r = append(r, rlimitV{"data", DefaultMemoryLimit})
+	case cfg.MemoryLimit > 0:
+		r = append(r, rlimitV{"data", uint64(cfg.MemoryLimit)})
+	}
+	switch {
+	case cfg.FileSizeLimit == 0:
+		r = append(r, rlimitV{"fsize", DefaultFileSizeLimit})
+	case cfg.FileSizeLimit > 0:
+		r = append(r, rlimitV{"fsize", uint64(cfg.FileSizeLimit)})
+	}
+	return r
+}
+
+// probe runs `true`; in fallback mode it returns what the child init applied.
+func (b *localBackend) probe() (*appliedConfinement, error) {
+	var applied *appliedConfinement
+	req := execserver.Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
+	var res execserver.Result
+	var err error
+	if b.ns != nil {
+		res, err = b.runNamespaced(context.Background(), req)
+	} else {
+		res, err = b.runWithInit(context.Background(), req, &applied)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 || (b.ns == nil && applied == nil) {
+		return nil, fmt.Errorf("the probe command `true` ended with exit code %d", res.ExitCode)
+	}
+	return applied, nil
+}
+
+func (b *localBackend) Name() string { return "local" }
+
+func (b *localBackend) Close() error {
+	if b.ns != nil {
+		b.ns.close()
+	}
+	if b.inits != nil {
+		b.inits.close()
+	}
+	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+		if c != nil {
+			c.close()
+		}
+	}
+	return os.RemoveAll(b.dirs.Tmp)
+}
+
+// startNamespaces starts the holder and prepares the per-command fork: the namespace mode.
+func (b *localBackend) startNamespaces() (*nsSandbox, error) {
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil && d == 0 && os.Geteuid() != 0 {
+		// A fallback backend in this process made it undumpable: its children's uid_map then belongs to root.
+		return nil, errors.New("the process is undumpable (another backend in it runs in the fallback mode), so it cannot map a user namespace")
+	}
+	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, b.rules.WriteDirs, slices.Concat(b.rules.ReadDirs, b.rules.ReadFiles))
+	h, err := startHolder(plan.ops, b.uid, b.gid)
+	if err != nil {
+		return nil, err
+	}
+	rules := b.rules
+	rules.ShmDir = h.root("/dev/shm")
+	// The holder masked /etc's secrets, so /etc is one rule here (the fallback lists its entries one by one).
+	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
+	rules.ReadDirs = append(rules.ReadDirs, "/etc")
+	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	b.applied = &appliedConfinement{
+		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
+		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
+		Warnings: slices.Concat(plan.warnings, h.warnings),
+	}
+	if b.landlock {
+		if _, abi, ok := landlockConfig(rules); ok {
+			b.applied.Landlock, b.applied.LandlockABI, b.applied.LandlockScoped = "enforced", abi, abi >= 6
+		} else {
+			b.applied.Landlock = "unavailable"
+		}
+	} else {
+		b.applied.Landlock = "off"
+	}
+	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == "enforced", b.env)
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	b.ns = ns
+	if _, err := b.probe(); err != nil {
+		b.ns = nil
+		ns.close()
+		return nil, err
+	}
+	return ns, nil
+}
+
+// diskDirs are what the disk cap counts.
+func (b *localBackend) diskDirs() []string { return []string{b.workspace, b.dirs.Home, b.dirs.Tmp} }
+
+// diskKilled finishes a result for a command the disk cap killed: exit code -1 and a note at the end of stderr.
+func diskKilled(req execserver.Request, used, limit int64) execserver.Result {
+	_, _ = io.WriteString(req.Stderr, diskCapNote(used, limit))
+	return execserver.Result{ExitCode: -1}
+}
+
+func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+	if b.ns != nil {
+		return b.runNamespaced(ctx, req)
+	}
+	return b.runWithInit(ctx, req, nil)
+}
+
+// wait waits for cmd, killing it with kill on timeout or when ctx is done.
+func (b *localBackend) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, kill func()) (killed, timedOut bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+		return false, false, err
+	case <-ctx.Done():
+	case <-timer.C:
+		timedOut = true
+	}
+	kill()
+	return true, timedOut, <-done
+}
+
+// Confinement describes what is in force: in namespace mode what the backend set up, in fallback mode what
+// the probe command's init reported.
+func (b *localBackend) Confinement() map[string]any {
+	a := b.applied
+	mode := "pid-namespace"
+	network := "private network namespace: loopback only, no route out"
+	procs := "a fresh PID namespace per command; killing its PID 1 kills every process in it"
+	if b.ns == nil {
+		mode = "subreaper-init (NO namespaces)"
+		procs = "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
+			"the command from signalling its init or the server, and from ptrace"
+		switch {
+		case a.Seccomp && a.LandlockNet:
+			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
+		case a.Seccomp:
+			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
+		case a.LandlockNet:
+			network = "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
+		default:
+			network = "NOT CONFINED"
+		}
+	}
+	landlock := a.Landlock
+	if a.Landlock == "enforced" {
+		landlock = fmt.Sprintf("enforced (ABI %d)", a.LandlockABI)
+	}
+	names := make([]string, 0, len(b.env))
+	for _, kv := range b.env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	caps := "none: bounding set emptied, secure bits locked (no capabilities for root at exec), ambient cleared, no_new_privs"
+	switch {
+	case !a.CapsDropped:
+		caps = "NOT DROPPED"
+	case b.ns == nil && !a.BoundingDropped:
+		caps = "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
+	case b.ns == nil:
+		caps = "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
+	}
+	rl := map[string]uint64{}
+	for _, r := range b.rlimits {
+		// Limits are only lowered: where the server's own hard limit is lower, that is what commands get.
+		rl[r.Name] = r.Value
+		var own unix.Rlimit
+		if unix.Getrlimit(rlimitByName[r.Name], &own) == nil && own.Max < r.Value {
+			rl[r.Name] = own.Max
+		}
+	}
+	if b.ns == nil {
+		rl = a.Rlimits
+	}
+	var readDirs []string
+	for _, d := range b.rules.ReadDirs {
+		if !strings.HasPrefix(d, "/etc/") {
+			readDirs = append(readDirs, d)
+		}
+	}
+	readDirs = append(readDirs, "/etc (but not shadow, gshadow, ssh, sudoers, ssl/private, docker, ...)")
+	hidden := []string{}
+	if a.PrivateProc {
+		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
+	}
+	if a.MountNamespace {
+		hidden = append(hidden, "/run and /var/run are empty (no host sockets)", "/dev/shm is private")
+	}
+	if a.PrivateTmp {
+		hidden = append(hidden, "/tmp is the private temp folder")
+	}
+	return map[string]any{
+		"mode":          mode,
+		"processes":     procs,
+		"network":       network,
+		"landlock":      landlock,
+		"landlock_ipc":  a.LandlockScoped,
+		"write_dirs":    b.rules.WriteDirs,
+		"read_dirs":     readDirs,
+		"hidden":        hidden,
+		"capabilities":  caps,
+		"rlimits":       rl,
+		"process_limit": b.processLimit(),
+		"memory_limit":  b.memoryLimit(),
+		"env_allowlist": names,
+		"warnings":      a.Warnings,
+	}
+}
+
+func (b *localBackend) processLimit() string {
+	if b.pids == nil {
+		return b.pidsNote
+	}
+	s := fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
+	if b.pids.total > 0 {
+		s += fmt.Sprintf(", %d for all of this executor's commands together", b.pids.total)
+	}
+	return s
+}
+
+func (b *localBackend) memoryLimit() string {
+	if b.mem == nil {
+		return b.memNote
+	}
+	s := fmt.Sprintf("%d MiB for all of a command's processes together (memory cgroup)", b.mem.limit>>20)
+	if b.mem.total > 0 {
+		s += fmt.Sprintf(", %d MiB for all of this executor's commands together", b.mem.total>>20)
+	}
+	return s
+}
+
+func (b *localBackend) logConfinement() {
+	c := b.Confinement()
+	b.logger.Info("local backend confinement", "mode", c["mode"], "processes", c["processes"], "network", c["network"],
+		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "process_limit", c["process_limit"],
+		"memory_limit", c["memory_limit"],
+		"write_dirs", b.rules.WriteDirs,
+		"env", c["env_allowlist"])
+	if b.ns == nil {
+		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
+			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
+	}
+	if b.applied.Landlock != "enforced" {
+		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
+	}
+	if b.pids == nil && !slices.ContainsFunc(b.rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {
+		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
+	}
+	if b.mem == nil {
+		b.logger.Warn("NO MEMORY LIMIT PER COMMAND: " + b.memNote)
+	}
+	for _, w := range b.applied.Warnings {
+		b.logger.Warn("confinement: " + w)
+	}
+}

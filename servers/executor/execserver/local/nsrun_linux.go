@@ -1,0 +1,382 @@
+package local
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. It evaluates the command
+// as sh -c would: $0 is "sh", there are no positional parameters. The trailing exit keeps sh from exec'ing the
+// command's last program in its own place, so every program the command runs is a child of this shell, with normal
+// signal handling, and the shell reaps orphans while it waits. The one difference from a plain sh -c: the shell
+// itself is PID 1, which the kernel shields from signals sent from inside the namespace that it does not trap (as
+// in a container without an init), so `kill $$` at the top level of a command does nothing.
+const nsInitScript = `__goalbox_command=$1; shift; eval "$__goalbox_command"; exit $?`
+
+// nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
+// joins are the holder's, shared by the backend's commands).
+const nsUnshare = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+
+// forkThread is one locked OS thread that every command is forked from: a keeper's parent-death signal fires when
+// the thread that forked it ends, so that thread must live as long as the backend, and no longer.
+type forkThread struct {
+	reqs chan func()
+	once sync.Once
+}
+
+func newForkThread() *forkThread {
+	t := &forkThread{reqs: make(chan func())}
+	go func() {
+		// Never unlocked: when the loop ends (Close) the thread exits with the goroutine, and every keeper still
+		// running gets SIGKILL, and with it its PID 1 and the whole namespace.
+		runtime.LockOSThread()
+		for f := range t.reqs {
+			f()
+		}
+	}()
+	return t
+}
+
+func (t *forkThread) do(f func()) error {
+	done := make(chan struct{})
+	var err error
+	func() {
+		defer func() {
+			if recover() != nil {
+				err = fmt.Errorf("the backend is closed")
+			}
+		}()
+		t.reqs <- func() { f(); close(done) }
+	}()
+	if err != nil {
+		return err
+	}
+	<-done
+	return nil
+}
+
+func (t *forkThread) close() { t.once.Do(func() { close(t.reqs) }) }
+
+// nsSandbox is what the namespace mode prepares once per backend.
+type nsSandbox struct {
+	holder   *holder
+	thread   *forkThread
+	rules    sandboxRules
+	landlock bool
+	path     *byte
+	envv     []*byte
+	proc     *byte
+	procType *byte
+	lastCap  uintptr
+	fprog    *unix.SockFprog
+	keep     any // what fprog points into
+	// rulesets holds Landlock rulesets built ahead of need (about a millisecond each: some 40 paths opened and
+	// added); each command takes one, adds its own /proc and enters it.
+	rulesets chan int
+	done     chan struct{}
+}
+
+// rulesetsAhead is how many Landlock rulesets are kept ready.
+const rulesetsAhead = 2
+
+// buildRulesets keeps s.rulesets full until the sandbox closes.
+func (s *nsSandbox) buildRulesets() {
+	c, _, ok := landlockConfig(s.rules)
+	for ok {
+		fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
+		if err != nil || fd < 0 {
+			fd = -1 // start reports the error by building one itself
+		}
+		select {
+		case s.rulesets <- fd:
+		case <-s.done:
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			return
+		}
+	}
+}
+
+// ruleset takes a ready ruleset, or builds one when the ready ones failed.
+func (s *nsSandbox) ruleset() (int, error) {
+	var fd int
+	select {
+	case fd = <-s.rulesets:
+	case <-s.done:
+		return -1, errors.New("the backend is closed")
+	}
+	if fd >= 0 {
+		return fd, nil
+	}
+	c, _, _ := landlockConfig(s.rules)
+	fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
+	return fd, err
+}
+
+func newNSSandbox(h *holder, rules sandboxRules, withLandlock bool, env []string) (*nsSandbox, error) {
+	envv, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := buildSeccomp(seccompPolicy{})
+	if err != nil {
+		return nil, err
+	}
+	fprog, ins := seccompProg(raw)
+	s := &nsSandbox{holder: h, rules: rules, landlock: withLandlock, envv: envv, fprog: fprog, keep: ins, lastCap: uintptr(lastCap())}
+	s.path, _ = syscall.BytePtrFromString("/bin/sh")
+	s.proc, _ = syscall.BytePtrFromString("/proc")
+	s.procType, _ = syscall.BytePtrFromString("proc")
+	s.thread = newForkThread()
+	s.done = make(chan struct{})
+	if withLandlock {
+		s.rulesets = make(chan int, rulesetsAhead)
+		go s.buildRulesets()
+	}
+	return s, nil
+}
+
+func (s *nsSandbox) close() {
+	close(s.done)
+	for s.rulesets != nil && len(s.rulesets) > 0 {
+		if fd := <-s.rulesets; fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	s.thread.close()
+	s.holder.close()
+}
+
+// lastCap is the highest capability number this kernel knows.
+func lastCap() int {
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n
+		}
+	}
+	return 63
+}
+
+// start forks req's command into the sandbox and returns the keeper, stopped at its go-ahead, with the server's
+// ends of the pipes. The caller sets limits on the keeper, then calls go-ahead.
+type nsStarted struct {
+	keeper                   *os.Process
+	pid                      int
+	stdinW, stdoutR, stderrR *os.File
+	syncW, reportR           *os.File
+}
+
+func (s *nsSandbox) start(dir, command string) (*nsStarted, error) {
+	var closeLater []*os.File
+	defer func() {
+		for _, f := range closeLater {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		return
+	}
+	st := &nsStarted{}
+	fail := func(err error) (*nsStarted, error) {
+		for _, f := range []*os.File{st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, err
+	}
+	var a nsForkArgs
+	var files [5][2]*os.File
+	for i := range files {
+		r, w, err := pipe()
+		if err != nil {
+			return fail(err)
+		}
+		files[i] = [2]*os.File{r, w}
+	}
+	st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR = files[0][1], files[1][0], files[2][0], files[3][1], files[4][0]
+	closeLater = append(closeLater, files[0][0], files[1][1], files[2][1], files[3][0], files[4][1])
+	a.fds = [fdCount]int{int(files[0][0].Fd()), int(files[1][1].Fd()), int(files[2][1].Fd()), int(files[3][0].Fd()), int(files[4][1].Fd()),
+		int(s.holder.userNS.Fd()), int(s.holder.netNS.Fd()), int(s.holder.mntNS.Fd()), -1}
+
+	var procRule [12]byte
+	if s.rulesets != nil {
+		fd, err := s.ruleset()
+		if err != nil {
+			return fail(fmt.Errorf("landlock ruleset: %w", err))
+		}
+		if fd >= 0 {
+			closeLater = append(closeLater, os.NewFile(uintptr(fd), "landlock-ruleset"))
+			a.fds[fdRuleset] = fd
+			binary.LittleEndian.PutUint64(procRule[:8], ll.AccessFSReadFile|ll.AccessFSReadDir)
+		}
+	}
+	var err error
+	a.dir, err = syscall.BytePtrFromString(dir)
+	if err != nil {
+		return fail(err)
+	}
+	a.argv, err = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh", command})
+	if err != nil {
+		return fail(fmt.Errorf("the command holds a NUL byte"))
+	}
+	a.ppid = uintptr(os.Getpid())
+	a.dropGroups = os.Geteuid() == 0
+	a.unshareFlags = nsUnshare
+	a.proc, a.procType, a.path, a.envv = s.proc, s.procType, s.path, s.envv
+	a.lastCap = s.lastCap
+	a.securebits = secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
+		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
+	a.procRule = &procRule
+	a.fprog = s.fprog
+
+	var pid int
+	var errno syscall.Errno
+	if err := s.thread.do(func() {
+		syscall.ForkLock.Lock()
+		pid, errno = nsFork(&a)
+		syscall.ForkLock.Unlock()
+	}); err != nil {
+		return fail(err)
+	}
+	runtime.KeepAlive(&a)
+	runtime.KeepAlive(s)
+	if errno != 0 {
+		return fail(fmt.Errorf("fork: %w", errno))
+	}
+	st.pid = pid
+	st.keeper, err = os.FindProcess(pid)
+	if err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		return fail(err)
+	}
+	return st, nil
+}
+
+// goAhead lets the keeper go on and waits until PID 1 has executed the shell or the setup failed.
+func (st *nsStarted) goAhead() error {
+	_, _ = st.syncW.Write([]byte{'g'})
+	st.syncW.Close()
+	var rep [8]byte
+	n, _ := io.ReadFull(st.reportR, rep[:])
+	st.reportR.Close()
+	if n == 0 {
+		return nil
+	}
+	step := binary.NativeEndian.Uint32(rep[:4])
+	errno := syscall.Errno(binary.NativeEndian.Uint32(rep[4:]))
+	return fmt.Errorf("sandbox setup failed %s: %v", stepNames[step], errno)
+}
+
+// runNamespaced runs req in the namespace sandbox. Killing the keeper kills PID 1 and with it the namespace.
+func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
+	st, err := b.ns.start(dir, req.Command)
+	if err != nil {
+		return execserver.Result{}, fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer st.stdoutR.Close()
+	defer st.stderrR.Close()
+	abort := func(err error) (execserver.Result, error) {
+		st.syncW.Close()
+		st.reportR.Close()
+		st.stdinW.Close()
+		_ = st.keeper.Kill()
+		_, _ = st.keeper.Wait()
+		return execserver.Result{}, err
+	}
+	// rlimits and cgroups go on the keeper before it goes on: PID 1 and everything under it inherit them.
+	for _, r := range b.rlimits {
+		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
+		var old unix.Rlimit
+		if unix.Prlimit(st.pid, rlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {
+			lim = unix.Rlimit{Cur: old.Max, Max: old.Max} // lower only, never raise
+		}
+		if err := unix.Prlimit(st.pid, rlimitByName[r.Name], &lim, nil); err != nil {
+			return abort(fmt.Errorf("set rlimit %s: %w", r.Name, err))
+		}
+	}
+	release, err := b.placeInCgroups(st.pid)
+	if err != nil {
+		return abort(fmt.Errorf("cgroup limits: %w", err))
+	}
+	defer release()
+
+	var copies sync.WaitGroup
+	copies.Go(func() { _, _ = io.Copy(req.Stdout, st.stdoutR) })
+	copies.Go(func() { _, _ = io.Copy(req.Stderr, st.stderrR) })
+	if err := st.goAhead(); err != nil {
+		st.stdinW.Close()
+		_, _ = st.keeper.Wait()
+		copies.Wait()
+		return execserver.Result{}, err
+	}
+	go func() {
+		// A command that does not read its stdin makes this fail with EPIPE when it ends; that is fine.
+		_, _ = io.WriteString(st.stdinW, req.Stdin)
+		st.stdinW.Close()
+	}()
+
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, func() { _ = st.keeper.Kill() })
+	done := make(chan *os.ProcessState, 1)
+	go func() {
+		ps, _ := st.keeper.Wait()
+		done <- ps
+	}()
+	timer := time.NewTimer(req.Timeout)
+	defer timer.Stop()
+	var ps *os.ProcessState
+	killed, timedOut := false, false
+	select {
+	case ps = <-done:
+	case <-ctx.Done():
+		killed = true
+	case <-timer.C:
+		killed, timedOut = true, true
+	}
+	if killed {
+		_ = st.keeper.Kill()
+		ps = <-done
+	}
+	// Every process of the namespace died with PID 1, so the pipes are at EOF; if something still holds them,
+	// stop reading after killGrace.
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(killGrace):
+		st.stdoutR.Close()
+		st.stderrR.Close()
+		<-copied
+	}
+	if diskKill, used := stopDisk(); diskKill {
+		return diskKilled(req, used, b.maxDisk), nil
+	}
+	if killed {
+		return execserver.Result{ExitCode: -1, TimedOut: timedOut}, nil
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || ws.Signaled() {
+		return execserver.Result{ExitCode: -1}, nil
+	}
+	return execserver.Result{ExitCode: ws.ExitStatus()}, nil
+}
