@@ -1,5 +1,7 @@
 // Package execserver is the executor MCP server: one tool, sandbox_run_command, that runs a shell command confined
-// to the workspace on a pluggable backend (local processes or Docker containers).
+// to the workspace on a pluggable backend. It owns the tool (server.go), the command policy (policy.go), the capped
+// output (output.go) and the contract every backend meets (Backend, Request, Result). It imports no backend: the
+// local one is package execserver/local, the Docker one execserver/docker, and the command (servers/executor) picks.
 package execserver
 
 import (
