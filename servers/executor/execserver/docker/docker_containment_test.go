@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
@@ -167,18 +169,21 @@ func testDockerContainment(t *testing.T, pool int) {
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			var stopSampling func() int
+			var stopSampling func() pidsSample
 			if a.name == "fork bomb" {
-				stopSampling = dockerSampleContainerProcesses(t, b)
+				stopSampling = dockerSamplePids(t, b)
 			}
 			a.check(t, sandboxtest.MustRun(t, cs, a.in))
 			if stopSampling != nil {
-				// The bomb really forked up to the limit, and no further (the slack is the pool's idle inits and
-				// runc's short-lived helpers).
-				grew := stopSampling()
-				t.Logf("processes in the backend's containers grew by %d during the fork bomb (limit %d)", grew, pids)
-				if grew > pids+16 || grew < pids/2 {
-					t.Errorf("processes in the backend's containers grew by %d during the fork bomb, want about the limit %d", grew, pids)
+				// The bomb really forked up to the limit (the pids controller refused forks), and no container
+				// ever held more tasks than the limit.
+				s := stopSampling()
+				t.Logf("fork bomb: a container held at most %d tasks (limit %d); the limit refused %d forks", s.peak, pids, s.refused)
+				if s.refused == 0 {
+					t.Errorf("the pids limit refused no fork during the fork bomb: the bomb never reached it")
+				}
+				if s.peak > pids {
+					t.Errorf("a container held %d tasks, above the limit %d", s.peak, pids)
 				}
 			}
 			if out := sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "echo alive"}); out.ExitCode != 0 || out.Stdout != "alive\n" {
@@ -270,41 +275,36 @@ func dockerHostProcesses(t testing.TB, s string) []string {
 	return found
 }
 
-// dockerSampleContainerProcesses counts, every 20 ms until the returned function is called, the host's processes
-// that run in one of b's containers (their cgroup names the container), and returns how far the count rose above
-// where it started. Only this backend's containers count: builds, other containers and other test runs beside the
-// test do not blur it.
-func dockerSampleContainerProcesses(t testing.TB, b *dockerBackend) func() int {
-	var ids []string
+// pidsSample is what the pids cgroups of a backend's containers showed while a sampler ran.
+type pidsSample struct {
+	peak    int // the most tasks one container held at once
+	refused int // forks the pids controller refused, over all containers (the "max" count of pids.events)
+}
+
+// dockerSamplePids reads, every 20 ms until the returned function is called, the pids cgroup of each of b's
+// containers: how many tasks it holds and how many forks its limit has refused. The kernel keeps both counts, so
+// the result does not depend on catching the bomb's processes in a scan of /proc, which a loaded machine misses.
+func dockerSamplePids(t testing.TB, b *dockerBackend) func() pidsSample {
+	dirs := map[string]string{} // container ID -> its pids cgroup directory
+	refused := map[string]int{}
 	refresh := func() {
-		ids = ids[:0]
 		for _, c := range dockerInstanceContainers(t, b) {
-			ids = append(ids, c.ID)
-		}
-	}
-	count := func() int {
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		n := 0
-		for _, d := range dirs {
-			cg, err := os.ReadFile(filepath.Join(d, "cgroup"))
-			if err != nil {
+			if _, ok := dirs[c.ID]; ok {
 				continue
 			}
-			for _, id := range ids {
-				if strings.Contains(string(cg), id) {
-					n++
-					break
-				}
+			info, err := b.cli.ContainerInspect(context.Background(), c.ID, client.ContainerInspectOptions{})
+			if err != nil || info.Container.State == nil || info.Container.State.Pid == 0 {
+				continue // created but not started yet, or already gone
+			}
+			if dir := pidsCgroupDir(info.Container.State.Pid); dir != "" {
+				dirs[c.ID] = dir
 			}
 		}
-		return n
 	}
-	refresh()
-	base := count()
 	var (
-		peak = base
-		stop = make(chan struct{})
-		done = make(chan struct{})
+		sample pidsSample
+		stop   = make(chan struct{})
+		done   = make(chan struct{})
 	)
 	go func() {
 		defer close(done)
@@ -317,12 +317,58 @@ func dockerSampleContainerProcesses(t testing.TB, b *dockerBackend) func() int {
 			if i%5 == 0 { // a new command's container appears once; the list is an Engine call
 				refresh()
 			}
-			peak = max(peak, count())
+			for id, dir := range dirs {
+				if n, err := readCgroupInt(filepath.Join(dir, "pids.current")); err == nil {
+					sample.peak = max(sample.peak, n)
+				}
+				if ev, err := os.ReadFile(filepath.Join(dir, "pids.events")); err == nil {
+					for line := range strings.Lines(string(ev)) {
+						if n, ok := strings.CutPrefix(strings.TrimSpace(line), "max "); ok {
+							v, _ := strconv.Atoi(n)
+							refused[id] = max(refused[id], v)
+						}
+					}
+				}
+			}
 		}
 	}()
-	return func() int {
+	return func() pidsSample {
 		close(stop)
 		<-done
-		return peak - base
+		for _, n := range refused {
+			sample.refused += n
+		}
+		return sample
 	}
+}
+
+// pidsCgroupDir finds the pids cgroup directory of process pid, on cgroup v1 (a "pids" hierarchy) or v2.
+func pidsCgroupDir(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(parts[1], ","), "pids") {
+			return filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				return filepath.Join("/sys/fs/cgroup", parts[2])
+			}
+		}
+	}
+	return ""
+}
+
+func readCgroupInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
