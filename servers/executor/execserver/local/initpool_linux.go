@@ -1,9 +1,8 @@
 package local
 
-// The fallback mode's child inits (childinit_linux.go), started ahead of need: starting one is a re-exec of the
-// server binary (the Go runtime and every package's initialisation, several milliseconds), while an init that waits
-// for its configuration costs nothing. So one is kept ready, with its pipes, and the next is started in the
-// background as soon as it is taken.
+// The fallback mode's child inits (childinit_linux.go), started ahead of need (readyPool): starting one is a
+// re-exec of the server binary (the Go runtime and every package's initialisation, several milliseconds), while an
+// init that waits for its configuration costs nothing.
 
 import (
 	"context"
@@ -30,59 +29,6 @@ type initProc struct {
 	ctlW, repR               *os.File
 	stdinW, stdoutR, stderrR *os.File
 	release                  func() // removes its cgroups
-}
-
-// initPool keeps child inits ready.
-type initPool struct {
-	mu     sync.Mutex
-	ready  []*initProc
-	closed bool
-	spawn  func() (*initProc, error)
-}
-
-// take returns a ready init, or starts one now, and starts its successor in the background.
-func (p *initPool) take() (*initProc, error) {
-	p.mu.Lock()
-	var ip *initProc
-	if n := len(p.ready); n > 0 {
-		ip, p.ready = p.ready[n-1], p.ready[:n-1]
-	}
-	p.mu.Unlock()
-	go p.fill()
-	if ip != nil {
-		return ip, nil
-	}
-	return p.spawn()
-}
-
-func (p *initPool) fill() {
-	p.mu.Lock()
-	need := !p.closed && len(p.ready) < initPoolSize
-	p.mu.Unlock()
-	if !need {
-		return
-	}
-	ip, err := p.spawn()
-	if err != nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || len(p.ready) >= initPoolSize {
-		ip.discard()
-		return
-	}
-	p.ready = append(p.ready, ip)
-}
-
-func (p *initPool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for _, ip := range p.ready {
-		ip.discard()
-	}
-	p.ready = nil
 }
 
 // discard ends an init that never got a command: EOF on its control pipe makes it exit.

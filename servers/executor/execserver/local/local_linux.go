@@ -39,12 +39,13 @@ type localBackend struct {
 	uid, gid  int   // who commands run as on the host: never root
 	maxDisk   int64 // disk cap of the workspace, home and temp together (0: none)
 	disk      *diskMeter
-	ns        *nsSandbox   // nil in fallback mode
-	inits     *initPool    // fallback mode: child inits ready to run a command
-	pids      *cgroupLimit // nil where no pids cgroup can be made
-	pidsNote  string       // why there is no process limit
-	mem       *cgroupLimit // nil where no memory cgroup can be made
-	memNote   string       // why there is no memory limit per command
+	ns        *nsSandbox              // nil in fallback mode
+	nsPool    *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
+	inits     *readyPool[*initProc]   // fallback mode: child inits ready to run a command
+	pids      *cgroupLimit            // nil where no pids cgroup can be made
+	pidsNote  string                  // why there is no process limit
+	mem       *cgroupLimit            // nil where no memory cgroup can be made
+	memNote   string                  // why there is no memory limit per command
 	applied   *appliedConfinement
 	logger    *slog.Logger
 }
@@ -158,7 +159,7 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 					"without namespaces every folder on the way must be open to that user (chmod o+x), or choose -run-as / -cache-dir", uid, gid, c, d)
 			}
 		}
-		b.inits = &initPool{spawn: b.spawnInit}
+		b.inits = newReadyPool(initPoolSize, b.spawnInit, (*initProc).discard)
 		b.rules.NetHandled = true
 		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
 		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
@@ -267,6 +268,9 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 func (b *localBackend) Name() string { return "local" }
 
 func (b *localBackend) Close() error {
+	if b.nsPool != nil {
+		b.nsPool.close()
+	}
 	if b.ns != nil {
 		b.ns.close()
 	}
@@ -318,8 +322,10 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		return nil, err
 	}
 	b.ns = ns
+	b.nsPool = newReadyPool(nsPoolSize, b.prepareNamespaced, (*nsPrepared).discard)
 	if _, err := b.probe(); err != nil {
-		b.ns = nil
+		b.nsPool.close()
+		b.ns, b.nsPool = nil, nil
 		ns.close()
 		return nil, err
 	}

@@ -20,13 +20,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. It evaluates the command
-// as sh -c would: $0 is "sh", there are no positional parameters. The trailing exit keeps sh from exec'ing the
-// command's last program in its own place, so every program the command runs is a child of this shell, with normal
-// signal handling, and the shell reaps orphans while it waits. The one difference from a plain sh -c: the shell
-// itself is PID 1, which the kernel shields from signals sent from inside the namespace that it does not trap (as
-// in a container without an init), so `kill $$` at the top level of a command does nothing.
-const nsInitScript = `__goalbox_command=$1; shift; eval "$__goalbox_command"; exit $?`
+// nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. The sandbox is made
+// before its command is known (nsPool), so the shell first reads, from its stdin, a header the server writes when
+// the command comes (nsHeader): two line counts, then the working folder and the command, each that many lines.
+// dash's read builtin takes one byte at a time from a pipe, so whatever follows the header is left unread for the
+// command, as its own stdin. It then evaluates the command as sh -c would: $0 is "sh", there are no positional
+// parameters. The trailing exit keeps sh from exec'ing the command's last program in its own place, so every
+// program the command runs is a child of this shell, with normal signal handling, and the shell reaps orphans while
+// it waits. The one difference from a plain sh -c: the shell itself is PID 1, which the kernel shields from signals
+// sent from inside the namespace that it does not trap (as in a container without an init), so `kill $$` at the
+// top level of a command does nothing. A header cut short (the server discarded the sandbox) ends it with 125.
+const nsInitScript = `__goalbox_lines() {
+	IFS= read -r __goalbox_v || exit 125
+	__goalbox_n=$1
+	while [ "$__goalbox_n" -gt 1 ]; do
+		IFS= read -r __goalbox_l || exit 125
+		__goalbox_v="$__goalbox_v
+$__goalbox_l"
+		__goalbox_n=$((__goalbox_n - 1))
+	done
+}
+read -r __goalbox_nd __goalbox_nc || exit 125
+__goalbox_lines "$__goalbox_nd"; __goalbox_dir=$__goalbox_v
+__goalbox_lines "$__goalbox_nc"; __goalbox_command=$__goalbox_v
+cd -P -- "$__goalbox_dir" || exit 125
+unset -f __goalbox_lines
+unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_dir OLDPWD
+eval "$__goalbox_command"; exit $?`
+
+// nsHeader is what nsInitScript reads before the command's stdin.
+func nsHeader(dir, command string) string {
+	lines := func(s string) int { return strings.Count(s, "\n") + 1 }
+	return fmt.Sprintf("%d %d\n%s\n%s\n", lines(dir), lines(command), dir, command)
+}
 
 // nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
 // joins are the holder's, shared by the backend's commands).
@@ -79,6 +105,7 @@ type nsSandbox struct {
 	rules    sandboxRules
 	landlock bool
 	path     *byte
+	argv     []*byte
 	envv     []*byte
 	proc     *byte
 	procType *byte
@@ -141,6 +168,7 @@ func newNSSandbox(h *holder, rules sandboxRules, withLandlock bool, env []string
 	fprog, ins := seccompProg(raw)
 	s := &nsSandbox{holder: h, rules: rules, landlock: withLandlock, envv: envv, fprog: fprog, keep: ins, lastCap: uintptr(lastCap())}
 	s.path, _ = syscall.BytePtrFromString("/bin/sh")
+	s.argv, _ = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh"})
 	s.proc, _ = syscall.BytePtrFromString("/proc")
 	s.procType, _ = syscall.BytePtrFromString("proc")
 	s.thread = newForkThread()
@@ -173,8 +201,8 @@ func lastCap() int {
 	return 63
 }
 
-// start forks req's command into the sandbox and returns the keeper, stopped at its go-ahead, with the server's
-// ends of the pipes. The caller sets limits on the keeper, then calls go-ahead.
+// start forks a new sandbox whose PID 1 starts in dir, and returns the keeper, stopped at its go-ahead, with the
+// server's ends of the pipes. The caller sets limits on the keeper, then calls go-ahead.
 type nsStarted struct {
 	keeper                   *os.Process
 	pid                      int
@@ -182,7 +210,7 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-func (s *nsSandbox) start(dir, command string) (*nsStarted, error) {
+func (s *nsSandbox) start(dir string) (*nsStarted, error) {
 	var closeLater []*os.File
 	defer func() {
 		for _, f := range closeLater {
@@ -233,10 +261,7 @@ func (s *nsSandbox) start(dir, command string) (*nsStarted, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a.argv, err = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh", command})
-	if err != nil {
-		return fail(fmt.Errorf("the command holds a NUL byte"))
-	}
+	a.argv = s.argv
 	a.ppid = uintptr(os.Getpid())
 	a.dropGroups = os.Geteuid() == 0
 	a.unshareFlags = nsUnshare
@@ -287,23 +312,24 @@ func (st *nsStarted) goAhead() error {
 	return fmt.Errorf("sandbox setup failed %s: %v", stepNames[step], errno)
 }
 
-// runNamespaced runs req in the namespace sandbox. Killing the keeper kills PID 1 and with it the namespace.
-func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
-	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
-	st, err := b.ns.start(dir, req.Command)
+// nsPoolSize is how many namespace sandboxes wait ready for their command: one for the next command, one for a
+// command that comes alongside it (each is two sleeping processes and a few pipes).
+const nsPoolSize = 2
+
+// nsPrepared is a sandbox made ahead of its command: in its cgroups, under its rlimits, PID 1's shell reading its
+// stdin for the command's header.
+type nsPrepared struct {
+	*nsStarted
+	release func() // removes its cgroups
+}
+
+// prepareNamespaced makes a sandbox for the next command.
+func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
+	st, err := b.ns.start(b.workspace)
 	if err != nil {
-		return execserver.Result{}, fmt.Errorf("start the sandbox: %w", err)
+		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	defer st.stdoutR.Close()
-	defer st.stderrR.Close()
-	abort := func(err error) (execserver.Result, error) {
-		st.syncW.Close()
-		st.reportR.Close()
-		st.stdinW.Close()
-		_ = st.keeper.Kill()
-		_, _ = st.keeper.Wait()
-		return execserver.Result{}, err
-	}
+	p := &nsPrepared{nsStarted: st, release: func() {}}
 	// rlimits and cgroups go on the keeper before it goes on: PID 1 and everything under it inherit them.
 	for _, r := range b.rlimits {
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
@@ -312,27 +338,51 @@ func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request
 			lim = unix.Rlimit{Cur: old.Max, Max: old.Max} // lower only, never raise
 		}
 		if err := unix.Prlimit(st.pid, rlimitByName[r.Name], &lim, nil); err != nil {
-			return abort(fmt.Errorf("set rlimit %s: %w", r.Name, err))
+			p.discard()
+			return nil, fmt.Errorf("set rlimit %s: %w", r.Name, err)
 		}
 	}
-	release, err := b.placeInCgroups(st.pid)
-	if err != nil {
-		return abort(fmt.Errorf("cgroup limits: %w", err))
+	if p.release, err = b.placeInCgroups(st.pid); err != nil {
+		p.release = func() {}
+		p.discard()
+		return nil, fmt.Errorf("cgroup limits: %w", err)
 	}
-	defer release()
+	if err := st.goAhead(); err != nil {
+		p.discard()
+		return nil, err
+	}
+	return p, nil
+}
+
+// discard ends a sandbox that will run no command (or whose command ended).
+func (p *nsPrepared) discard() {
+	for _, f := range []*os.File{p.syncW, p.reportR, p.stdinW, p.stdoutR, p.stderrR} {
+		f.Close()
+	}
+	_ = p.keeper.Kill()
+	_, _ = p.keeper.Wait()
+	p.release()
+}
+
+// runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
+// the namespace.
+func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+	st, err := b.nsPool.take()
+	if err != nil {
+		return execserver.Result{}, err
+	}
+	defer st.stdoutR.Close()
+	defer st.stderrR.Close()
+	defer st.release()
 
 	var copies sync.WaitGroup
 	copies.Go(func() { _, _ = io.Copy(req.Stdout, st.stdoutR) })
 	copies.Go(func() { _, _ = io.Copy(req.Stderr, st.stderrR) })
-	if err := st.goAhead(); err != nil {
-		st.stdinW.Close()
-		_, _ = st.keeper.Wait()
-		copies.Wait()
-		return execserver.Result{}, err
-	}
 	go func() {
 		// A command that does not read its stdin makes this fail with EPIPE when it ends; that is fine.
-		_, _ = io.WriteString(st.stdinW, req.Stdin)
+		if _, err := io.WriteString(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command)); err == nil {
+			_, _ = io.WriteString(st.stdinW, req.Stdin)
+		}
 		st.stdinW.Close()
 	}()
 

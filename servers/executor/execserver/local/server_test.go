@@ -104,6 +104,29 @@ func runBasics(t *testing.T, cs *mcp.ClientSession, ws string) {
 		t.Errorf("unread stdin: %+v", out)
 	}
 
+	// The command reaches the shell byte for byte, as sh -c would get it (the namespace mode hands it over on the
+	// sandbox's stdin, ahead of the command's own stdin, which must arrive untouched).
+	for _, c := range []struct{ command, stdin, want string }{
+		{"printf '%s|' \"$0\" \"$#\" \"${OLDPWD-unset}\"", "", "sh|0|unset|"},
+		{"  printf '[%s]' 'a  b' \\\n  'c\\d'  ", "", "[a  b][c\\d]"},
+		{"cat <<'EOF'\n\n  x \\\n\nEOF\n\n", "", "\n  x \\\n\n"},
+		{"printf '%s' \"$(cat)\"", "2 2\n/\n\nnot a command\n", "2 2\n/\n\nnot a command"},
+		{"IFS= read -r a; IFS= read -r b; printf '<%s><%s>' \"$a\" \"$b\"", " 1 1\n\tx", "< 1 1><\tx>"},
+		{"echo unterminated \\", "", "unterminated \\\n"},
+	} {
+		out = sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: c.command, Stdin: c.stdin})
+		if out.ExitCode != 0 || out.Stdout != c.want {
+			t.Errorf("command %q with stdin %q: got %+v, want stdout %q", c.command, c.stdin, out, c.want)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(ws, "two\nlines $x 'q'"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out = sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "pwd", Cwd: "two\nlines $x 'q'"})
+	if want := filepath.Join(ws, "two\nlines $x 'q'") + "\n"; out.Stdout != want {
+		t.Errorf("a working folder with a newline, $ and quotes: pwd = %q, want %q", out.Stdout, want)
+	}
+
 	// The workspace is the working folder and the command's files land in it.
 	out = sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "pwd; mkdir -p sub/deeper; echo made > sub/f.txt"})
 	if strings.TrimSpace(out.Stdout) != ws {
