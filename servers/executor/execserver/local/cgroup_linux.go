@@ -246,3 +246,22 @@ func (c *cgroupLimit) close() {
 		}
 	}()
 }
+
+// atTotal says whether the backend's commands together hold as many processes as the total allows (pids only).
+// The kernel does not count moving a process into a cgroup against pids.max, so a sandbox made now would go over
+// the total by its keeper; it waits instead.
+func (c *cgroupLimit) atTotal() bool {
+	if c == nil || c.total <= 0 {
+		return false
+	}
+	n, err := readInt(filepath.Join(c.dir, "pids.current"))
+	return err == nil && n >= c.total
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}

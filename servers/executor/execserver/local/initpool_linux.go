@@ -9,11 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -125,14 +123,8 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 	defer ip.release()
 	cmd := ip.cmd
 
-	var copies sync.WaitGroup
-	copies.Go(func() { _, _ = io.Copy(req.Stdout, ip.stdoutR) })
-	copies.Go(func() { _, _ = io.Copy(req.Stderr, ip.stderrR) })
-	go func() {
-		// A command that does not read its stdin makes this fail with EPIPE when it ends; that is fine.
-		_, _ = io.WriteString(ip.stdinW, req.Stdin)
-		ip.stdinW.Close()
-	}()
+	finishOutput := copyOutput(ip.stdoutR, ip.stderrR, req.Stdout, req.Stderr)
+	feedStdin(ip.stdinW, "", req.Stdin)
 	reports := make(chan initReport, 4)
 	go func() {
 		defer close(reports)
@@ -159,20 +151,11 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
 	}
 	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, killTree)
-	killed, timedOut, waitErr := b.wait(ctx, cmd, req.Timeout, killTree)
+	waitErr, killed, timedOut := waitOrKill(ctx, req.Timeout, cmd.Wait, killTree)
 	diskKill, diskUsed := stopDisk()
 	ip.ctlW.Close()
-	// The init killed every descendant before it exited, so the pipes are at EOF; if something escaped and holds
-	// them, stop reading after killGrace.
-	copied := make(chan struct{})
-	go func() { copies.Wait(); close(copied) }()
-	select {
-	case <-copied:
-	case <-time.After(killGrace):
-		ip.stdoutR.Close()
-		ip.stderrR.Close()
-		<-copied
-	}
+	// The init killed every descendant before it exited, so the pipes are at EOF.
+	finishOutput()
 
 	var exited *initReport
 	var setupErr string

@@ -41,8 +41,11 @@ func TestLocalTotalLimits(t *testing.T) {
 		}
 		peak := sampleMax(filepath.Join(lb.pids.dir, "pids.current"), 3*time.Second)
 		wg.Wait()
-		if peak > total {
-			t.Errorf("3 fork bombs reached %d processes together; the total is %d", peak, total)
+		// The slack: a sandbox made for the next command is moved into its cgroup, which the kernel does not count
+		// against pids.max. The backend does not make one when the total is reached, but between its look and the
+		// move a bomb may take the last place: at most one keeper over per sandbox being made.
+		if peak > total+nsPoolSize+1 {
+			t.Errorf("3 fork bombs reached %d processes together; the total is %d (and %d sandboxes being made)", peak, total, nsPoolSize+1)
 		}
 		if peak <= perCommand {
 			t.Logf("positive control weak: the bombs reached only %d processes together (one command's limit is %d)", peak, perCommand)

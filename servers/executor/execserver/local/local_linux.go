@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -348,84 +347,112 @@ func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execser
 	return b.runWithInit(ctx, req, nil)
 }
 
-// wait waits for cmd, killing it with kill on timeout or when ctx is done.
-func (b *localBackend) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, kill func()) (killed, timedOut bool, err error) {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err = <-done:
-		return false, false, err
-	case <-ctx.Done():
-	case <-timer.C:
-		timedOut = true
-	}
-	kill()
-	return true, timedOut, <-done
-}
-
 // Confinement describes what is in force: in namespace mode what the backend set up, in fallback mode what
 // the probe command's init reported.
 func (b *localBackend) Confinement() map[string]any {
 	a := b.applied
-	mode := "pid-namespace"
-	network := "private network namespace: loopback only, no route out"
-	procs := "a fresh PID namespace per command; killing its PID 1 kills every process in it"
+	return map[string]any{
+		"mode":          b.modeText(),
+		"processes":     b.processesText(),
+		"network":       b.networkText(),
+		"landlock":      b.landlockText(),
+		"landlock_ipc":  a.LandlockScoped,
+		"write_dirs":    b.rules.WriteDirs,
+		"read_dirs":     b.readDirsText(),
+		"hidden":        b.hiddenText(),
+		"capabilities":  b.capabilitiesText(),
+		"rlimits":       b.appliedRlimits(),
+		"process_limit": b.processLimit(),
+		"memory_limit":  b.memoryLimit(),
+		"env_allowlist": b.envNames(),
+		"warnings":      a.Warnings,
+	}
+}
+
+func (b *localBackend) modeText() string {
 	if b.ns == nil {
-		mode = "subreaper-init (NO namespaces)"
-		procs = "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
+		return "subreaper-init (NO namespaces)"
+	}
+	return "pid-namespace"
+}
+
+func (b *localBackend) processesText() string {
+	if b.ns == nil {
+		return "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
 			"the command from signalling its init or the server, and from ptrace"
-		switch {
-		case a.Seccomp && a.LandlockNet:
-			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
-		case a.Seccomp:
-			network = "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
-		case a.LandlockNet:
-			network = "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
-		default:
-			network = "NOT CONFINED"
-		}
 	}
-	landlock := a.Landlock
-	if a.Landlock == "enforced" {
-		landlock = fmt.Sprintf("enforced (ABI %d)", a.LandlockABI)
+	return "a fresh PID namespace per command; killing its PID 1 kills every process in it"
+}
+
+func (b *localBackend) networkText() string {
+	a := b.applied
+	switch {
+	case b.ns != nil:
+		return "private network namespace: loopback only, no route out"
+	case a.Seccomp && a.LandlockNet:
+		return "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
+	case a.Seccomp:
+		return "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
+	case a.LandlockNet:
+		return "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
 	}
-	names := make([]string, 0, len(b.env))
-	for _, kv := range b.env {
-		k, _, _ := strings.Cut(kv, "=")
-		names = append(names, k)
+	return "NOT CONFINED"
+}
+
+func (b *localBackend) landlockText() string {
+	if b.applied.Landlock == "enforced" {
+		return fmt.Sprintf("enforced (ABI %d)", b.applied.LandlockABI)
 	}
-	caps := "none: bounding set emptied, secure bits locked (no capabilities for root at exec), ambient cleared, no_new_privs"
+	return b.applied.Landlock
+}
+
+func (b *localBackend) capabilitiesText() string {
+	a := b.applied
 	switch {
 	case !a.CapsDropped:
-		caps = "NOT DROPPED"
+		return "NOT DROPPED"
 	case b.ns == nil && !a.BoundingDropped:
-		caps = "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
+		return "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
 	case b.ns == nil:
-		caps = "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
+		return "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
+	}
+	return "none: bounding set emptied, secure bits locked (no capabilities for root at exec), ambient cleared, no_new_privs"
+}
+
+// appliedRlimits are the limits commands get: in fallback mode what the child init reported; else the configured
+// ones, lowered where the server's own hard limit is lower (limits are only ever lowered).
+func (b *localBackend) appliedRlimits() map[string]uint64 {
+	if b.ns == nil {
+		return b.applied.Rlimits
 	}
 	rl := map[string]uint64{}
 	for _, r := range b.rlimits {
-		// Limits are only lowered: where the server's own hard limit is lower, that is what commands get.
 		rl[r.Name] = r.Value
 		var own unix.Rlimit
 		if unix.Getrlimit(rlimitByName[r.Name], &own) == nil && own.Max < r.Value {
 			rl[r.Name] = own.Max
 		}
 	}
-	if b.ns == nil {
-		rl = a.Rlimits
-	}
-	var readDirs []string
+	return rl
+}
+
+func (b *localBackend) readDirsText() []string {
+	var dirs []string
 	for _, d := range b.rules.ReadDirs {
 		if !strings.HasPrefix(d, "/etc/") {
-			readDirs = append(readDirs, d)
+			dirs = append(dirs, d)
 		}
 	}
-	readDirs = append(readDirs, "/etc (but not shadow, gshadow, ssh, sudoers, ssl/private, docker, ...)")
+	return append(dirs, "/etc (but not shadow, gshadow, ssh, sudoers, ssl/private, docker, ...)")
+}
+
+func (b *localBackend) hiddenText() []string {
+	a := b.applied
 	hidden := []string{}
-	if a.PrivateProc {
+	switch {
+	case b.ns != nil:
+		hidden = append(hidden, "/proc is a fresh procfs of the command's own PID namespace: no other process shows")
+	case a.PrivateProc:
 		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
 	}
 	if a.MountNamespace {
@@ -434,22 +461,17 @@ func (b *localBackend) Confinement() map[string]any {
 	if a.PrivateTmp {
 		hidden = append(hidden, "/tmp is the private temp folder")
 	}
-	return map[string]any{
-		"mode":          mode,
-		"processes":     procs,
-		"network":       network,
-		"landlock":      landlock,
-		"landlock_ipc":  a.LandlockScoped,
-		"write_dirs":    b.rules.WriteDirs,
-		"read_dirs":     readDirs,
-		"hidden":        hidden,
-		"capabilities":  caps,
-		"rlimits":       rl,
-		"process_limit": b.processLimit(),
-		"memory_limit":  b.memoryLimit(),
-		"env_allowlist": names,
-		"warnings":      a.Warnings,
+	return hidden
+}
+
+// envNames are the names of the variables commands get (the allowlist).
+func (b *localBackend) envNames() []string {
+	names := make([]string, 0, len(b.env))
+	for _, kv := range b.env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
 	}
+	return names
 }
 
 func (b *localBackend) processLimit() string {

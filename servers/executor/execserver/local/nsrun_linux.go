@@ -309,7 +309,7 @@ func (st *nsStarted) goAhead() error {
 	}
 	step := binary.NativeEndian.Uint32(rep[:4])
 	errno := syscall.Errno(binary.NativeEndian.Uint32(rep[4:]))
-	return fmt.Errorf("sandbox setup failed %s: %v", stepNames[step], errno)
+	return fmt.Errorf("sandbox setup failed %s: %w", stepNames[step], errno)
 }
 
 // nsPoolSize is how many namespace sandboxes wait ready for their command: one for the next command, one for a
@@ -330,6 +330,10 @@ func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
 	p := &nsPrepared{nsStarted: st, release: func() {}}
+	if b.pids.atTotal() {
+		p.discard()
+		return nil, errAtTotal
+	}
 	// rlimits and cgroups go on the keeper before it goes on: PID 1 and everything under it inherit them.
 	for _, r := range b.rlimits {
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
@@ -364,65 +368,64 @@ func (p *nsPrepared) discard() {
 	p.release()
 }
 
+// errAtTotal: the backend's commands together hold every process the total allows.
+var errAtTotal = errors.New("the executor's commands together hold every process its total allows")
+
+// takeSandbox takes a ready sandbox. When the commands running now hold every process the total allows (so no
+// sandbox can be made: its PID 1 cannot be forked), it tries again until some end, or until timeout.
+func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (*nsPrepared, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := b.nsPool.take()
+		if err == nil || !(errors.Is(err, errAtTotal) || errors.Is(err, syscall.EAGAIN)) {
+			return st, err
+		}
+		if time.Now().After(deadline) {
+			limit := "the user's process limit (RLIMIT_NPROC)"
+			if b.pids != nil && b.pids.total > 0 {
+				limit = fmt.Sprintf("all %d processes its -total-pids-limit allows", b.pids.total)
+			}
+			return nil, fmt.Errorf("the executor's commands already running hold %s, and none ended within this call's timeout of %v; "+
+				"try again later", limit, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
 // the namespace.
 func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
-	st, err := b.nsPool.take()
+	start := time.Now()
+	st, err := b.takeSandbox(ctx, req.Timeout)
 	if err != nil {
 		return execserver.Result{}, err
+	}
+	if waited := time.Since(start); waited > 100*time.Millisecond {
+		req.Timeout = max(req.Timeout-waited, time.Second) // the wait counts against the call's timeout
 	}
 	defer st.stdoutR.Close()
 	defer st.stderrR.Close()
 	defer st.release()
 
-	var copies sync.WaitGroup
-	copies.Go(func() { _, _ = io.Copy(req.Stdout, st.stdoutR) })
-	copies.Go(func() { _, _ = io.Copy(req.Stderr, st.stderrR) })
-	go func() {
-		// A command that does not read its stdin makes this fail with EPIPE when it ends; that is fine.
-		if _, err := io.WriteString(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command)); err == nil {
-			_, _ = io.WriteString(st.stdinW, req.Stdin)
-		}
-		st.stdinW.Close()
-	}()
-
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, func() { _ = st.keeper.Kill() })
-	done := make(chan *os.ProcessState, 1)
-	go func() {
-		ps, _ := st.keeper.Wait()
-		done <- ps
-	}()
-	timer := time.NewTimer(req.Timeout)
-	defer timer.Stop()
-	var ps *os.ProcessState
-	killed, timedOut := false, false
-	select {
-	case ps = <-done:
-	case <-ctx.Done():
-		killed = true
-	case <-timer.C:
-		killed, timedOut = true, true
-	}
-	if killed {
-		_ = st.keeper.Kill()
-		ps = <-done
-	}
-	// Every process of the namespace died with PID 1, so the pipes are at EOF; if something still holds them,
-	// stop reading after killGrace.
-	copied := make(chan struct{})
-	go func() { copies.Wait(); close(copied) }()
-	select {
-	case <-copied:
-	case <-time.After(killGrace):
-		st.stdoutR.Close()
-		st.stderrR.Close()
-		<-copied
-	}
+	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
+	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command), req.Stdin)
+	kill := func() { _ = st.keeper.Kill() }
+	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, kill)
+	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)
+	// Every process of the namespace died with PID 1, so the pipes are at EOF.
+	finishOutput()
 	if diskKill, used := stopDisk(); diskKill {
 		return diskKilled(req, used, b.maxDisk), nil
 	}
 	if killed {
 		return execserver.Result{ExitCode: -1, TimedOut: timedOut}, nil
+	}
+	if ps == nil {
+		return execserver.Result{}, errors.New("lost the sandbox's keeper process")
 	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || ws.Signaled() {

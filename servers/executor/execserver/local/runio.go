@@ -1,0 +1,59 @@
+package local
+
+// The plumbing both modes share around a running command: its stdin, its output, and the wait with a timeout.
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// feedStdin writes prefix, then stdin, to w and closes it, in the background. A command that does not read its
+// stdin makes the write fail with EPIPE when it ends; that is fine.
+func feedStdin(w *os.File, prefix, stdin string) {
+	go func() {
+		if _, err := io.WriteString(w, prefix); err == nil {
+			_, _ = io.WriteString(w, stdin)
+		}
+		w.Close()
+	}()
+}
+
+// copyOutput copies the command's stdout and stderr pipes to out and errOut as they come. The returned function
+// waits until both are at EOF, which comes when every process of the command has died; if something still holds a
+// pipe after killGrace, it stops reading.
+func copyOutput(stdoutR, stderrR *os.File, out, errOut io.Writer) (finish func()) {
+	var copies sync.WaitGroup
+	copies.Go(func() { _, _ = io.Copy(out, stdoutR) })
+	copies.Go(func() { _, _ = io.Copy(errOut, stderrR) })
+	return func() {
+		copied := make(chan struct{})
+		go func() { copies.Wait(); close(copied) }()
+		select {
+		case <-copied:
+		case <-time.After(killGrace):
+			stdoutR.Close()
+			stderrR.Close()
+			<-copied
+		}
+	}
+}
+
+// waitOrKill waits for wait to return. When ctx is done or timeout passes first, it calls kill and still waits.
+func waitOrKill[T any](ctx context.Context, timeout time.Duration, wait func() T, kill func()) (res T, killed, timedOut bool) {
+	done := make(chan T, 1)
+	go func() { done <- wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case res = <-done:
+		return res, false, false
+	case <-ctx.Done():
+	case <-timer.C:
+		timedOut = true
+	}
+	kill()
+	return <-done, true, timedOut
+}
