@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,9 +52,6 @@ type cgroupLimit struct {
 	limit int64
 	total int64 // on the parent: all commands together (0: none)
 	seq   atomic.Int64
-	ready chan string // per-command cgroups made ahead ("" when making one failed)
-	done  chan struct{}
-	once  sync.Once
 }
 
 // newCgroupLimit makes a parent cgroup for this backend's commands under the server's own cgroup of controller
@@ -87,8 +83,7 @@ func newCgroupLimit(controller, instance string, limit, total int64, logger *slo
 			return nil, fmt.Errorf("the total %s limit: %w", controller, err)
 		}
 	}
-	c := &cgroupLimit{dir: dir, file: file, limit: limit, total: total, ready: make(chan string, cgroupsAhead), done: make(chan struct{})}
-	go c.fill()
+	c := &cgroupLimit{dir: dir, file: file, limit: limit, total: total}
 	return c, nil
 }
 
@@ -152,10 +147,6 @@ func hasOpt(opts, name string) bool {
 	return false
 }
 
-// cgroupsAhead is how many per-command cgroups each limit keeps made (mkdir, limit written) ahead of the commands:
-// about half a millisecond each off a command's start.
-const cgroupsAhead = 2
-
 // prepare makes a fresh per-command cgroup with the limit written.
 func (c *cgroupLimit) prepare() (string, error) {
 	dir := filepath.Join(c.dir, strconv.FormatInt(c.seq.Add(1), 10))
@@ -179,37 +170,12 @@ func (c *cgroupLimit) prepare() (string, error) {
 	return dir, nil
 }
 
-// fill keeps c.ready full until the backend closes.
-func (c *cgroupLimit) fill() {
-	for {
-		dir, err := c.prepare()
-		if err != nil {
-			dir = "" // place makes its own and reports the error
-		}
-		select {
-		case c.ready <- dir:
-		case <-c.done:
-			if dir != "" {
-				removeCgroup(dir)
-			}
-			return
-		}
-	}
-}
-
 // place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
 // removes the cgroup once its processes are gone.
 func (c *cgroupLimit) place(pid int) (func(), error) {
-	var dir string
-	select {
-	case dir = <-c.ready:
-	default:
-	}
-	if dir == "" {
-		var err error
-		if dir, err = c.prepare(); err != nil {
-			return nil, err
-		}
+	dir, err := c.prepare()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		removeCgroup(dir)
@@ -231,12 +197,6 @@ func removeCgroup(dir string) {
 
 // close removes the backend's parent cgroup (once the commands' cgroups are gone).
 func (c *cgroupLimit) close() {
-	c.once.Do(func() { close(c.done) })
-	for len(c.ready) > 0 {
-		if dir := <-c.ready; dir != "" {
-			removeCgroup(dir)
-		}
-	}
 	go func() {
 		for i := 0; i < 250; i++ {
 			if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {

@@ -66,6 +66,8 @@ func init() {
 			os.Exit(childInit())
 		case holderArg0:
 			os.Exit(holderMain())
+		case forkerArg0:
+			os.Exit(forkerMain())
 		}
 	}
 }

@@ -115,6 +115,7 @@ func (b *localBackend) spawnInit() (*initProc, error) {
 
 // runWithInit runs req through a child init (fallback mode, no namespaces).
 func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, applied **appliedConfinement) (execserver.Result, error) {
+	defer b.inits.refill() // the next command's init is started after this one ends
 	ip, err := b.inits.take()
 	if err != nil {
 		return execserver.Result{}, err

@@ -315,7 +315,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	} else {
 		b.applied.Landlock = "off"
 	}
-	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == "enforced", b.env)
+	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == "enforced", b.workspace, b.env)
 	if err != nil {
 		h.close()
 		return nil, err

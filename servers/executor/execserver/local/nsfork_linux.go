@@ -83,7 +83,8 @@ var stepNames = map[uint32]string{
 
 // nsForkArgs is everything the child needs, prepared before the fork: the child may not allocate.
 type nsForkArgs struct {
-	fds          [fdCount]int // descriptors in the server, by their place in the child; -1 for none
+	fds          [fdCount]int // descriptors in the forking process, by their place in the child; -1 for none
+	cloneFlags   uintptr      // added to the keeper's clone (CLONE_PARENT: the forker forks for the server)
 	ppid         uintptr
 	dropGroups   bool    // the server is root: clear supplementary groups before leaving the host's user namespace
 	unshareFlags uintptr // namespaces PID 1 gets of its own
@@ -127,7 +128,7 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 		zero   [2]int64 // struct timespec: do not wait
 	)
 	runtimeBeforeFork()
-	r1, _, e1 = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r1, _, e1 = syscall.RawSyscall6(syscall.SYS_CLONE, a.cloneFlags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e1 != 0 || r1 != 0 {
 		runtimeAfterFork()
 		return int(r1), e1

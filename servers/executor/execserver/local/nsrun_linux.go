@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,91 +101,32 @@ func (t *forkThread) close() { t.once.Do(func() { close(t.reqs) }) }
 type nsSandbox struct {
 	holder   *holder
 	thread   *forkThread
+	forker   *forker
 	rules    sandboxRules
 	landlock bool
-	path     *byte
-	argv     []*byte
-	envv     []*byte
-	proc     *byte
-	procType *byte
-	lastCap  uintptr
-	fprog    *unix.SockFprog
-	keep     any // what fprog points into
-	// rulesets holds Landlock rulesets built ahead of need (about a millisecond each: some 40 paths opened and
-	// added); each command takes one, adds its own /proc and enters it.
-	rulesets chan int
-	done     chan struct{}
 }
 
-// rulesetsAhead is how many Landlock rulesets are kept ready.
-const rulesetsAhead = 2
-
-// buildRulesets keeps s.rulesets full until the sandbox closes.
-func (s *nsSandbox) buildRulesets() {
-	c, _, ok := landlockConfig(s.rules)
-	for ok {
-		fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
-		if err != nil || fd < 0 {
-			fd = -1 // start reports the error by building one itself
-		}
-		select {
-		case s.rulesets <- fd:
-		case <-s.done:
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-			return
-		}
-	}
-}
-
-// ruleset takes a ready ruleset, or builds one when the ready ones failed.
+// ruleset builds a sandbox's Landlock ruleset (about a millisecond: some 40 paths opened and added); its PID 1 adds
+// its own /proc to it and enters it.
 func (s *nsSandbox) ruleset() (int, error) {
-	var fd int
-	select {
-	case fd = <-s.rulesets:
-	case <-s.done:
-		return -1, errors.New("the backend is closed")
-	}
-	if fd >= 0 {
-		return fd, nil
-	}
 	c, _, _ := landlockConfig(s.rules)
 	fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
 	return fd, err
 }
 
-func newNSSandbox(h *holder, rules sandboxRules, withLandlock bool, env []string) (*nsSandbox, error) {
-	envv, err := syscall.SlicePtrFromStrings(env)
+func newNSSandbox(h *holder, rules sandboxRules, withLandlock bool, workspace string, env []string) (*nsSandbox, error) {
+	s := &nsSandbox{holder: h, rules: rules, landlock: withLandlock, thread: newForkThread()}
+	f, err := startForker(s.thread, h, forkerConfig{Dir: workspace, Env: env})
 	if err != nil {
+		s.thread.close()
 		return nil, err
 	}
-	raw, err := buildSeccomp(seccompPolicy{})
-	if err != nil {
-		return nil, err
-	}
-	fprog, ins := seccompProg(raw)
-	s := &nsSandbox{holder: h, rules: rules, landlock: withLandlock, envv: envv, fprog: fprog, keep: ins, lastCap: uintptr(lastCap())}
-	s.path, _ = syscall.BytePtrFromString("/bin/sh")
-	s.argv, _ = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh"})
-	s.proc, _ = syscall.BytePtrFromString("/proc")
-	s.procType, _ = syscall.BytePtrFromString("proc")
-	s.thread = newForkThread()
-	s.done = make(chan struct{})
-	if withLandlock {
-		s.rulesets = make(chan int, rulesetsAhead)
-		go s.buildRulesets()
-	}
+	s.forker = f
 	return s, nil
 }
 
 func (s *nsSandbox) close() {
-	close(s.done)
-	for s.rulesets != nil && len(s.rulesets) > 0 {
-		if fd := <-s.rulesets; fd >= 0 {
-			unix.Close(fd)
-		}
-	}
+	s.forker.close()
 	s.thread.close()
 	s.holder.close()
 }
@@ -201,8 +141,7 @@ func lastCap() int {
 	return 63
 }
 
-// start forks a new sandbox whose PID 1 starts in dir, and returns the keeper, stopped at its go-ahead, with the
-// server's ends of the pipes. The caller sets limits on the keeper, then calls go-ahead.
+// nsStarted is a keeper, stopped at its go-ahead, with the server's ends of its pipes.
 type nsStarted struct {
 	keeper                   *os.Process
 	pid                      int
@@ -210,18 +149,15 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-func (s *nsSandbox) start(dir string) (*nsStarted, error) {
-	var closeLater []*os.File
+// start has the forker fork a new sandbox's keeper. The caller sets limits on the keeper, then calls goAhead.
+func (s *nsSandbox) start() (*nsStarted, error) {
+	st := &nsStarted{}
+	var theirs []*os.File // the keeper's ends, closed here once it has them
 	defer func() {
-		for _, f := range closeLater {
+		for _, f := range theirs {
 			f.Close()
 		}
 	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		return
-	}
-	st := &nsStarted{}
 	fail := func(err error) (*nsStarted, error) {
 		for _, f := range []*os.File{st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR} {
 			if f != nil {
@@ -230,65 +166,33 @@ func (s *nsSandbox) start(dir string) (*nsStarted, error) {
 		}
 		return nil, err
 	}
-	var a nsForkArgs
-	var files [5][2]*os.File
-	for i := range files {
-		r, w, err := pipe()
+	var ends [5][2]*os.File
+	for i := range ends {
+		r, w, err := os.Pipe()
 		if err != nil {
 			return fail(err)
 		}
-		files[i] = [2]*os.File{r, w}
+		ends[i] = [2]*os.File{r, w}
 	}
-	st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR = files[0][1], files[1][0], files[2][0], files[3][1], files[4][0]
-	closeLater = append(closeLater, files[0][0], files[1][1], files[2][1], files[3][0], files[4][1])
-	a.fds = [fdCount]int{int(files[0][0].Fd()), int(files[1][1].Fd()), int(files[2][1].Fd()), int(files[3][0].Fd()), int(files[4][1].Fd()),
-		int(s.holder.userNS.Fd()), int(s.holder.netNS.Fd()), int(s.holder.mntNS.Fd()), -1}
-
-	var procRule [12]byte
-	if s.rulesets != nil {
+	st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR = ends[0][1], ends[1][0], ends[2][0], ends[3][1], ends[4][0]
+	theirs = append(theirs, ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][1])
+	if s.landlock {
 		fd, err := s.ruleset()
 		if err != nil {
 			return fail(fmt.Errorf("landlock ruleset: %w", err))
 		}
-		if fd >= 0 {
-			closeLater = append(closeLater, os.NewFile(uintptr(fd), "landlock-ruleset"))
-			a.fds[fdRuleset] = fd
-			binary.LittleEndian.PutUint64(procRule[:8], ll.AccessFSReadFile|ll.AccessFSReadDir)
-		}
+		theirs = append(theirs, os.NewFile(uintptr(fd), "landlock-ruleset"))
 	}
-	var err error
-	a.dir, err = syscall.BytePtrFromString(dir)
+	fds := make([]int, len(theirs))
+	for i, f := range theirs {
+		fds[i] = int(f.Fd())
+	}
+	pid, err := s.forker.fork(fds)
 	if err != nil {
 		return fail(err)
-	}
-	a.argv = s.argv
-	a.ppid = uintptr(os.Getpid())
-	a.dropGroups = os.Geteuid() == 0
-	a.unshareFlags = nsUnshare
-	a.proc, a.procType, a.path, a.envv = s.proc, s.procType, s.path, s.envv
-	a.lastCap = s.lastCap
-	a.securebits = secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-	a.procRule = &procRule
-	a.fprog = s.fprog
-
-	var pid int
-	var errno syscall.Errno
-	if err := s.thread.do(func() {
-		syscall.ForkLock.Lock()
-		pid, errno = nsFork(&a)
-		syscall.ForkLock.Unlock()
-	}); err != nil {
-		return fail(err)
-	}
-	runtime.KeepAlive(&a)
-	runtime.KeepAlive(s)
-	if errno != 0 {
-		return fail(fmt.Errorf("fork: %w", errno))
 	}
 	st.pid = pid
-	st.keeper, err = os.FindProcess(pid)
-	if err != nil {
+	if st.keeper, err = os.FindProcess(pid); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(pid, &ws, 0, nil)
@@ -325,7 +229,7 @@ type nsPrepared struct {
 
 // prepareNamespaced makes a sandbox for the next command.
 func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
-	st, err := b.ns.start(b.workspace)
+	st, err := b.ns.start()
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
@@ -399,6 +303,7 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 // runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
 // the namespace.
 func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+	defer b.nsPool.refill() // the next command's sandbox is made after this one ends
 	start := time.Now()
 	st, err := b.takeSandbox(ctx, req.Timeout)
 	if err != nil {

@@ -25,7 +25,8 @@ func newReadyPool[T any](size int, spawn func() (T, error), discard func(T)) *re
 	return p
 }
 
-// take returns a ready sandbox, or starts one now when none is, and starts its replacement in the background.
+// take returns a ready sandbox, or starts one now when none is. Its replacement is started by refill, which the
+// caller calls when the command has ended: made while the command runs, it would take CPU from it.
 func (p *readyPool[T]) take() (T, error) {
 	p.mu.Lock()
 	n := len(p.ready)
@@ -35,7 +36,6 @@ func (p *readyPool[T]) take() (T, error) {
 		s, p.ready, ok = p.ready[n-1], p.ready[:n-1], true
 	}
 	p.mu.Unlock()
-	p.refill()
 	if ok {
 		return s, nil
 	}
