@@ -9,9 +9,9 @@ copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
 
 cp "$repo/go.work" "$copy/"
-for m in pkg servers/filesystem servers/executor agent tests/load; do
-	mkdir -p "$copy/$m"
-	cp "$repo/$m/go.mod" "$copy/$m/"
+(cd "$repo" && find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*') | while read -r f; do
+	mkdir -p "$copy/$(dirname "$f")"
+	cp "$repo/$f" "$copy/$f"
 done
 if ! "$check" "$copy" >/dev/null; then
 	echo "check-modules-test: the check fails on an unchanged copy of the workspace" >&2

@@ -16,7 +16,7 @@ if [ "${GOALBOX_SKIP_SETUP:-}" != 1 ]; then
   scripts/setup.sh
 fi
 
-modules=(pkg servers/filesystem servers/executor agent tests/load)
+modules=(pkg servers/filesystem servers/executor agent tests/load examples)
 echo "== gofmt"
 unformatted=$(gofmt -l "${modules[@]}")
 if [ -n "$unformatted" ]; then echo "gofmt: not formatted:"; echo "$unformatted"; exit 1; fi
