@@ -36,8 +36,9 @@ func TestComposeOverride(t *testing.T) {
 		}
 	}
 	fsPort, execPort := freePort(t), freePort(t)
+	// Cleanups run last first: this one, registered before compose down's, ends the context after it.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	compose := func(args ...string) (string, error) {
 		base := []string{"compose", "-f", "../deploy/compose.yaml", "-f", "compose/host-workspace.yaml",
 			"-p", fmt.Sprintf("goalbox-example-%d", os.Getpid())}
