@@ -260,6 +260,17 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	return rel, fi == nil, nil
 }
 
+// WriteTarget is the workspace-relative path WriteFile(p) writes: p itself, or where p leads when it is a symlink
+// that stays inside, as the links are now.
+func (g *Guard) WriteTarget(p string) (string, error) {
+	rel, err := g.Clean(p)
+	if err != nil {
+		return "", err
+	}
+	target, _, err := g.resolveLinks(rel)
+	return target, err
+}
+
 // resolveLinks returns the path WriteFile writes for rel and the info of what is there (nil when nothing exists
 // yet). Usually that is rel itself; when rel is a symlink, it is where the symlink leads, which must stay inside.
 func (g *Guard) resolveLinks(rel string) (string, fs.FileInfo, error) {
