@@ -31,7 +31,7 @@ done
 
 # One line per requirement, "dependency version module", sorted; then each dependency with more than one version.
 if ! drift=$(awk -v dir="$dir/" '
-	FNR == 1 { mod = FILENAME; sub("^" dir, "", mod); sub("/go.mod$", "", mod); block = 0 }
+	FNR == 1 { mod = substr(FILENAME, length(dir) + 1); sub("/go.mod$", "", mod); block = 0 }
 	/^require[ \t]*\(/ { block = 1; next }
 	block && /^\)/ { block = 0; next }
 	block && NF >= 2 && $1 !~ /^\/\// { print $1, $2, mod; next }
