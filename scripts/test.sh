@@ -16,13 +16,21 @@ if [ "${GOALBOX_SKIP_SETUP:-}" != 1 ]; then
   scripts/setup.sh
 fi
 
-modules=(pkg servers/filesystem servers/executor agent tests/load)
+modules=(pkg servers/filesystem servers/executor agent tests/load examples)
 echo "== gofmt"
 unformatted=$(gofmt -l "${modules[@]}")
 if [ -n "$unformatted" ]; then echo "gofmt: not formatted:"; echo "$unformatted"; exit 1; fi
 
+echo "== one version of each shared dependency"
+scripts/check-modules-test.sh
+scripts/check-modules.sh
+
+# vet and test each take every module's packages in one command, from the workspace root.
+pkgs=()
+for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
+
 echo "== go vet"
-for m in "${modules[@]}"; do (cd "$m" && go vet ./...); done
+go vet "${pkgs[@]}"
 
 # The compose end-to-end test (agent/compose_test.go) builds both images, minutes the first time: it runs wherever
 # setup could install Docker (root), and always in CI. GOALBOX_COMPOSE_TEST=0 turns it off.
@@ -32,8 +40,6 @@ fi
 
 echo "== go test"
 # One go test run over all modules of the workspace, so the summary lines come together at the end.
-pkgs=()
-for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
 go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
 
 echo "== fuzzing the servers' HTTP and stdio entries (${GOALBOX_FUZZ_TIME:=60s} each)"

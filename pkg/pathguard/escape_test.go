@@ -77,7 +77,7 @@ func move(src, dst string) func(*fixture) ([]byte, error) {
 	return func(f *fixture) ([]byte, error) { _, _, err := f.g.Rename(src, dst, true); return nil, err }
 }
 func symlink(target, link string) func(*fixture) ([]byte, error) {
-	return func(f *fixture) ([]byte, error) { _, err := f.g.Symlink(target, link); return nil, err }
+	return func(f *fixture) ([]byte, error) { _, err := f.g.symlink(target, link); return nil, err }
 }
 
 // edit is the filesystem server's edit: read, change, write back. Both halves must refuse.

@@ -89,7 +89,7 @@ func FuzzGuard(f *testing.F) {
 				}
 			},
 			func(g *Guard) {
-				if rel, err := g.Symlink(q, p); err == nil {
+				if rel, err := g.symlink(q, p); err == nil {
 					checkRel("Symlink", rel)
 				} else {
 					fx.checkMessage(t, err, p, q)

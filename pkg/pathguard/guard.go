@@ -194,21 +194,20 @@ func printable(p string) string {
 
 // Reasons an operation is refused.
 const (
-	ReasonInvalid     = "invalid path"
-	ReasonOutside     = "outside the workspace"
-	ReasonNotFound    = "not found"
-	ReasonExists      = "already exists"
-	ReasonNotRegular  = "not a regular file"
-	ReasonIsDir       = "is a folder"
-	ReasonNotDir      = "not a folder"
-	ReasonTooLarge    = "too large"
-	ReasonNotEmpty    = "folder not empty"
-	ReasonUnsupported = "unsupported"
-	ReasonTooDeep     = "too deep"
-	ReasonTooMany     = "too many entries"
-	ReasonBusy        = "busy"
-	ReasonChanged     = "changed while in use"
-	ReasonNoSpace     = "over the workspace's disk cap"
+	ReasonInvalid    = "invalid path"
+	ReasonOutside    = "outside the workspace"
+	ReasonNotFound   = "not found"
+	ReasonExists     = "already exists"
+	ReasonNotRegular = "not a regular file"
+	ReasonIsDir      = "is a folder"
+	ReasonNotDir     = "not a folder"
+	ReasonTooLarge   = "too large"
+	ReasonNotEmpty   = "folder not empty"
+	ReasonTooDeep    = "too deep"
+	ReasonTooMany    = "too many entries"
+	ReasonBusy       = "busy"
+	ReasonChanged    = "changed while in use"
+	ReasonNoSpace    = "over the workspace's disk cap"
 )
 
 // isCap reports whether err is a refusal by one of the caps on a walk, which a walk never skips over.

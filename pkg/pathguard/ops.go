@@ -260,6 +260,17 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	return rel, fi == nil, nil
 }
 
+// WriteTarget is the workspace-relative path WriteFile(p) writes: p itself, or where p leads when it is a symlink
+// that stays inside, as the links are now.
+func (g *Guard) WriteTarget(p string) (string, error) {
+	rel, err := g.Clean(p)
+	if err != nil {
+		return "", err
+	}
+	target, _, err := g.resolveLinks(rel)
+	return target, err
+}
+
 // resolveLinks returns the path WriteFile writes for rel and the info of what is there (nil when nothing exists
 // yet). Usually that is rel itself; when rel is a symlink, it is where the symlink leads, which must stay inside.
 func (g *Guard) resolveLinks(rel string) (string, fs.FileInfo, error) {
@@ -444,12 +455,13 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
 	return err
 }
 
-// Symlink creates a symlink at link pointing to target, refusing a target that leads out of the workspace, directly
-// or through other symlinks. The target is judged from the real folder that holds the link (as the kernel will
+// symlink creates a symlink at link pointing to target, refusing a target that leads out of the workspace, directly
+// or through other symlinks. No tool makes symlinks, so only the tests call it: they make links through the guard
+// the way a future tool would, and hold it to the same escape corpus as every other operation. The target is judged from the real folder that holds the link (as the kernel will
 // follow it) and stored in clean relative form: absolute targets under the workspace become relative, since
 // absolute symlinks are never followed, and ".." never follows a name, so a later symlink on the way cannot turn
 // it outward.
-func (g *Guard) Symlink(target, link string) (string, error) {
+func (g *Guard) symlink(target, link string) (string, error) {
 	rel, err := g.Clean(link)
 	if err != nil {
 		return "", err

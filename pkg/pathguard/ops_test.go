@@ -485,7 +485,7 @@ func TestSymlink(t *testing.T) {
 		{"sub", "l7", "sub", ""},
 	}
 	for _, c := range cases {
-		rel, err := f.g.Symlink(c.target, c.link)
+		rel, err := f.g.symlink(c.target, c.link)
 		if err != nil || rel != c.link {
 			t.Errorf("Symlink(%q, %q) = %q, %v", c.target, c.link, rel, err)
 			continue
@@ -500,13 +500,13 @@ func TestSymlink(t *testing.T) {
 			}
 		}
 	}
-	if _, err := f.g.Symlink("file.txt", "l1"); !IsReason(err, ReasonExists) {
+	if _, err := f.g.symlink("file.txt", "l1"); !IsReason(err, ReasonExists) {
 		t.Errorf("Symlink over an existing name = %v", err)
 	}
-	if _, err := f.g.Symlink("", "l8"); !IsReason(err, ReasonInvalid) {
+	if _, err := f.g.symlink("", "l8"); !IsReason(err, ReasonInvalid) {
 		t.Errorf("Symlink with an empty target = %v", err)
 	}
-	_, err := f.g.Symlink("../secret.txt", "l9")
+	_, err := f.g.symlink("../secret.txt", "l9")
 	if !IsReason(err, ReasonOutside) || !strings.Contains(err.Error(), "must stay inside the workspace") {
 		t.Errorf("Symlink out = %v", err)
 	}
@@ -543,7 +543,7 @@ func TestSymlinkChainLimit(t *testing.T) {
 	for _, err := range []error{
 		func() error { _, _, err := f.g.ReadFile("c9"); return err }(),
 		func() error { _, _, err := f.g.WriteFile("c9", nil); return err }(),
-		func() error { _, err := f.g.Symlink("c9", "l"); return err }(),
+		func() error { _, err := f.g.symlink("c9", "l"); return err }(),
 	} {
 		if !IsReason(err, ReasonInvalid) || !strings.Contains(err.Error(), "more than 8 symlinks") {
 			t.Errorf("past the chain limit: %v", err)

@@ -43,7 +43,7 @@ func TestOwnershipAsRoot(t *testing.T) {
 	if _, err := g.MkdirAll("c/d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Symlink("a/b/new.txt", "c/link"); err != nil {
+	if _, err := g.symlink("a/b/new.txt", "c/link"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][2]uint32{

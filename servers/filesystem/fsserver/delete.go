@@ -24,6 +24,7 @@ func (s *server) delete(_ context.Context, in protocol.DeletePathInput) (protoco
 	if in.Path == "" {
 		return out, errors.New("path is required: give a file or folder path relative to the workspace")
 	}
+	defer s.lockFiles(in.Path)()
 	rel, deleted, err := s.g.Remove(in.Path, in.Recursive)
 	if err != nil {
 		return out, err

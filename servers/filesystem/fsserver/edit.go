@@ -40,11 +40,7 @@ func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.
 	case in.OldText == in.NewText:
 		return out, errors.New("old_text and new_text are the same: there is nothing to change")
 	}
-	rel, err := s.g.Clean(in.Path)
-	if err != nil {
-		return out, err
-	}
-	defer s.lock(rel)()
+	defer s.lockFiles(in.Path)()
 	rel, data, err := s.g.ReadFile(in.Path)
 	if err != nil {
 		return out, err

@@ -24,6 +24,7 @@ func (s *server) move(_ context.Context, in protocol.MovePathInput) (protocol.Mo
 	if in.Source == "" || in.Destination == "" {
 		return out, errors.New("source and destination are both required: paths relative to the workspace")
 	}
+	defer s.lockFiles(in.Source, in.Destination)()
 	src, dst, err := s.g.Rename(in.Source, in.Destination, in.Overwrite)
 	if err != nil {
 		return out, err

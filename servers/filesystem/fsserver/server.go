@@ -74,17 +74,9 @@ func (o Options) withDefaults() Options {
 type server struct {
 	g    *pathguard.Guard
 	opts Options
-	// locks serialize writes and edits of the same path, so an edit's read-modify-write cannot lose a concurrent
-	// write made through this server. (Atomic renames already keep every reader from seeing a torn file.)
+	// locks are the file locks of the tools that change files, striped by a hash of the file's key (locks.go).
 	locks [64]sync.Mutex
 	seed  maphash.Seed
-}
-
-// lock takes the write lock for the workspace-relative path rel and returns its unlock.
-func (s *server) lock(rel string) func() {
-	m := &s.locks[maphash.String(s.seed, rel)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
 }
 
 // New returns the filesystem MCP server for the workspace g.

@@ -27,11 +27,7 @@ func (s *server) write(_ context.Context, in protocol.WriteFileInput) (protocol.
 	if in.Path == "" {
 		return out, errors.New("path is required: give a file path relative to the workspace")
 	}
-	rel, err := s.g.Clean(in.Path)
-	if err != nil {
-		return out, err
-	}
-	defer s.lock(rel)()
+	defer s.lockFiles(in.Path)()
 	rel, created, err := s.g.WriteFile(in.Path, []byte(in.Content))
 	if err != nil {
 		return out, err

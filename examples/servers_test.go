@@ -1,0 +1,68 @@
+// Package examples_test runs every example against the real servers built from this repository: the Go client over
+// HTTP on loopback, the Claude Desktop and Cursor configs over stdio, the compose override with Docker Compose.
+package examples_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// buildServers builds both server commands into dir, as `go build -o dir/ ./servers/...` does for a user: dir/filesystem
+// and dir/executor.
+func buildServers(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./servers/filesystem", "./servers/executor")
+	cmd.Dir = ".." // the repository root, where go.work is
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the servers: %v\n%s", err, out)
+	}
+}
+
+// serve starts the server binary bin over workspace on a free loopback port, waits until /healthz answers, and
+// returns its MCP endpoint. The server is killed when the test ends.
+func serve(t *testing.T, bin, workspace string) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "-addr", addr, "-workspace", workspace)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return "http://" + addr + "/mcp"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not come up on %s: %v\n%s", filepath.Base(bin), addr, err, stderr.String())
+		}
+	}
+}
+
+// callTool calls tool and returns its structured result, failing the test on a protocol error or a tool error.
+func callTool(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s refused: %s", tool, res.Content[0].(*mcp.TextContent).Text)
+	}
+	out, ok := res.StructuredContent.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: structured content %T, want an object", tool, res.StructuredContent)
+	}
+	return out
+}
