@@ -125,7 +125,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 		return false, nil
 	}
 	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
-		Output: headTail(vr.Output, r.cfg.Limits.ToolOutputBytes)})
+		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes)})
 	if err != nil {
 		return false, err
 	}
