@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/bench"
-	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/openaichat"
 )
 
 // runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
@@ -27,7 +27,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	if err != nil {
 		return fail("%v", err)
 	}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
 		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout})
 	if err != nil {
 		return fail("%v", err)

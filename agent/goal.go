@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/openaichat"
 )
 
 // summary is summary.json: the loop's result and where to find the rest.
@@ -29,7 +30,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
 		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout,
 		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/agent/openaichat"
 )
 
 // These tests drive the runner with the scripted model over real exercises, the real in-process servers as the
@@ -40,7 +41,7 @@ func runnerExercises(t *testing.T) []Exercise {
 func newRunOptions(t *testing.T, exs []Exercise, steps ...looptest.Step) (RunOptions, *looptest.Server) {
 	t.Helper()
 	srv := looptest.New(t, steps...)
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test", MaxRetries: 0})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test", MaxRetries: 0})
 	must(t, err)
 	g := NewGrader()
 	g.Toolchains.CompilerCache = true
@@ -267,7 +268,7 @@ func TestRunResume(t *testing.T) {
 	}
 	other := opts
 	other.Resume = true
-	other.Model, err = loop.NewOpenAIModel(loop.ModelConfig{Model: "another", BaseURL: srv.BaseURL, APIKey: "test"})
+	other.Model, err = openaichat.New(openaichat.Config{Model: "another", BaseURL: srv.BaseURL, APIKey: "test"})
 	must(t, err)
 	if _, err := Run(context.Background(), other); err == nil || !strings.Contains(err.Error(), "cannot resume") {
 		t.Errorf("resuming with another model: %v", err)
@@ -281,7 +282,7 @@ func TestRunResume(t *testing.T) {
 			t.Errorf("the resumed run asked about another exercise")
 		}
 	}}, done)
-	opts.Model, err = loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv2.BaseURL, APIKey: "test"})
+	opts.Model, err = openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv2.BaseURL, APIKey: "test"})
 	must(t, err)
 	report, err := Run(context.Background(), opts)
 	must(t, err)
@@ -540,7 +541,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 	fatalIf(b, err)
 	srv := looptest.New(b)
 	srv.Repeat = &done
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test"})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test"})
 	fatalIf(b, err)
 	g := NewGrader()
 	agentCache := b.TempDir()

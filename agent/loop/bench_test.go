@@ -12,6 +12,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
@@ -60,7 +61,7 @@ func benchSetup(b *testing.B) (*loop.MCPSandbox, loop.Model) {
 	b.Cleanup(func() { sb.Close() })
 	srv := looptest.New(b)
 	srv.Repeat = &looptest.Step{Calls: []looptest.Call{{Name: protocol.ToolReadFile, Args: `{"path":"f.txt"}`}}}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "k"})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "k"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // runner are thin callers of it.
 //
 // The loop keeps its own message types rather than a model SDK's, so the transcript format, the eliding of old
-// output and the tests do not depend on one vendor's structs; OpenAIModel translates at the edge.
+// output and the tests do not depend on one vendor's structs; the adapter in agent/openaichat translates at the edge.
 package loop
 
 import (
