@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +14,12 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // The runner puts a model to work on each exercise and lets the grader, not the model, say whether it passed:
 // a fresh copy of the exercise, the agent loop over it through the sandbox, then the exercise's own tests run by
 // the harness after every test and build file is put back from the pristine source. A second try sees the first
 // try's test output.
-
-// AgentSandboxFactory opens the sandbox the agent works in over a workspace root; close releases it.
-type AgentSandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error)
 
 // RunOptions configure Run.
 type RunOptions struct {
@@ -41,7 +36,7 @@ type RunOptions struct {
 	Grader *Grader
 	// GradeSandbox is where the tests run; AgentSandbox where the model works. Both are required.
 	GradeSandbox SandboxFactory
-	AgentSandbox AgentSandboxFactory
+	AgentSandbox SandboxFactory
 	// Progress, when set, is told about every exercise that is resumed or finished.
 	Progress *Progress
 	// Info is written to run.json (and checked against it on resume).
@@ -312,7 +307,7 @@ func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResu
 
 // try is one agent run and its grade. The returned error is an infrastructure failure of the model server, the
 // sandbox or the grader; the try's figures are filled in as far as they got.
-func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sandbox, asb loop.Sandbox, goal string, try int) (TryResult, GradeResult, error) {
+func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb, asb loop.Sandbox, goal string, try int) (TryResult, GradeResult, error) {
 	tpath := TranscriptPath(o.RunDir, ex.ID(), try)
 	if err := os.MkdirAll(filepath.Dir(tpath), 0o755); err != nil {
 		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("transcript folder: %w", err)
@@ -384,33 +379,4 @@ func MalformedCalls(transcript string) (int, error) {
 		}
 	}
 	return n, sc.Err()
-}
-
-// LocalAgentSandbox starts both goalbox servers in-process over each workspace root, as the agent does for a
-// goal, and connects to them over loopback HTTP. Commands keep their home and build caches in cacheDir, which must
-// not be the grader's: whatever a model leaves in its caches (a usercustomize.py in its home, a forged build cache
-// entry) then cannot reach the tests that grade it. Each exercise gets its own home; the build caches are shared
-// between the exercises of a run (cacheDir/shared), so Go does not rebuild its standard library for each one.
-// JavaScript commands may read the shared jest install.
-func LocalAgentSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) AgentSandboxFactory {
-	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
-		real, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			return nil, nil, err
-		}
-		backend, err := local.New(local.Config{Workspace: real, CacheDir: cacheDir,
-			SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		local, err := loop.StartLocal(loop.LocalOptions{Workspace: real, Backend: backend, Logger: logger})
-		if err != nil {
-			return nil, nil, errors.Join(err, backend.Close())
-		}
-		sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
-		if err != nil {
-			return nil, nil, errors.Join(err, local.Close(), backend.Close())
-		}
-		return sb, func() error { return errors.Join(sb.Close(), local.Close(), backend.Close()) }, nil
-	}
 }

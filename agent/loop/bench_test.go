@@ -13,6 +13,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
@@ -44,17 +45,12 @@ func (s timedSandbox) Call(ctx context.Context, name string, args json.RawMessag
 }
 
 // benchSetup starts the servers over a workspace holding a 4 KiB file, and a scripted model that reads it every turn.
-func benchSetup(b *testing.B) (*loop.MCPSandbox, loop.Model) {
+func benchSetup(b *testing.B) (loop.Sandbox, loop.Model) {
 	ws := b.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "f.txt"), []byte(strings.Repeat("some text in a file\n", 205)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { local.Close() })
-	sb, err := loop.ConnectMCP(context.Background(), local.Endpoints...)
+	sb, err := sandbox.Host(context.Background(), sandbox.LocalOptions{Workspace: ws})
 	if err != nil {
 		b.Fatal(err)
 	}

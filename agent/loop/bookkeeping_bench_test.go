@@ -38,10 +38,10 @@ func BenchmarkBookkeeping(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		copy(msgs, base) // a fresh, unelided conversation each time: the worst case
-		// What MCPSandbox.Call hands over: the raw result and the client's decoded value.
+		// What sandbox.Client.Call hands over: the raw result and the client's decoded value.
 		var decoded any
 		_ = json.Unmarshal(raw, &decoded)
-		res := ToolResult{Structured: raw, value: decoded}
+		res := ToolResult{Structured: raw, Decoded: decoded}
 		b.StartTimer()
 		sent := compactResult(res, limits.ToolOutputBytes)
 		msgs = append(msgs[:len(base)], Message{Role: RoleTool, ToolCallID: call.ID, Content: sent})

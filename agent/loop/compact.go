@@ -22,8 +22,8 @@ func compactResult(r ToolResult, budget int) string {
 	switch {
 	case r.IsError:
 		v = map[string]any{"error": r.Text}
-	case r.value != nil: // decoded once already by the MCP client
-		v = r.value
+	case r.Decoded != nil: // decoded once already by the MCP client
+		v = r.Decoded
 	case len(r.Structured) > 0:
 		d := json.NewDecoder(bytes.NewReader(r.Structured))
 		d.UseNumber()

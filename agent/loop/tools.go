@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -101,19 +102,17 @@ func toolError(format string, a ...any) ToolResult {
 func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	t0 := time.Now()
 	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
-	args, _ := json.Marshal(in)
-	res, err := r.sb.Call(ctx, protocol.ToolRunCommand, args)
-	if err != nil {
-		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
-		return false, fmt.Errorf("verify: %w", err)
-	}
-	var out protocol.RunCommandOutput
-	if res.IsError || json.Unmarshal(res.Structured, &out) != nil {
+	out, res, err := RunCommand(ctx, r.sb, in)
+	switch {
+	case errors.Is(err, ErrCommandRefused):
 		// The executor refused the check itself (a policy, a timeout over its maximum): the model cannot fix that.
 		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + res.Text, DurationMs: ms(t0)})
 		return false, fmt.Errorf("the executor would not run the -verify command: %s", res.Text)
+	case err != nil:
+		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
+		return false, fmt.Errorf("verify: %w", err)
 	}
-	vr := VerifyResult{ExitCode: out.ExitCode, Output: joinOutput(out), DurationMs: ms(t0)}
+	vr := VerifyResult{ExitCode: out.ExitCode, Output: verifyOutput(out), DurationMs: ms(t0)}
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
@@ -133,19 +132,12 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	return false, nil
 }
 
-func joinOutput(o protocol.RunCommandOutput) string {
-	var b strings.Builder
-	b.WriteString(o.Stdout)
-	if o.Stderr != "" {
-		if b.Len() > 0 && !strings.HasSuffix(o.Stdout, "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(o.Stderr)
-	}
+// verifyOutput is what the model is shown of a failed check.
+func verifyOutput(o protocol.RunCommandOutput) string {
 	if o.TimedOut {
-		b.WriteString("\n[the command timed out and was killed]")
+		return CommandOutput(o) + "\n[the command timed out and was killed]"
 	}
-	return b.String()
+	return CommandOutput(o)
 }
 
 // argNote is a short view of a call's arguments for the progress line: the path or the command.
