@@ -54,7 +54,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Progress: stderr, Transcript: loop.NewTranscript(tf)}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
 	}

@@ -322,7 +322,7 @@ func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb, asb
 		tf.Close()
 		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("progress log: %w", err)
 	}
-	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Transcript: loop.NewTranscript(tf), Progress: lf}
+	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(lf)}}
 	lr, runErr := loop.Run(ctx, cfg, o.Model, asb)
 	tf.Close()
 	lf.Close()

@@ -77,7 +77,7 @@ func BenchmarkTurn(b *testing.B) {
 	defer tf.Close()
 	limits := loop.DefaultLimits()
 	limits.MaxTurns = turns
-	cfg := loop.Config{Goal: "read f.txt again and again", Limits: limits, Progress: io.Discard, Transcript: loop.NewTranscript(tf)}
+	cfg := loop.Config{Goal: "read f.txt again and again", Limits: limits, Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(io.Discard)}}
 	b.ResetTimer()
 	start := time.Now()
 	for b.Loop() {

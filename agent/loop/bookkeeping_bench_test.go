@@ -47,7 +47,7 @@ func BenchmarkBookkeeping(b *testing.B) {
 		msgs = append(msgs[:len(base)], Message{Role: RoleTool, ToolCallID: call.ID, Content: sent})
 		elide(msgs, names, limits.ContextBytes)
 		reply := Message{Role: RoleAssistant, ToolCalls: []ToolCall{call}}
-		_ = tr.Write(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
-		_ = tr.Write(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
+		_ = tr.Observe(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
+		_ = tr.Observe(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
 	}
 }

@@ -30,7 +30,6 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	res, outcome, err := r.dispatch(ctx, tc)
 	if err != nil {
 		r.event(Event{Type: "error", Turn: r.turns, Call: &tc, Error: err.Error(), DurationMs: ms(t0)})
-		fmt.Fprintf(r.progress, "turn %d  %s  failed: %v\n", r.turns, tc.Name, err)
 		return err
 	}
 	r.toolCalls++
@@ -43,7 +42,6 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
 	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: &res, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
-	fmt.Fprintf(r.progress, "turn %d  %s %s  %s  %s\n", r.turns, tc.Name, argNote(tc), resultNote(outcome, res), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -116,7 +114,6 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
-	fmt.Fprintf(r.progress, "turn %d  verify %q  exit %d  %s\n", r.turns, r.cfg.Verify, vr.ExitCode, time.Since(t0).Round(time.Millisecond))
 	if vr.ExitCode == 0 {
 		return true, nil
 	}
@@ -138,39 +135,4 @@ func verifyOutput(o protocol.RunCommandOutput) string {
 		return CommandOutput(o) + "\n[the command timed out and was killed]"
 	}
 	return CommandOutput(o)
-}
-
-// argNote is a short view of a call's arguments for the progress line: the path or the command.
-func argNote(tc ToolCall) string {
-	var m map[string]any
-	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
-		return "(bad arguments)"
-	}
-	for _, k := range []string{"command", "path", "source", "pattern"} {
-		if s, ok := m[k].(string); ok {
-			s = strings.ReplaceAll(s, "\n", " ")
-			if len(s) > 60 {
-				s = strings.ToValidUTF8(s[:57], "") + "..."
-			}
-			return s
-		}
-	}
-	return ""
-}
-
-func resultNote(outcome string, res ToolResult) string {
-	if outcome == CallOK {
-		var o struct {
-			ExitCode *int `json:"exit_code"`
-		}
-		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
-			return fmt.Sprintf("exit %d", *o.ExitCode)
-		}
-		return CallOK
-	}
-	msg := strings.SplitN(res.Text, "\n", 2)[0]
-	if len(msg) > 80 {
-		msg = strings.ToValidUTF8(msg[:77], "") + "..."
-	}
-	return outcome + ": " + msg
 }
