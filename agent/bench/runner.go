@@ -74,87 +74,112 @@ const maxConsecutiveErrors = 3
 // summary.txt for the selection. The error is for the run itself: bad options, a run folder that cannot be used,
 // an interruption, or infrastructure that kept failing. A model that fails exercises is not an error.
 func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
-	if err := opts.check(); err != nil {
+	opts, err := opts.withDefaults()
+	if err != nil {
 		return RunReport{}, err
 	}
-	if opts.Tries == 0 {
-		opts.Tries = 2
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 1
-	}
-	results := make([]ExerciseResult, len(opts.Exercises))
-	have := make([]bool, len(opts.Exercises))
-	report := RunReport{}
 	if err := opts.claimRunDir(); err != nil {
-		return report, err
+		return RunReport{}, err
 	}
-	var todo []int
-	for i, ex := range opts.Exercises {
-		r, ok, err := LoadResult(opts.RunDir, ex.ID())
+	results, todo, err := opts.loadFinished()
+	if err != nil {
+		return RunReport{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	opts.runAll(ctx, cancel, todo, results)
+	report := newReport(results)
+	report.Resumed = len(opts.Exercises) - len(todo)
+	if err := SaveSummary(opts.RunDir, report.Summary); err != nil {
+		return report, fmt.Errorf("saving the summary: %w", err)
+	}
+	return report, context.Cause(ctx)
+}
+
+// withDefaults checks the options and fills in the default tries and workers.
+func (o RunOptions) withDefaults() (RunOptions, error) {
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	if o.Tries == 0 {
+		o.Tries = 2
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	return o, nil
+}
+
+// loadFinished reads the result files a resumed run already finished (one per exercise, nil where there is none)
+// and lists the indexes of the exercises still to run.
+func (o RunOptions) loadFinished() (results []*ExerciseResult, todo []int, err error) {
+	results = make([]*ExerciseResult, len(o.Exercises))
+	for i, ex := range o.Exercises {
+		r, ok, err := LoadResult(o.RunDir, ex.ID())
 		if err != nil {
-			return report, err
+			return nil, nil, err
 		}
 		if ok && finished(r) {
-			results[i], have[i] = r, true
-			report.Resumed++
-			opts.Progress.add(r, true)
+			results[i] = &r
+			o.Progress.add(r, true)
 			continue
 		}
 		todo = append(todo, i)
 	}
+	return results, todo, nil
+}
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopTicker := opts.Progress.tick(time.Second)
-	defer stopTicker()
+// runAll runs the exercises at the todo indexes on o.Workers workers and saves each result as it comes. No more
+// work is handed out once ctx ends, or once cancel was called: a result could not be saved, or maxConsecutiveErrors
+// exercises in a row failed on infrastructure.
+func (o RunOptions) runAll(ctx context.Context, cancel context.CancelCauseFunc, todo []int, results []*ExerciseResult) {
+	stopTicker := o.Progress.tick(time.Second)
 	var mu sync.Mutex
 	streak := 0
-	parallel(ctx, opts.Workers, todo, func(i int) {
-		opts.Progress.started()
-		r, ok := opts.exercise(ctx, opts.Exercises[i])
+	parallel(ctx, o.Workers, todo, func(i int) {
+		o.Progress.started()
+		r, ok := o.exercise(ctx, o.Exercises[i])
 		if !ok {
 			return // interrupted: no result, a resume runs it
 		}
-		if err := SaveResult(opts.RunDir, r); err != nil {
+		if err := SaveResult(o.RunDir, r); err != nil {
 			cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
 			return
 		}
 		mu.Lock()
-		results[i], have[i] = r, true
-		if resultError(r) != "" {
-			streak++
-			if streak >= maxConsecutiveErrors {
-				cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
-			}
-		} else {
-			streak = 0
+		results[i] = &r
+		if streak = errorStreak(streak, r); streak >= maxConsecutiveErrors {
+			cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
 		}
 		mu.Unlock()
-		opts.Progress.add(r, false)
+		o.Progress.add(r, false)
 	})
 	stopTicker()
-	opts.Progress.finish()
+	o.Progress.finish()
+}
 
-	for i := range results {
-		if have[i] {
-			report.Results = append(report.Results, results[i])
-			if resultError(results[i]) != "" {
-				report.Errors = append(report.Errors, results[i].ID)
-			}
+// errorStreak is how many exercises in a row have failed on infrastructure, r the latest.
+func errorStreak(streak int, r ExerciseResult) int {
+	if resultError(r) != "" {
+		return streak + 1
+	}
+	return 0
+}
+
+// newReport gathers the results there are, in the exercises' order, and sums them up.
+func newReport(results []*ExerciseResult) RunReport {
+	var report RunReport
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		report.Results = append(report.Results, *r)
+		if resultError(*r) != "" {
+			report.Errors = append(report.Errors, r.ID)
 		}
 	}
 	report.Summary = Summarize(report.Results)
-	if err := SaveSummary(opts.RunDir, report.Summary); err != nil {
-		return report, fmt.Errorf("saving the summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(opts.RunDir, "summary.txt"), []byte(report.Summary.Table()), 0o644); err != nil {
-		return report, fmt.Errorf("saving the summary table: %w", err)
-	}
-	if err := context.Cause(ctx); err != nil {
-		return report, err
-	}
-	return report, nil
+	return report
 }
 
 func (o RunOptions) check() error {
