@@ -13,7 +13,8 @@ import (
 // Run drives one goal: it sends the conversation to the model, runs the tool calls it asks for in the sandbox,
 // and, when the model stops calling tools, runs cfg.Verify (if set) to decide whether the goal is met. A failed
 // check goes back to the model while the limits allow. The returned error is non-nil only when the model server,
-// the sandbox or the transcript failed (Result.Outcome is then OutcomeError); a goal not met is not an error.
+// the sandbox or an observer (the transcript) failed (Result.Outcome is then OutcomeError); a goal not met is not
+// an error.
 func Run(ctx context.Context, cfg Config, model Model, sb Sandbox) (Result, error) {
 	r, err := newRunner(cfg, model, sb)
 	if err != nil {
@@ -113,7 +114,7 @@ type runner struct {
 	outcome    string
 	verifyRuns int
 	lastVerify *VerifyResult
-	err        error // first transcript failure
+	err        error // first observer failure (the transcript could not be written)
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
