@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/bench"
-	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/openaichat"
 )
 
 // runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
@@ -27,7 +27,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	if err != nil {
 		return fail("%v", err)
 	}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
 		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout})
 	if err != nil {
 		return fail("%v", err)
@@ -54,8 +54,8 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	report, runErr := bench.Run(ctx, bench.RunOptions{
 		Exercises: exercises, RunDir: results, Tries: o.Tries, Workers: o.Threads, Resume: o.Resume,
 		Model: model, Limits: o.Limits, Price: o.price(), Grader: grader,
-		GradeSandbox: bench.LocalExecutor(grader.Toolchains, nil),
-		AgentSandbox: bench.LocalAgentSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil),
+		GradeSandbox: bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
+		AgentSandbox: bench.LocalSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil),
 		Progress:     progress,
 		Info:         bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: redactArgs(args)},
 	})
@@ -98,7 +98,7 @@ func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
 	results, err := bench.SelfTest(ctx, bench.SelfTestOptions{
 		Exercises: exercises, RunDir: runDir, Workers: o.Threads, Grader: grader,
-		Sandbox: bench.LocalExecutor(grader.Toolchains, nil),
+		Sandbox: bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
 		Progress: func(done, total int, r bench.SelfTestResult) {
 			fmt.Fprintf(stderr, "selftest %d/%d  %s  %s  %.1fs  %s\n", done, total, r.ID, r.Status, r.Seconds, r.Reason)
 		},

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/agent/sandbox"
 )
 
 // summary is summary.json: the loop's result and where to find the rest.
@@ -29,7 +31,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
+	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
 		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout,
 		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
 	if err != nil {
@@ -52,7 +54,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Progress: stderr, Transcript: loop.NewTranscript(tf)}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
 	}
@@ -76,33 +78,28 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 
 // openSandbox connects to the running servers named by the options, or starts both in-process over the workspace.
 func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox, string, func(), error) {
-	showProgress := func(sb *loop.MCPSandbox) {
-		sb.OnProgress(func(tool, msg string) { fmt.Fprintf(stderr, "        %s: %s\n", tool, msg) })
+	showProgress := func(c *sandbox.Client) {
+		c.OnProgress(func(tool, msg string) { fmt.Fprintf(stderr, "        %s: %s\n", tool, msg) })
 	}
 	if o.FSURL != "" {
-		sb, err := loop.ConnectMCP(ctx, loop.Endpoint{URL: o.FSURL, Token: o.FSToken}, loop.Endpoint{URL: o.ExecURL, Token: o.ExecToken})
+		c, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: o.FSURL, Token: o.FSToken}, sandbox.Endpoint{URL: o.ExecURL, Token: o.ExecToken})
 		if err != nil {
 			return nil, "", nil, err
 		}
-		showProgress(sb)
-		return sb, "", func() { sb.Close() }, nil
+		showProgress(c)
+		return c, "", func() { c.Close() }, nil
 	}
 	ws, err := filepath.Abs(o.Workspace)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws})
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
-	if err != nil {
-		local.Close()
-		return nil, "", nil, err
-	}
-	showProgress(sb)
-	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: %s\n", ws, confinementNote(local.Health()))
-	return sb, ws, func() { sb.Close(); local.Close() }, nil
+	showProgress(h.Client)
+	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: %s\n", ws, confinementNote(h.Local.Health()))
+	return h, ws, func() { h.Close() }, nil
 }
 
 // runFiles picks the transcript and summary paths: -transcript FILE puts the summary beside it as

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/openaichat"
 )
 
 // options is everything the command takes. Each field is read from its environment variable first; a flag given
@@ -167,6 +168,6 @@ func (o options) price() loop.Price {
 	if o.PriceIn > 0 || o.PriceOut > 0 {
 		return loop.Price{InPerMillion: o.PriceIn, OutPerMillion: o.PriceOut}
 	}
-	p, _ := loop.LookupPrice(o.Model)
+	p, _ := openaichat.LookupPrice(o.Model)
 	return p
 }

@@ -1,7 +1,8 @@
 // Package bench runs the Aider Polyglot benchmark: it finds Exercism exercises, copies them into a run folder
-// without their reference solutions, grades a workspace with the language's own test command inside a sandbox,
-// and keeps per-exercise results and a summary. The agent loop that edits the workspace lives elsewhere; this
-// package only prepares, grades and reports.
+// without their reference solutions, puts a model to work on each (Run, through agent/loop), grades a workspace
+// with the language's own test command inside a sandbox, proves the grader (SelfTest), and keeps per-exercise
+// results and a summary. The loop, the model client and the sandboxes are not here: it uses agent/loop's, and opens
+// its sandboxes (the model's and the grader's alike) with agent/sandbox.
 package bench
 
 import (

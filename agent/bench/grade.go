@@ -7,14 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
-)
 
-// Sandbox runs a shell command (sh -c) in a confined workspace. cwd is relative to the workspace root. exitCode
-// is -1 when the command was killed (timeout, cancellation); output is stdout and stderr together. err is for
-// the sandbox failing, not the command: a command that exits non-zero is a normal result.
-type Sandbox interface {
-	Run(ctx context.Context, command, cwd string, timeout time.Duration) (exitCode int, output string, err error)
-}
+	"github.com/goalbox/goalbox/agent/loop"
+)
 
 // Grader grades workspaces with each track's own test command. One Grader serves many exercises and workers at
 // once; it probes each language's toolchain the first time it is needed.
@@ -48,11 +43,11 @@ type GradeResult struct {
 // and reports. Pass means exit 0 and the test runner's own success summary in the output, so a solution that
 // exits early with status 0 does not pass. An error means the grade could not be done (sandbox or workspace
 // failure), not that the tests failed.
-func (g *Grader) Grade(ctx context.Context, sb Sandbox, ex Exercise, ws Workspace) (GradeResult, error) {
+func (g *Grader) Grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Workspace) (GradeResult, error) {
 	return g.grade(ctx, sb, ex, ws, false)
 }
 
-func (g *Grader) grade(ctx context.Context, sb Sandbox, ex Exercise, ws Workspace, reference bool) (GradeResult, error) {
+func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Workspace, reference bool) (GradeResult, error) {
 	cmd, why, err := g.command(ctx, sb, ex, reference)
 	if err != nil {
 		return GradeResult{}, err
@@ -69,7 +64,7 @@ func (g *Grader) grade(ctx context.Context, sb Sandbox, ex Exercise, ws Workspac
 		timeout = DefaultGradeTimeout
 	}
 	start := time.Now()
-	code, out, err := sb.Run(ctx, cmd, ws.Rel, timeout)
+	code, out, err := runCommand(ctx, sb, cmd, ws.Rel, timeout)
 	elapsed := time.Since(start)
 	if err != nil {
 		return GradeResult{}, fmt.Errorf("%s: running the tests: %w", ex.ID(), err)
@@ -92,11 +87,11 @@ func (g *Grader) grade(ctx context.Context, sb Sandbox, ex Exercise, ws Workspac
 
 // Command is the test command Grade runs for ex, from the exercise folder, or why ex cannot be graded here. The
 // agent may show it to the model so that its own test runs match the grader's.
-func (g *Grader) Command(ctx context.Context, sb Sandbox, ex Exercise) (cmd, ungradable string, err error) {
+func (g *Grader) Command(ctx context.Context, sb loop.Sandbox, ex Exercise) (cmd, ungradable string, err error) {
 	return g.command(ctx, sb, ex, false)
 }
 
-func (g *Grader) command(ctx context.Context, sb Sandbox, ex Exercise, reference bool) (string, string, error) {
+func (g *Grader) command(ctx context.Context, sb loop.Sandbox, ex Exercise, reference bool) (string, string, error) {
 	tc, err := g.probe(ctx, sb, ex.Lang)
 	if err != nil {
 		return "", "", err

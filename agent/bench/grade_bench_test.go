@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"testing"
+
+	"github.com/goalbox/goalbox/agent/loop"
 )
 
 // BenchmarkGrade measures one grade of a passing python exercise three ways, side by side: the bare test command
@@ -26,7 +28,7 @@ func BenchmarkGrade(b *testing.B) {
 	if err != nil || why != "" {
 		b.Skip("python cannot be graded here: ", why, err)
 	}
-	exec, closeExec, err := LocalExecutor(g.Toolchains, nil)(ctx, ws.Root)
+	exec, closeExec, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(ctx, ws.Root)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,14 +36,14 @@ func BenchmarkGrade(b *testing.B) {
 
 	b.Run("bare-command", func(b *testing.B) {
 		for b.Loop() {
-			if code, out, err := host.Run(ctx, cmd, ws.Rel, DefaultGradeTimeout); err != nil || code != 0 {
+			if code, out, err := host.run(ctx, cmd, ws.Rel, DefaultGradeTimeout); err != nil || code != 0 {
 				b.Fatalf("exit %d %v\n%s", code, err, out)
 			}
 		}
 	})
 	for _, c := range []struct {
 		name string
-		sb   Sandbox
+		sb   loop.Sandbox
 	}{{"grade-host", host}, {"grade-executor", exec}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -12,21 +14,35 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/bench/benchtest"
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // benchmarkDir is the pinned polyglot-benchmark checkout, or a skip (benchtest.Dir).
 func benchmarkDir(t testing.TB) string { return benchtest.Dir(t) }
 
 // localSandbox runs commands on the host with sh -c in a process group that is killed on timeout. It is a test
-// double for the executor's sandbox_run_command and must never be used to grade a model: it confines nothing.
+// double for the executor's sandbox_run_command (its only tool; stdout carries both streams) and must never be used
+// to grade a model: it confines nothing.
 type localSandbox struct {
 	root string
 	cpu  *cpuMeter // optional: adds up the CPU time commands use
 	lang string
 }
 
-func localFactory(_ context.Context, root string) (Sandbox, func() error, error) {
-	return localSandbox{root: root}, func() error { return nil }, nil
+func (s localSandbox) Tools() []loop.Tool { return []loop.Tool{{Name: protocol.ToolRunCommand}} }
+
+func (s localSandbox) Call(ctx context.Context, name string, args json.RawMessage) (loop.ToolResult, error) {
+	var in protocol.RunCommandInput
+	if err := json.Unmarshal(args, &in); err != nil || name != protocol.ToolRunCommand {
+		return loop.ToolResult{IsError: true, Text: fmt.Sprintf("only %s with its input is offered here", protocol.ToolRunCommand)}, nil
+	}
+	code, out, err := s.run(ctx, in.Command, in.Cwd, time.Duration(in.TimeoutSeconds)*time.Second)
+	if err != nil {
+		return loop.ToolResult{}, err
+	}
+	raw, err := json.Marshal(protocol.RunCommandOutput{ExitCode: code, Stdout: out, TimedOut: code == -1})
+	return loop.ToolResult{Structured: raw}, err
 }
 
 // cpuMeter adds up, per language, the user+system CPU time of the commands run and of every descendant they
@@ -38,7 +54,7 @@ type cpuMeter struct {
 
 // factory opens local sandboxes that report to m; the language is read from the root's place in the run
 // folder (work/<lang>/<slug>).
-func (m *cpuMeter) factory(_ context.Context, root string) (Sandbox, func() error, error) {
+func (m *cpuMeter) factory(_ context.Context, root string) (loop.Sandbox, func() error, error) {
 	return localSandbox{root: root, cpu: m, lang: filepath.Base(filepath.Dir(root))}, func() error { return nil }, nil
 }
 
@@ -51,7 +67,8 @@ func (m *cpuMeter) add(lang string, d time.Duration) {
 	m.byLang[lang] += d
 }
 
-func (s localSandbox) Run(ctx context.Context, command, cwd string, timeout time.Duration) (int, string, error) {
+// run is the command itself, exit code -1 when the timeout killed it.
+func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time.Duration) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command("sh", "-c", command)

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"github.com/goalbox/goalbox/pkg/headtail"
 )
 
 // The prompt texts are files, so they can be read and changed as text.
@@ -55,14 +57,15 @@ func InstructionsPrompt(ex Exercise, ws Workspace, testCommand string) (string, 
 	})
 }
 
-// MaxRetryOutput bounds the test output quoted in a retry prompt; the head and the tail are kept.
+// MaxRetryOutput bounds the test output quoted in a retry prompt: its first quarter and its last three quarters are
+// kept, since test runners print their failures and summary last.
 const MaxRetryOutput = 16 << 10
 
 // RetryPrompt is the message for the next try: the failed try's test output, cut to MaxRetryOutput, and the
 // reminder that the tests are correct.
 func RetryPrompt(ex Exercise, ws Workspace, testOutput string) (string, error) {
 	return render("retry.md", map[string]any{
-		"Output": headTail(quietOutput(ex.Lang, testOutput), MaxRetryOutput),
+		"Output": headtail.Keep(quietOutput(ex.Lang, testOutput), MaxRetryOutput/4, MaxRetryOutput-MaxRetryOutput/4),
 		"Files":  ws.Files(ex.Solution),
 	})
 }
@@ -83,14 +86,4 @@ func quietOutput(lang, out string) string {
 		return goNoise.ReplaceAllString(out, "")
 	}
 	return out
-}
-
-// headTail keeps the first quarter and the last three quarters of max bytes of s, with a marker saying how much
-// was left out between them.
-func headTail(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	head, tail := max/4, max-max/4
-	return fmt.Sprintf("%s\n[... %d bytes left out ...]\n%s", s[:head], len(s)-head-tail, s[len(s)-tail:])
 }

@@ -229,9 +229,12 @@ func percent(n, of int) float64 {
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// SaveSummary writes summary.json in runDir.
+// SaveSummary writes summary.json in runDir, and summary.txt beside it: the table for people.
 func SaveSummary(runDir string, s Summary) error {
-	return writeJSON(filepath.Join(runDir, "summary.json"), s)
+	if err := writeJSON(filepath.Join(runDir, "summary.json"), s); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(runDir, "summary.txt"), []byte(s.Table()), 0o644)
 }
 
 // Table renders a summary for a terminal: one row per language, a total row, and the failures.

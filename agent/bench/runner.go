@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +14,12 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // The runner puts a model to work on each exercise and lets the grader, not the model, say whether it passed:
 // a fresh copy of the exercise, the agent loop over it through the sandbox, then the exercise's own tests run by
 // the harness after every test and build file is put back from the pristine source. A second try sees the first
 // try's test output.
-
-// AgentSandboxFactory opens the sandbox the agent works in over a workspace root; close releases it.
-type AgentSandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error)
 
 // RunOptions configure Run.
 type RunOptions struct {
@@ -41,7 +36,7 @@ type RunOptions struct {
 	Grader *Grader
 	// GradeSandbox is where the tests run; AgentSandbox where the model works. Both are required.
 	GradeSandbox SandboxFactory
-	AgentSandbox AgentSandboxFactory
+	AgentSandbox SandboxFactory
 	// Progress, when set, is told about every exercise that is resumed or finished.
 	Progress *Progress
 	// Info is written to run.json (and checked against it on resume).
@@ -79,87 +74,112 @@ const maxConsecutiveErrors = 3
 // summary.txt for the selection. The error is for the run itself: bad options, a run folder that cannot be used,
 // an interruption, or infrastructure that kept failing. A model that fails exercises is not an error.
 func Run(ctx context.Context, opts RunOptions) (RunReport, error) {
-	if err := opts.check(); err != nil {
+	opts, err := opts.withDefaults()
+	if err != nil {
 		return RunReport{}, err
 	}
-	if opts.Tries == 0 {
-		opts.Tries = 2
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 1
-	}
-	results := make([]ExerciseResult, len(opts.Exercises))
-	have := make([]bool, len(opts.Exercises))
-	report := RunReport{}
 	if err := opts.claimRunDir(); err != nil {
-		return report, err
+		return RunReport{}, err
 	}
-	var todo []int
-	for i, ex := range opts.Exercises {
-		r, ok, err := LoadResult(opts.RunDir, ex.ID())
+	results, todo, err := opts.loadFinished()
+	if err != nil {
+		return RunReport{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	opts.runAll(ctx, cancel, todo, results)
+	report := newReport(results)
+	report.Resumed = len(opts.Exercises) - len(todo)
+	if err := SaveSummary(opts.RunDir, report.Summary); err != nil {
+		return report, fmt.Errorf("saving the summary: %w", err)
+	}
+	return report, context.Cause(ctx)
+}
+
+// withDefaults checks the options and fills in the default tries and workers.
+func (o RunOptions) withDefaults() (RunOptions, error) {
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	if o.Tries == 0 {
+		o.Tries = 2
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	return o, nil
+}
+
+// loadFinished reads the result files a resumed run already finished (one per exercise, nil where there is none)
+// and lists the indexes of the exercises still to run.
+func (o RunOptions) loadFinished() (results []*ExerciseResult, todo []int, err error) {
+	results = make([]*ExerciseResult, len(o.Exercises))
+	for i, ex := range o.Exercises {
+		r, ok, err := LoadResult(o.RunDir, ex.ID())
 		if err != nil {
-			return report, err
+			return nil, nil, err
 		}
 		if ok && finished(r) {
-			results[i], have[i] = r, true
-			report.Resumed++
-			opts.Progress.add(r, true)
+			results[i] = &r
+			o.Progress.add(r, true)
 			continue
 		}
 		todo = append(todo, i)
 	}
+	return results, todo, nil
+}
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopTicker := opts.Progress.tick(time.Second)
-	defer stopTicker()
+// runAll runs the exercises at the todo indexes on o.Workers workers and saves each result as it comes. No more
+// work is handed out once ctx ends, or once cancel was called: a result could not be saved, or maxConsecutiveErrors
+// exercises in a row failed on infrastructure.
+func (o RunOptions) runAll(ctx context.Context, cancel context.CancelCauseFunc, todo []int, results []*ExerciseResult) {
+	stopTicker := o.Progress.tick(time.Second)
 	var mu sync.Mutex
 	streak := 0
-	parallel(ctx, opts.Workers, todo, func(i int) {
-		opts.Progress.started()
-		r, ok := opts.exercise(ctx, opts.Exercises[i])
+	parallel(ctx, o.Workers, todo, func(i int) {
+		o.Progress.started()
+		r, ok := o.exercise(ctx, o.Exercises[i])
 		if !ok {
 			return // interrupted: no result, a resume runs it
 		}
-		if err := SaveResult(opts.RunDir, r); err != nil {
+		if err := SaveResult(o.RunDir, r); err != nil {
 			cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
 			return
 		}
 		mu.Lock()
-		results[i], have[i] = r, true
-		if resultError(r) != "" {
-			streak++
-			if streak >= maxConsecutiveErrors {
-				cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
-			}
-		} else {
-			streak = 0
+		results[i] = &r
+		if streak = errorStreak(streak, r); streak >= maxConsecutiveErrors {
+			cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
 		}
 		mu.Unlock()
-		opts.Progress.add(r, false)
+		o.Progress.add(r, false)
 	})
 	stopTicker()
-	opts.Progress.finish()
+	o.Progress.finish()
+}
 
-	for i := range results {
-		if have[i] {
-			report.Results = append(report.Results, results[i])
-			if resultError(results[i]) != "" {
-				report.Errors = append(report.Errors, results[i].ID)
-			}
+// errorStreak is how many exercises in a row have failed on infrastructure, r the latest.
+func errorStreak(streak int, r ExerciseResult) int {
+	if resultError(r) != "" {
+		return streak + 1
+	}
+	return 0
+}
+
+// newReport gathers the results there are, in the exercises' order, and sums them up.
+func newReport(results []*ExerciseResult) RunReport {
+	var report RunReport
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		report.Results = append(report.Results, *r)
+		if resultError(*r) != "" {
+			report.Errors = append(report.Errors, r.ID)
 		}
 	}
 	report.Summary = Summarize(report.Results)
-	if err := SaveSummary(opts.RunDir, report.Summary); err != nil {
-		return report, fmt.Errorf("saving the summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(opts.RunDir, "summary.txt"), []byte(report.Summary.Table()), 0o644); err != nil {
-		return report, fmt.Errorf("saving the summary table: %w", err)
-	}
-	if err := context.Cause(ctx); err != nil {
-		return report, err
-	}
-	return report, nil
+	return report
 }
 
 func (o RunOptions) check() error {
@@ -312,7 +332,7 @@ func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResu
 
 // try is one agent run and its grade. The returned error is an infrastructure failure of the model server, the
 // sandbox or the grader; the try's figures are filled in as far as they got.
-func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sandbox, asb loop.Sandbox, goal string, try int) (TryResult, GradeResult, error) {
+func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb, asb loop.Sandbox, goal string, try int) (TryResult, GradeResult, error) {
 	tpath := TranscriptPath(o.RunDir, ex.ID(), try)
 	if err := os.MkdirAll(filepath.Dir(tpath), 0o755); err != nil {
 		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("transcript folder: %w", err)
@@ -327,7 +347,7 @@ func (o RunOptions) try(ctx context.Context, ex Exercise, ws Workspace, gsb Sand
 		tf.Close()
 		return TryResult{Try: try}, GradeResult{}, fmt.Errorf("progress log: %w", err)
 	}
-	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Transcript: loop.NewTranscript(tf), Progress: lf}
+	cfg := loop.Config{Goal: goal, Limits: o.Limits, Price: o.Price, Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(lf)}}
 	lr, runErr := loop.Run(ctx, cfg, o.Model, asb)
 	tf.Close()
 	lf.Close()
@@ -384,33 +404,4 @@ func MalformedCalls(transcript string) (int, error) {
 		}
 	}
 	return n, sc.Err()
-}
-
-// LocalAgentSandbox starts both goalbox servers in-process over each workspace root, as the agent does for a
-// goal, and connects to them over loopback HTTP. Commands keep their home and build caches in cacheDir, which must
-// not be the grader's: whatever a model leaves in its caches (a usercustomize.py in its home, a forged build cache
-// entry) then cannot reach the tests that grade it. Each exercise gets its own home; the build caches are shared
-// between the exercises of a run (cacheDir/shared), so Go does not rebuild its standard library for each one.
-// JavaScript commands may read the shared jest install.
-func LocalAgentSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) AgentSandboxFactory {
-	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
-		real, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			return nil, nil, err
-		}
-		backend, err := local.New(local.Config{Workspace: real, CacheDir: cacheDir,
-			SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		local, err := loop.StartLocal(loop.LocalOptions{Workspace: real, Backend: backend, Logger: logger})
-		if err != nil {
-			return nil, nil, errors.Join(err, backend.Close())
-		}
-		sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
-		if err != nil {
-			return nil, nil, errors.Join(err, local.Close(), backend.Close())
-		}
-		return sb, func() error { return errors.Join(sb.Close(), local.Close(), backend.Close()) }, nil
-	}
 }

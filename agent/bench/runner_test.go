@@ -14,6 +14,8 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/agent/sandbox"
 )
 
 // These tests drive the runner with the scripted model over real exercises, the real in-process servers as the
@@ -40,7 +42,7 @@ func runnerExercises(t *testing.T) []Exercise {
 func newRunOptions(t *testing.T, exs []Exercise, steps ...looptest.Step) (RunOptions, *looptest.Server) {
 	t.Helper()
 	srv := looptest.New(t, steps...)
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test", MaxRetries: 0})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test", MaxRetries: 0})
 	must(t, err)
 	g := NewGrader()
 	g.Toolchains.CompilerCache = true
@@ -50,8 +52,8 @@ func newRunOptions(t *testing.T, exs []Exercise, steps ...looptest.Step) (RunOpt
 	return RunOptions{
 		Exercises: exs, RunDir: t.TempDir(), Workers: 1,
 		Model: model, Limits: limits, Grader: g,
-		GradeSandbox: LocalExecutor(g.Toolchains, nil),
-		AgentSandbox: LocalAgentSandbox(g.Toolchains, t.TempDir(), nil),
+		GradeSandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
+		AgentSandbox: LocalSandbox(g.Toolchains, t.TempDir(), nil),
 	}, srv
 }
 
@@ -267,7 +269,7 @@ func TestRunResume(t *testing.T) {
 	}
 	other := opts
 	other.Resume = true
-	other.Model, err = loop.NewOpenAIModel(loop.ModelConfig{Model: "another", BaseURL: srv.BaseURL, APIKey: "test"})
+	other.Model, err = openaichat.New(openaichat.Config{Model: "another", BaseURL: srv.BaseURL, APIKey: "test"})
 	must(t, err)
 	if _, err := Run(context.Background(), other); err == nil || !strings.Contains(err.Error(), "cannot resume") {
 		t.Errorf("resuming with another model: %v", err)
@@ -281,7 +283,7 @@ func TestRunResume(t *testing.T) {
 			t.Errorf("the resumed run asked about another exercise")
 		}
 	}}, done)
-	opts.Model, err = loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv2.BaseURL, APIKey: "test"})
+	opts.Model, err = openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv2.BaseURL, APIKey: "test"})
 	must(t, err)
 	report, err := Run(context.Background(), opts)
 	must(t, err)
@@ -433,7 +435,7 @@ func TestRunEveryLanguage(t *testing.T) {
 	dir := benchmarkDir(t)
 	g := NewGrader()
 	g.Toolchains.CompilerCache = true
-	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(context.Background(), t.TempDir())
+	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), t.TempDir())
 	must(t, err)
 	defer closeG()
 	var exs []Exercise
@@ -494,10 +496,7 @@ func TestGraderCacheIsApartFromTheGoalMode(t *testing.T) {
 	ws, err := Prepare(ex, t.TempDir())
 	must(t, err)
 
-	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws.Root}) // as `agent -goal` starts them
-	must(t, err)
-	defer local.Close()
-	asb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+	asb, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws.Root}) // as `agent -goal` starts them
 	must(t, err)
 	defer asb.Close()
 	res, err := asb.Call(ctx, "sandbox_run_command", json.RawMessage(looptest.Args(map[string]string{"command": plantUsercustomize, "cwd": ex.Slug})))
@@ -507,7 +506,7 @@ func TestGraderCacheIsApartFromTheGoalMode(t *testing.T) {
 	}
 
 	g := NewGrader()
-	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(ctx, ws.Root)
+	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(ctx, ws.Root)
 	must(t, err)
 	defer closeG()
 	grade, err := g.Grade(ctx, gsb, ex, ws)
@@ -540,7 +539,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 	fatalIf(b, err)
 	srv := looptest.New(b)
 	srv.Repeat = &done
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test"})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "test"})
 	fatalIf(b, err)
 	g := NewGrader()
 	agentCache := b.TempDir()
@@ -548,7 +547,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 		for b.Loop() {
 			ws, err := Prepare(ex, b.TempDir())
 			fatalIf(b, err)
-			sb, closeSB, err := LocalExecutor(g.Toolchains, nil)(context.Background(), ws.Root)
+			sb, closeSB, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), ws.Root)
 			fatalIf(b, err)
 			res, err := g.Grade(context.Background(), sb, ex, ws)
 			fatalIf(b, err)
@@ -563,7 +562,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 		for b.Loop() {
 			report, err := Run(context.Background(), RunOptions{
 				Exercises: []Exercise{ex}, RunDir: b.TempDir(), Tries: 1, Model: model, Limits: loop.DefaultLimits(), Grader: g,
-				GradeSandbox: LocalExecutor(g.Toolchains, nil), AgentSandbox: LocalAgentSandbox(g.Toolchains, agentCache, nil),
+				GradeSandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil), AgentSandbox: LocalSandbox(g.Toolchains, agentCache, nil),
 			})
 			fatalIf(b, err)
 			if report.Summary.TotalTests != 1 || report.Summary.PassRate1 != 0 {
@@ -600,7 +599,7 @@ func TestRunAllExercises(t *testing.T) {
 	exs, err := Discover(benchmarkDir(t), Filter{Languages: langs})
 	must(t, err)
 	g := NewGrader()
-	gsb, closeG, err := LocalExecutor(g.Toolchains, nil)(context.Background(), t.TempDir())
+	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), t.TempDir())
 	must(t, err)
 	defer closeG()
 	var steps []looptest.Step

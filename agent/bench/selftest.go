@@ -18,9 +18,6 @@ import (
 // its stub must fail. An exercise this machine cannot grade (a missing toolchain, a library only a registry has)
 // is reported as ungradable with the reason, not as a failure.
 
-// SandboxFactory opens a sandbox over a workspace root; close releases it.
-type SandboxFactory func(ctx context.Context, root string) (sb Sandbox, close func() error, err error)
-
 // SelfTestOptions configures SelfTest.
 type SelfTestOptions struct {
 	Exercises []Exercise

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/goalbox/goalbox/agent/loop"
 )
 
 // Toolchains says where the grader finds what the tracks need, as paths seen from inside the sandbox. The
@@ -67,7 +69,7 @@ type probes struct {
 
 // probe checks, inside the sandbox, that lang's toolchain is there. Only an infrastructure error (the sandbox
 // itself failing) is returned as an error; a missing tool is a reason in the result.
-func (g *Grader) probe(ctx context.Context, sb Sandbox, lang string) (toolchain, error) {
+func (g *Grader) probe(ctx context.Context, sb loop.Sandbox, lang string) (toolchain, error) {
 	g.probes.mu.Lock()
 	defer g.probes.mu.Unlock()
 	if tc, ok := g.probes.done[lang]; ok {
@@ -105,7 +107,7 @@ func (g *Grader) probe(ctx context.Context, sb Sandbox, lang string) (toolchain,
 	default:
 		return toolchain{}, fmt.Errorf("unknown language %q", lang)
 	}
-	code, out, err := sb.Run(ctx, cmd, ".", time.Minute)
+	code, out, err := runCommand(ctx, sb, cmd, ".", time.Minute)
 	if err != nil {
 		return toolchain{}, fmt.Errorf("probing the %s toolchain: %w", lang, err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
@@ -43,24 +45,19 @@ func (s timedSandbox) Call(ctx context.Context, name string, args json.RawMessag
 }
 
 // benchSetup starts the servers over a workspace holding a 4 KiB file, and a scripted model that reads it every turn.
-func benchSetup(b *testing.B) (*loop.MCPSandbox, loop.Model) {
+func benchSetup(b *testing.B) (loop.Sandbox, loop.Model) {
 	ws := b.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "f.txt"), []byte(strings.Repeat("some text in a file\n", 205)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	local, err := loop.StartLocal(loop.LocalOptions{Workspace: ws})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { local.Close() })
-	sb, err := loop.ConnectMCP(context.Background(), local.Endpoints...)
+	sb, err := sandbox.Host(context.Background(), sandbox.LocalOptions{Workspace: ws})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sb.Close() })
 	srv := looptest.New(b)
 	srv.Repeat = &looptest.Step{Calls: []looptest.Call{{Name: protocol.ToolReadFile, Args: `{"path":"f.txt"}`}}}
-	model, err := loop.NewOpenAIModel(loop.ModelConfig{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "k"})
+	model, err := openaichat.New(openaichat.Config{Model: "scripted", BaseURL: srv.BaseURL, APIKey: "k"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +77,7 @@ func BenchmarkTurn(b *testing.B) {
 	defer tf.Close()
 	limits := loop.DefaultLimits()
 	limits.MaxTurns = turns
-	cfg := loop.Config{Goal: "read f.txt again and again", Limits: limits, Progress: io.Discard, Transcript: loop.NewTranscript(tf)}
+	cfg := loop.Config{Goal: "read f.txt again and again", Limits: limits, Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(io.Discard)}}
 	b.ResetTimer()
 	start := time.Now()
 	for b.Loop() {

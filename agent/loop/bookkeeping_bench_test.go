@@ -38,16 +38,16 @@ func BenchmarkBookkeeping(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		copy(msgs, base) // a fresh, unelided conversation each time: the worst case
-		// What MCPSandbox.Call hands over: the raw result and the client's decoded value.
+		// What sandbox.Client.Call hands over: the raw result and the client's decoded value.
 		var decoded any
 		_ = json.Unmarshal(raw, &decoded)
-		res := ToolResult{Structured: raw, value: decoded}
+		res := ToolResult{Structured: raw, Decoded: decoded}
 		b.StartTimer()
 		sent := compactResult(res, limits.ToolOutputBytes)
 		msgs = append(msgs[:len(base)], Message{Role: RoleTool, ToolCallID: call.ID, Content: sent})
 		elide(msgs, names, limits.ContextBytes)
 		reply := Message{Role: RoleAssistant, ToolCalls: []ToolCall{call}}
-		_ = tr.Write(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
-		_ = tr.Write(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
+		_ = tr.Observe(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
+		_ = tr.Observe(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
 	}
 }

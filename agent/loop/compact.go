@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/headtail"
 )
 
 // What the model sees of a tool result is compact JSON: the structured result as the server gave it, or
 // {"error": message}, or {"text": text} from a server with no structured output. When that is over the budget, the
-// longest strings in it (stdout, file content) are cut in their middle, keeping head and tail around a marker that
-// says how much was left out: compiler errors sit at the top of an output and test summaries at the bottom.
+// longest strings in it (stdout, file content) are cut in their middle, keeping head and tail around headtail's
+// marker, which says how much was left out: compiler errors sit at the top of an output and test summaries at the bottom.
 
 // compactResult renders r for the model within budget bytes (a best effort: structure and markers may exceed a
 // tiny budget).
@@ -20,8 +22,8 @@ func compactResult(r ToolResult, budget int) string {
 	switch {
 	case r.IsError:
 		v = map[string]any{"error": r.Text}
-	case r.value != nil: // decoded once already by the MCP client
-		v = r.value
+	case r.Decoded != nil: // decoded once already by the MCP client
+		v = r.Decoded
 	case len(r.Structured) > 0:
 		d := json.NewDecoder(bytes.NewReader(r.Structured))
 		d.UseNumber()
@@ -67,13 +69,13 @@ func fitJSON(v any, budget int) string {
 	for i, p := range ptrs {
 		if enc[i] > c+markerCost {
 			keep := int(float64(c) * float64(len(*p)) / float64(enc[i])) // back to raw bytes at this string's ratio
-			*p = headTail(*p, keep)
+			*p = keepEnds(*p, keep)
 		}
 	}
 	out := marshalCompact(v)
 	if len(out) > budget+budget/4 {
 		// The bulk is structure (a long listing), not strings: cut the JSON text itself.
-		out = marshalCompact(map[string]any{"truncated_json": headTail(out, budget)})
+		out = marshalCompact(map[string]any{"truncated_json": keepEnds(out, budget)})
 	}
 	return out
 }
@@ -167,20 +169,8 @@ func collectStrings(v *any, out *[]*string) {
 	}
 }
 
-// headTail keeps about keep bytes of s, half from each end, on rune boundaries, with a marker in between.
-func headTail(s string, keep int) string {
-	if len(s) <= keep {
-		return s
-	}
-	h, t := keep/2, len(s)-(keep-keep/2)
-	for h > 0 && !utf8.RuneStart(s[h]) {
-		h--
-	}
-	for t < len(s) && !utf8.RuneStart(s[t]) {
-		t++
-	}
-	return fmt.Sprintf("%s\n…[%d bytes left out]…\n%s", s[:h], t-h, s[t:])
-}
+// keepEnds keeps about n bytes of s, half from each end, around headtail's marker.
+func keepEnds(s string, n int) string { return headtail.Keep(s, n/2, n-n/2) }
 
 // marshalCompact is json.Marshal without HTML escaping: code is full of <, > and &, and \u003c costs tokens.
 func marshalCompact(v any) string {

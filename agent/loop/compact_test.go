@@ -2,9 +2,13 @@ package loop
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/headtail"
 )
 
 func TestCompactResultKeepsHeadAndTailWithinBudget(t *testing.T) {
@@ -50,9 +54,9 @@ func TestCompactResultCutsLongListingsAndKeepsUTF8(t *testing.T) {
 	if len(out) > 2048+2048/4 || !json.Valid([]byte(out)) || !strings.Contains(out, "bytes left out") {
 		t.Errorf("listing not cut to budget: %d bytes", len(out))
 	}
-	s := headTail(strings.Repeat("é", 1000), 101)
+	s := keepEnds(strings.Repeat("é", 1000), 101)
 	if !utf8.ValidString(s) {
-		t.Error("headTail split a rune")
+		t.Error("keepEnds split a rune")
 	}
 }
 
@@ -86,17 +90,6 @@ func TestElideOldOutputsFirst(t *testing.T) {
 	}
 }
 
-func TestLookupPrice(t *testing.T) {
-	for model, want := range map[string]float64{"gpt-4o": 2.5, "gpt-4o-mini-2024-07-18": 0.15, "openai/gpt-4.1-mini": 0.4, "gpt-4.1-2025-04-14": 2} {
-		if p, ok := LookupPrice(model); !ok || p.InPerMillion != want {
-			t.Errorf("%s: %+v %v, want in %v", model, p, ok, want)
-		}
-	}
-	if _, ok := LookupPrice("qwen2.5-coder:7b"); ok {
-		t.Error("unknown model priced")
-	}
-}
-
 func TestJSONLenMatchesTheEncoder(t *testing.T) {
 	values := []string{
 		`{"a":"plain","b":"quote \" backslash \\ nl \n tab \t cr \r bell \u0007 bs \b ff \f","c":[1,2.5,-3e7,true,false,null,{},[]]}`,
@@ -124,3 +117,22 @@ func TestJSONLenMatchesTheEncoder(t *testing.T) {
 		t.Errorf("invalid UTF-8: %d vs %d", got, want)
 	}
 }
+
+// The model sees one marker for a cut, the executor's: in a compacted result as in the executor's own output.
+func TestCompactResultUsesTheExecutorsMarker(t *testing.T) {
+	raw, _ := json.Marshal(map[string]any{"stdout": strings.Repeat("é", 5000)})
+	var v map[string]string
+	if err := json.Unmarshal([]byte(compactResult(ToolResult{Structured: raw}, 1024)), &v); err != nil {
+		t.Fatal(err)
+	}
+	m := markerShape.FindStringSubmatch(v["stdout"])
+	if m == nil {
+		t.Fatalf("no marker in %q", v["stdout"])
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	if m[0] != headtail.Marker(n) || !utf8.ValidString(v["stdout"]) {
+		t.Errorf("marker %q is not headtail's %q, or the cut split a character", m[0], headtail.Marker(n))
+	}
+}
+
+var markerShape = regexp.MustCompile(`\n\[\.\.\. (\d+) bytes left out \.\.\.\]\n`)

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"fmt"
-	"io"
 	"time"
 )
 
@@ -71,8 +70,6 @@ type Config struct {
 	Price Price
 	// Approve, when set, is asked before each command runs; a refusal goes back to the model as a tool error.
 	Approve Approver
-	// Progress receives one line per step (turn, tool, outcome, tokens). Nil discards.
-	Progress io.Writer
-	// Transcript receives every event of the run in full. Nil discards.
-	Transcript *Transcript
+	// Observers hear every event of the run: a Transcript keeps them in full, a Progress prints a line per step.
+	Observers []Observer
 }

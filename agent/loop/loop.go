@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/prompts"
@@ -15,7 +13,8 @@ import (
 // Run drives one goal: it sends the conversation to the model, runs the tool calls it asks for in the sandbox,
 // and, when the model stops calling tools, runs cfg.Verify (if set) to decide whether the goal is met. A failed
 // check goes back to the model while the limits allow. The returned error is non-nil only when the model server,
-// the sandbox or the transcript failed (Result.Outcome is then OutcomeError); a goal not met is not an error.
+// the sandbox or an observer (the transcript) failed (Result.Outcome is then OutcomeError); a goal not met is not
+// an error.
 func Run(ctx context.Context, cfg Config, model Model, sb Sandbox) (Result, error) {
 	r, err := newRunner(cfg, model, sb)
 	if err != nil {
@@ -106,7 +105,6 @@ type runner struct {
 	toolNames map[string]string // tool call ID → tool name, for elision notes
 	msgs      []Message
 	start     time.Time
-	progress  io.Writer
 
 	turns      int
 	usage      Usage
@@ -116,7 +114,7 @@ type runner struct {
 	outcome    string
 	verifyRuns int
 	lastVerify *VerifyResult
-	err        error // first transcript failure
+	err        error // first observer failure (the transcript could not be written)
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
@@ -127,10 +125,7 @@ func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
 		return nil, errors.New("no goal: say what the agent should achieve")
 	}
 	r := &runner{cfg: cfg, model: model, sb: sb, tools: sb.Tools(), toolSet: map[string]bool{}, toolNames: map[string]string{},
-		start: time.Now(), progress: cfg.Progress}
-	if r.progress == nil {
-		r.progress = io.Discard
-	}
+		start: time.Now()}
 	for _, t := range r.tools {
 		r.toolSet[t.Name] = true
 	}
@@ -159,10 +154,13 @@ func (r *runner) add(m Message) {
 	r.event(Event{Type: "message", Turn: r.turns, Message: &m})
 }
 
-// event writes to the transcript, keeping the first failure to end the run with.
+// event tells the observers, keeping the first failure to end the run with.
 func (r *runner) event(ev Event) {
-	if err := r.cfg.Transcript.Write(ev); err != nil && r.err == nil {
-		r.err = err
+	ev.Time = time.Now().UTC()
+	for _, o := range r.cfg.Observers {
+		if err := o.Observe(ev); err != nil && r.err == nil {
+			r.err = err
+		}
 	}
 }
 
@@ -172,7 +170,6 @@ func (r *runner) ask(ctx context.Context) (Message, error) {
 	reply, err := r.model.Complete(ctx, r.msgs, r.tools)
 	if err != nil {
 		r.event(Event{Type: "error", Turn: r.turns + 1, Error: "model: " + err.Error(), DurationMs: ms(t0)})
-		fmt.Fprintf(r.progress, "turn %d  model error after %s: %v\n", r.turns+1, time.Since(t0).Round(time.Millisecond), err)
 		return Message{}, fmt.Errorf("model: %w", err)
 	}
 	r.turns++
@@ -192,39 +189,7 @@ func (r *runner) ask(ctx context.Context) (Message, error) {
 	total := r.usage
 	r.event(Event{Type: "model", Turn: r.turns, Model: reply.Model, Message: &msg, Usage: &reply.Usage, TotalUsage: &total,
 		FinishReason: reply.FinishReason, DurationMs: ms(t0)})
-	fmt.Fprintf(r.progress, "turn %d  model %s  tokens in %d out %d (run total %d%s)  %s\n", r.turns,
-		time.Since(t0).Round(time.Millisecond), reply.Usage.PromptTokens, reply.Usage.CompletionTokens, r.usage.Total(), r.costNote(), replyNote(msg))
-	if say := firstLine(msg.Content, 120); say != "" {
-		fmt.Fprintf(r.progress, "turn %d  says: %s\n", r.turns, say)
-	}
 	return msg, nil
-}
-
-func (r *runner) costNote() string {
-	if !r.cfg.Price.Known() {
-		return ""
-	}
-	return fmt.Sprintf(", $%.4f", r.cfg.Price.Cost(r.usage))
-}
-
-func replyNote(m Message) string {
-	if n := len(m.ToolCalls); n > 0 {
-		return fmt.Sprintf("%d tool call(s)", n)
-	}
-	return "no tool call: the model says it is done"
-}
-
-// firstLine is the first non-empty line of s, cut to n bytes.
-func firstLine(s string, n int) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			if len(l) > n {
-				l = strings.ToValidUTF8(l[:n], "") + "…"
-			}
-			return l
-		}
-	}
-	return ""
 }
 
 func ms(t0 time.Time) int64 { return time.Since(t0).Milliseconds() }

@@ -1,9 +1,12 @@
 // Package loop is the goalbox agent: a goal-driven implement → test → improve loop between a chat model and a
-// sandbox reached over MCP. Run drives one goal to its end; the command in the parent folder and the benchmark
-// runner are thin callers of it.
+// sandbox. Run drives one goal to its end; the command in the parent folder and the benchmark runner are thin
+// callers of it. The package owns the loop and what it is defined by: its interfaces (Model, Sandbox, Observer),
+// its typed limits, the messages and events of a run, and two observers of those events (the Transcript that keeps
+// them, the Progress lines that show them). It owns no model client (agent/openaichat) and no MCP client or server
+// hosting (agent/sandbox).
 //
 // The loop keeps its own message types rather than a model SDK's, so the transcript format, the eliding of old
-// output and the tests do not depend on one vendor's structs; OpenAIModel translates at the edge.
+// output and the tests do not depend on one vendor's structs; the adapter in agent/openaichat translates at the edge.
 package loop
 
 import (

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,7 +30,6 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	res, outcome, err := r.dispatch(ctx, tc)
 	if err != nil {
 		r.event(Event{Type: "error", Turn: r.turns, Call: &tc, Error: err.Error(), DurationMs: ms(t0)})
-		fmt.Fprintf(r.progress, "turn %d  %s  failed: %v\n", r.turns, tc.Name, err)
 		return err
 	}
 	r.toolCalls++
@@ -42,7 +42,6 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
 	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: &res, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
-	fmt.Fprintf(r.progress, "turn %d  %s %s  %s  %s\n", r.turns, tc.Name, argNote(tc), resultNote(outcome, res), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -101,23 +100,20 @@ func toolError(format string, a ...any) ToolResult {
 func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	t0 := time.Now()
 	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
-	args, _ := json.Marshal(in)
-	res, err := r.sb.Call(ctx, protocol.ToolRunCommand, args)
-	if err != nil {
-		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
-		return false, fmt.Errorf("verify: %w", err)
-	}
-	var out protocol.RunCommandOutput
-	if res.IsError || json.Unmarshal(res.Structured, &out) != nil {
+	out, res, err := RunCommand(ctx, r.sb, in)
+	switch {
+	case errors.Is(err, ErrCommandRefused):
 		// The executor refused the check itself (a policy, a timeout over its maximum): the model cannot fix that.
 		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + res.Text, DurationMs: ms(t0)})
 		return false, fmt.Errorf("the executor would not run the -verify command: %s", res.Text)
+	case err != nil:
+		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
+		return false, fmt.Errorf("verify: %w", err)
 	}
-	vr := VerifyResult{ExitCode: out.ExitCode, Output: joinOutput(out), DurationMs: ms(t0)}
+	vr := VerifyResult{ExitCode: out.ExitCode, Output: verifyOutput(out), DurationMs: ms(t0)}
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
-	fmt.Fprintf(r.progress, "turn %d  verify %q  exit %d  %s\n", r.turns, r.cfg.Verify, vr.ExitCode, time.Since(t0).Round(time.Millisecond))
 	if vr.ExitCode == 0 {
 		return true, nil
 	}
@@ -125,7 +121,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 		return false, nil
 	}
 	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
-		Output: headTail(vr.Output, r.cfg.Limits.ToolOutputBytes)})
+		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes)})
 	if err != nil {
 		return false, err
 	}
@@ -133,52 +129,10 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	return false, nil
 }
 
-func joinOutput(o protocol.RunCommandOutput) string {
-	var b strings.Builder
-	b.WriteString(o.Stdout)
-	if o.Stderr != "" {
-		if b.Len() > 0 && !strings.HasSuffix(o.Stdout, "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(o.Stderr)
-	}
+// verifyOutput is what the model is shown of a failed check.
+func verifyOutput(o protocol.RunCommandOutput) string {
 	if o.TimedOut {
-		b.WriteString("\n[the command timed out and was killed]")
+		return CommandOutput(o) + "\n[the command timed out and was killed]"
 	}
-	return b.String()
-}
-
-// argNote is a short view of a call's arguments for the progress line: the path or the command.
-func argNote(tc ToolCall) string {
-	var m map[string]any
-	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
-		return "(bad arguments)"
-	}
-	for _, k := range []string{"command", "path", "source", "pattern"} {
-		if s, ok := m[k].(string); ok {
-			s = strings.ReplaceAll(s, "\n", " ")
-			if len(s) > 60 {
-				s = strings.ToValidUTF8(s[:57], "") + "..."
-			}
-			return s
-		}
-	}
-	return ""
-}
-
-func resultNote(outcome string, res ToolResult) string {
-	if outcome == CallOK {
-		var o struct {
-			ExitCode *int `json:"exit_code"`
-		}
-		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
-			return fmt.Sprintf("exit %d", *o.ExitCode)
-		}
-		return CallOK
-	}
-	msg := strings.SplitN(res.Text, "\n", 2)[0]
-	if len(msg) > 80 {
-		msg = strings.ToValidUTF8(msg[:77], "") + "..."
-	}
-	return outcome + ": " + msg
+	return CommandOutput(o)
 }

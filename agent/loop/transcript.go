@@ -57,11 +57,9 @@ type Transcript struct {
 // NewTranscript writes to w (an *os.File is unbuffered, so each event reaches the kernel at once).
 func NewTranscript(w io.Writer) *Transcript { return &Transcript{w: w} }
 
-// Write adds one event, stamping its time. After a failed write every later write fails with the same error.
-func (t *Transcript) Write(ev Event) error {
-	if t == nil {
-		return nil
-	}
+// Observe adds one event, stamping its time if it has none. After a failed write every later one fails with the
+// same error.
+func (t *Transcript) Observe(ev Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now().UTC()
 	}

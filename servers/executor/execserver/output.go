@@ -1,10 +1,10 @@
 package execserver
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/headtail"
 )
 
 // Output caps. The cap is per stream; the server never holds more than the cap of either stream in memory, however
@@ -81,8 +81,8 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 // Total is how many bytes were written so far.
 func (w *cappedWriter) Total() int64 { return w.total.Load() }
 
-// String is the kept output and whether some was left out. When it was, the head and the tail are joined by a marker
-// that says how many bytes are missing; the cut is moved to rune boundaries so no UTF-8 character is split.
+// String is the kept output and whether some was left out. When it was, the head and the tail are joined by
+// headtail's marker, which says how many bytes are missing; no UTF-8 character is split.
 func (w *cappedWriter) String() (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -95,31 +95,5 @@ func (w *cappedWriter) String() (string, bool) {
 	if omitted <= 0 {
 		return string(w.head) + string(tail), false
 	}
-	head := trimPartialRuneEnd(w.head)
-	tail = trimPartialRuneStart(tail)
-	omitted += int64(len(w.head)-len(head)) + int64(len(w.ring)-len(tail))
-	return fmt.Sprintf("%s\n[... %d bytes left out ...]\n%s", head, omitted, tail), true
-}
-
-// trimPartialRuneEnd drops an incomplete UTF-8 sequence cut at the end of b.
-func trimPartialRuneEnd(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if c := b[len(b)-i]; utf8.RuneStart(c) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
-}
-
-// trimPartialRuneStart drops continuation bytes cut off from their rune at the start of b.
-func trimPartialRuneStart(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax && i < len(b); i++ {
-		if utf8.RuneStart(b[i]) {
-			return b[i:]
-		}
-	}
-	return b
+	return headtail.Join(string(w.head), string(tail), omitted), true
 }

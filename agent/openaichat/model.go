@@ -1,4 +1,7 @@
-package loop
+// Package openaichat is the agent's model adapter: loop.Model over /chat/completions of OpenAI or any
+// OpenAI-compatible server (Ollama, vLLM, a router), through the official SDK, and the built-in price table. It
+// owns the translation between the loop's own message types and the SDK's, and nothing else: retries are the SDK's.
+package openaichat
 
 import (
 	"context"
@@ -8,13 +11,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// ModelConfig says which OpenAI-compatible endpoint and model to use and how hard to retry.
-type ModelConfig struct {
+// Config says which OpenAI-compatible endpoint and model to use and how hard to retry.
+type Config struct {
 	// Model is the model name sent with each request, e.g. gpt-4.1-mini or qwen2.5-coder:7b.
 	Model string
 	// BaseURL is the API root, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 for Ollama. Empty
@@ -36,21 +40,21 @@ type ModelConfig struct {
 	OnFailedAttempt func(message string)
 }
 
-// ErrNoModelEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
-var ErrNoModelEndpoint = errors.New("no model configured: set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL / -base-url (for an OpenAI-compatible server such as Ollama)")
+// ErrNoEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
+var ErrNoEndpoint = errors.New("no model configured: set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL / -base-url (for an OpenAI-compatible server such as Ollama)")
 
-// OpenAIModel talks to /chat/completions of OpenAI or any compatible server through the official SDK. Retrying is
-// the SDK's own (see ModelConfig.MaxRetries): one place, already correct about Retry-After and jitter.
-type OpenAIModel struct {
+// Model talks to /chat/completions of OpenAI or any compatible server through the official SDK. Retrying is
+// the SDK's own (see Config.MaxRetries): one place, already correct about Retry-After and jitter.
+type Model struct {
 	client openai.Client
 	model  string
 }
 
-// NewOpenAIModel checks cfg and builds the client. Only the values in cfg are used: the SDK's own reading of
+// New checks cfg and builds the client. Only the values in cfg are used: the SDK's own reading of
 // OPENAI_* variables is overridden, so the caller decides precedence (flags over environment).
-func NewOpenAIModel(cfg ModelConfig) (*OpenAIModel, error) {
+func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" && cfg.BaseURL == "" {
-		return nil, ErrNoModelEndpoint
+		return nil, ErrNoEndpoint
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("no model name: give -model NAME (or GOALBOX_MODEL)")
@@ -96,19 +100,19 @@ func NewOpenAIModel(cfg ModelConfig) (*OpenAIModel, error) {
 			return res, err
 		}))
 	}
-	return &OpenAIModel{client: openai.NewClient(opts...), model: cfg.Model}, nil
+	return &Model{client: openai.NewClient(opts...), model: cfg.Model}, nil
 }
 
 // Name is the configured model name.
-func (m *OpenAIModel) Name() string { return m.model }
+func (m *Model) Name() string { return m.model }
 
 // Complete sends the conversation and the tools and returns the first choice.
-func (m *OpenAIModel) Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error) {
+func (m *Model) Complete(ctx context.Context, msgs []loop.Message, tools []loop.Tool) (loop.Reply, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(m.model), Messages: toOpenAIMessages(msgs)}
 	for _, t := range tools {
 		var schema map[string]any
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return Reply{}, fmt.Errorf("tool %s: input schema is not a JSON object: %w", t.Name, err)
+			return loop.Reply{}, fmt.Errorf("tool %s: input schema is not a JSON object: %w", t.Name, err)
 		}
 		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
 		if t.Description != "" {
@@ -118,13 +122,13 @@ func (m *OpenAIModel) Complete(ctx context.Context, msgs []Message, tools []Tool
 	}
 	res, err := m.client.Chat.Completions.New(ctx, params)
 	if err != nil {
-		return Reply{}, err
+		return loop.Reply{}, err
 	}
 	if len(res.Choices) == 0 {
-		return Reply{}, errors.New("model server returned no choices")
+		return loop.Reply{}, errors.New("model server returned no choices")
 	}
 	ch := res.Choices[0]
-	out := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	out := loop.Message{Role: loop.RoleAssistant, Content: ch.Message.Content}
 	if out.Content == "" && ch.Message.Refusal != "" {
 		out.Content = ch.Message.Refusal
 	}
@@ -135,27 +139,27 @@ func (m *OpenAIModel) Complete(ctx context.Context, msgs []Message, tools []Tool
 		if tc.Type == "custom" {
 			name, args = tc.Custom.Name, tc.Custom.Input
 		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: name, Arguments: args})
+		out.ToolCalls = append(out.ToolCalls, loop.ToolCall{ID: tc.ID, Name: name, Arguments: args})
 	}
-	return Reply{
+	return loop.Reply{
 		Message:      out,
-		Usage:        Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens},
+		Usage:        loop.Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens},
 		Model:        res.Model,
 		FinishReason: ch.FinishReason,
 	}, nil
 }
 
-func toOpenAIMessages(msgs []Message) []openai.ChatCompletionMessageParamUnion {
+func toOpenAIMessages(msgs []loop.Message) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
 	for _, m := range msgs {
 		switch m.Role {
-		case RoleSystem:
+		case loop.RoleSystem:
 			out = append(out, openai.SystemMessage(m.Content))
-		case RoleUser:
+		case loop.RoleUser:
 			out = append(out, openai.UserMessage(m.Content))
-		case RoleTool:
+		case loop.RoleTool:
 			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
-		case RoleAssistant:
+		case loop.RoleAssistant:
 			var a openai.ChatCompletionAssistantMessageParam
 			if m.Content != "" {
 				a.Content.OfString = openai.String(m.Content)

@@ -1,4 +1,4 @@
-package loop_test
+package sandbox_test
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
-func TestMCPSandboxRoutesByDiscoveredTools(t *testing.T) {
-	local, err := loop.StartLocal(loop.LocalOptions{Workspace: t.TempDir()})
+func TestClientRoutesByDiscoveredTools(t *testing.T) {
+	local, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
 	ctx := context.Background()
 
-	sb, err := loop.ConnectMCP(ctx, local.Endpoints...)
+	sb, err := sandbox.Connect(ctx, local.Endpoints...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +42,15 @@ func TestMCPSandboxRoutesByDiscoveredTools(t *testing.T) {
 	if err != nil || !strings.Contains(string(res.Structured), `"stdout":"routed"`) {
 		t.Fatalf("command: %v %s", err, res.Structured)
 	}
-	if _, err := sb.Call(ctx, "sandbox_nothing", json.RawMessage(`{}`)); !errors.Is(err, loop.ErrUnknownTool) {
+	if _, err := sb.Call(ctx, "sandbox_nothing", json.RawMessage(`{}`)); !errors.Is(err, sandbox.ErrUnknownTool) {
 		t.Errorf("unknown tool: %v", err)
 	}
 
 	// The same server twice would make every call ambiguous.
-	if _, err := loop.ConnectMCP(ctx, local.Endpoints[0], local.Endpoints[0]); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
+	if _, err := sandbox.Connect(ctx, local.Endpoints[0], local.Endpoints[0]); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
 		t.Errorf("duplicate tools: %v", err)
 	}
-	if _, err := loop.ConnectMCP(ctx, loop.Endpoint{URL: local.Endpoints[0].URL, Token: "unexpected"}); err != nil {
+	if _, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: local.Endpoints[0].URL, Token: "unexpected"}); err != nil {
 		t.Errorf("a token the server does not ask for is harmless: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func TestGradeThroughExecutor(t *testing.T) {
 	g.Toolchains.CompilerCache = true
 	results, err := SelfTest(context.Background(), SelfTestOptions{
 		Exercises: exs, RunDir: t.TempDir(), Workers: 2, Grader: g,
-		Sandbox: LocalExecutor(g.Toolchains, nil),
+		Sandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
 	})
 	must(t, err)
 	for _, r := range results {
@@ -39,24 +39,24 @@ func TestGradeThroughExecutor(t *testing.T) {
 	}
 }
 
-func TestExecutorSandboxRun(t *testing.T) {
+func TestLocalSandboxRunsCommands(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.MkdirAll(root+"/sub", 0o755))
-	sb, closeSB, err := LocalExecutor(DefaultToolchains(), nil)(context.Background(), root)
+	sb, closeSB, err := LocalSandbox(DefaultToolchains(), GraderCacheDir(), nil)(context.Background(), root)
 	must(t, err)
 	defer closeSB()
-	code, out, err := sb.Run(context.Background(), "pwd; echo out; echo err >&2; exit 3", "sub", 10*time.Second)
+	code, out, err := runCommand(context.Background(), sb, "pwd; echo out; echo err >&2; exit 3", "sub", 10*time.Second)
 	must(t, err)
 	if code != 3 || !strings.Contains(out, "out\n") || !strings.Contains(out, "err") || !strings.HasSuffix(strings.SplitN(out, "\n", 2)[0], "/sub") {
 		t.Errorf("exit %d output %q", code, out)
 	}
 	start := time.Now()
-	code, _, err = sb.Run(context.Background(), "sleep 30", ".", 1*time.Second)
+	code, _, err = runCommand(context.Background(), sb, "sleep 30", ".", 1*time.Second)
 	must(t, err)
 	if code != -1 || time.Since(start) > 10*time.Second {
 		t.Errorf("timeout: exit %d after %v", code, time.Since(start))
 	}
-	if _, _, err := sb.Run(context.Background(), "true", "../outside", time.Second); err == nil {
+	if _, _, err := runCommand(context.Background(), sb, "true", "../outside", time.Second); err == nil {
 		t.Error("a cwd outside the workspace was accepted")
 	}
 }

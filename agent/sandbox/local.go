@@ -1,6 +1,7 @@
-package loop
+package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,9 +17,9 @@ import (
 type LocalOptions struct {
 	// Workspace is the folder both servers are confined to; created if missing.
 	Workspace string
-	// Backend runs the commands; nil means a local backend over Workspace (with its default cache folder).
-	// The caller keeps ownership of a Backend it passes.
-	Backend execserver.Backend
+	// Commands configures the local backend that runs the commands (its Workspace is filled in): the zero value
+	// takes its defaults, the benchmark names cache folders of its own and the shared JavaScript modules.
+	Commands local.Config
 	// Exec tunes the executor (timeouts, output cap); zero values take its defaults.
 	Exec execserver.Config
 	// Logger receives the servers' logs; nil discards them.
@@ -51,14 +52,13 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	l.closers = append(l.closers, g.Close)
-	backend := opts.Backend
-	if backend == nil {
-		backend, err = local.New(local.Config{Workspace: g.Dir()}, opts.Logger)
-		if err != nil {
-			return nil, fmt.Errorf("executor backend: %w", err)
-		}
-		l.closers = append(l.closers, backend.Close)
+	commands := opts.Commands
+	commands.Workspace = g.Dir()
+	backend, err := local.New(commands, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("executor backend: %w", err)
 	}
+	l.closers = append(l.closers, backend.Close)
 	exec, err := execserver.New(opts.Exec, backend, g, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
@@ -82,7 +82,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	return l, nil
 }
 
-// Close stops the servers and releases the workspace and the backend it made, last started first.
+// Close stops the servers and releases the workspace and the backend, last started first.
 func (l *Local) Close() error {
 	var errs []error
 	for i := len(l.closers) - 1; i >= 0; i-- {
@@ -91,3 +91,27 @@ func (l *Local) Close() error {
 	l.closers = nil
 	return errors.Join(errs...)
 }
+
+// Hosted is both servers running in this process and a client connected to them, as one loop.Sandbox.
+type Hosted struct {
+	*Client
+	// Local is the servers: their endpoints and their health.
+	Local *Local
+}
+
+// Host starts both servers over opts.Workspace and connects to them: the goal mode's sandbox when no running
+// servers are named, and every sandbox of the benchmark. Close stops them.
+func Host(ctx context.Context, opts LocalOptions) (*Hosted, error) {
+	l, err := StartLocal(opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Connect(ctx, l.Endpoints...)
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	return &Hosted{Client: c, Local: l}, nil
+}
+
+// Close ends the sessions, then stops the servers.
+func (h *Hosted) Close() error { return errors.Join(h.Client.Close(), h.Local.Close()) }

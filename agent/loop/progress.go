@@ -1,0 +1,111 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Observer hears every event of a run, in order, as it happens: the transcript keeps them, Progress prints them.
+// The loop states each fact once, as an Event, and leaves its rendering to its observers. An error from Observe
+// ends the run (StopInternal): the record of a run must be complete.
+type Observer interface {
+	Observe(Event) error
+}
+
+// Progress prints one line per step of a run for a person watching: each model reply with its tokens (and cost,
+// when the price is known), what the model says, each tool call with its outcome, each verification. It never
+// fails the run: a progress line that cannot be written is lost.
+type Progress struct {
+	w     io.Writer
+	price Price
+}
+
+// NewProgress prints to w.
+func NewProgress(w io.Writer) *Progress { return &Progress{w: w} }
+
+// Observe prints the line for ev, if ev is a step worth a line.
+func (p *Progress) Observe(ev Event) error {
+	took := (time.Duration(ev.DurationMs) * time.Millisecond).String()
+	switch {
+	case ev.Type == "start" && ev.Price != nil:
+		p.price = *ev.Price
+	case ev.Type == "model":
+		fmt.Fprintf(p.w, "turn %d  model %s  tokens in %d out %d (run total %d%s)  %s\n", ev.Turn, took,
+			ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.TotalUsage.Total(), p.costNote(*ev.TotalUsage), replyNote(*ev.Message))
+		if say := firstLine(ev.Message.Content); say != "" {
+			fmt.Fprintf(p.w, "turn %d  says: %s\n", ev.Turn, say)
+		}
+	case ev.Type == "tool":
+		fmt.Fprintf(p.w, "turn %d  %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), took)
+	case ev.Type == "verify":
+		fmt.Fprintf(p.w, "turn %d  verify %q  exit %d  %s\n", ev.Turn, ev.Command, *ev.ExitCode, took)
+	case ev.Type == "error" && ev.Call != nil:
+		fmt.Fprintf(p.w, "turn %d  %s  failed: %s\n", ev.Turn, ev.Call.Name, ev.Error)
+	case ev.Type == "error" && ev.Command == "":
+		fmt.Fprintf(p.w, "turn %d  model error after %s: %s\n", ev.Turn, took, strings.TrimPrefix(ev.Error, "model: "))
+	}
+	return nil
+}
+
+func (p *Progress) costNote(total Usage) string {
+	if !p.price.Known() {
+		return ""
+	}
+	return fmt.Sprintf(", $%.4f", p.price.Cost(total))
+}
+
+func replyNote(m Message) string {
+	if n := len(m.ToolCalls); n > 0 {
+		return fmt.Sprintf("%d tool call(s)", n)
+	}
+	return "no tool call: the model says it is done"
+}
+
+// firstLine is the first non-empty line of s, shortened for a progress line.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return shorten(l, 120)
+		}
+	}
+	return ""
+}
+
+// argNote is a short view of a call's arguments for the progress line: the path or the command.
+func argNote(tc ToolCall) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
+		return "(bad arguments)"
+	}
+	for _, k := range []string{"command", "path", "source", "pattern"} {
+		if s, ok := m[k].(string); ok {
+			return shorten(strings.ReplaceAll(s, "\n", " "), 60)
+		}
+	}
+	return ""
+}
+
+func resultNote(outcome string, res ToolResult) string {
+	if outcome == CallOK {
+		var o struct {
+			ExitCode *int `json:"exit_code"`
+		}
+		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
+			return fmt.Sprintf("exit %d", *o.ExitCode)
+		}
+		return CallOK
+	}
+	return outcome + ": " + shorten(strings.SplitN(res.Text, "\n", 2)[0], 80)
+}
+
+// shorten cuts s to at most n bytes, an ellipsis included, without splitting a character.
+func shorten(s string, n int) string {
+	const ellipsis = "…"
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max(n-len(ellipsis), 0)], "") + ellipsis
+}

@@ -1,0 +1,187 @@
+// Package sandbox is how the agent reaches its tools: a client of the goalbox MCP servers that offers their tools to
+// the loop as one loop.Sandbox, routing each call to the server that has the tool, and the two servers hosted in
+// this process over a workspace when no running ones are named. The goal mode and the benchmark (the model's
+// sandbox and the grader's alike) open their sandboxes here, one way.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrUnknownTool is returned by Call for a name no server offers.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Endpoint is one MCP server to connect to over streamable HTTP.
+type Endpoint struct {
+	// URL is the MCP endpoint, e.g. http://127.0.0.1:7101/mcp.
+	URL string
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+}
+
+// Client routes tool calls to the MCP servers that offer them. It is a loop.Sandbox.
+type Client struct {
+	sessions []*mcp.ClientSession
+	tools    []loop.Tool
+	owner    map[string]*mcp.ClientSession
+
+	progressMu sync.Mutex
+	onProgress func(tool, message string)
+	nextToken  int64
+	inFlight   map[string]*progressState // progress token → the call it belongs to
+}
+
+type progressState struct {
+	tool     string
+	reported float64 // seconds of progress last passed on
+}
+
+// progressEvery is how often a long call's progress is passed on (servers send it about once a second).
+const progressEvery = 10.0
+
+// OnProgress asks servers for progress on every later call and passes it to f about every ten seconds of a long
+// call (a test suite that runs for minutes): the message is the server's, e.g. "running for 20s; 3120 bytes on
+// stdout, 0 on stderr so far".
+func (s *Client) OnProgress(f func(tool, message string)) {
+	s.progressMu.Lock()
+	defer s.progressMu.Unlock()
+	s.onProgress = f
+}
+
+func (s *Client) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok := fmt.Sprint(req.Params.ProgressToken)
+	s.progressMu.Lock()
+	st, f := s.inFlight[tok], s.onProgress
+	if st == nil || f == nil || req.Params.Progress < st.reported+progressEvery {
+		s.progressMu.Unlock()
+		return
+	}
+	st.reported = req.Params.Progress
+	s.progressMu.Unlock()
+	f(st.tool, req.Params.Message)
+}
+
+// Connect opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
+// error: a call could not be routed.
+func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
+	s := &Client{owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: "0.1.0"}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
+	for _, ep := range endpoints {
+		hc := &http.Client{Transport: http.DefaultTransport}
+		if ep.Token != "" {
+			hc.Transport = bearerTransport{token: ep.Token, next: http.DefaultTransport}
+		}
+		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("connect to MCP server %s: %w", ep.URL, err)
+		}
+		s.sessions = append(s.sessions, cs)
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("list tools of %s: %w", ep.URL, err)
+			}
+			if _, dup := s.owner[t.Name]; dup {
+				s.Close()
+				return nil, fmt.Errorf("tool %s is offered by two servers (the second is %s): calls cannot be routed", t.Name, ep.URL)
+			}
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("tool %s of %s: input schema: %w", t.Name, ep.URL, err)
+			}
+			s.owner[t.Name] = cs
+			s.tools = append(s.tools, loop.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+	}
+	if len(s.tools) == 0 {
+		s.Close()
+		return nil, errors.New("the MCP servers offer no tools")
+	}
+	return s, nil
+}
+
+// Tools are the discovered tools, in server order then the server's order.
+func (s *Client) Tools() []loop.Tool { return slices.Clone(s.tools) }
+
+// Call sends tools/call to the server that owns name. A JSON-RPC error answer (e.g. arguments that fail the
+// tool's schema) is about this call only, so it becomes a tool error for the model; a broken connection is an error.
+func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (loop.ToolResult, error) {
+	cs, ok := s.owner[name]
+	if !ok {
+		return loop.ToolResult{}, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	s.progressMu.Lock()
+	if s.onProgress != nil {
+		s.nextToken++
+		tok := fmt.Sprintf("goalbox-%d", s.nextToken)
+		s.inFlight[tok] = &progressState{tool: name}
+		params.SetProgressToken(tok)
+		defer func() {
+			s.progressMu.Lock()
+			delete(s.inFlight, tok)
+			s.progressMu.Unlock()
+		}()
+	}
+	s.progressMu.Unlock()
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) && ctx.Err() == nil {
+			return loop.ToolResult{IsError: true, Text: wire.Message}, nil
+		}
+		return loop.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
+	}
+	out := loop.ToolResult{IsError: res.IsError, Text: resultText(res)}
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			out.Structured, out.Decoded = raw, res.StructuredContent
+		}
+	}
+	return out, nil
+}
+
+// resultText is the text content of a result, its parts on lines of their own.
+func resultText(res *mcp.CallToolResult) string {
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// Close ends every session.
+func (s *Client) Close() error {
+	var errs []error
+	for _, cs := range s.sessions {
+		errs = append(errs, cs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
