@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,56 +123,24 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 	}
 	defer ip.closePipes()
 	defer ip.release()
-	cmd := ip.cmd
 
 	finishOutput := copyOutput(ip.stdoutR, ip.stderrR, req.Stdout, req.Stderr)
 	feedStdin(ip.stdinW, "", req.Stdin)
-	reports := make(chan initReport, 4)
-	go func() {
-		defer close(reports)
-		dec := json.NewDecoder(ip.repR)
-		for {
-			var r initReport
-			if dec.Decode(&r) != nil {
-				return
-			}
-			reports <- r
-		}
-	}()
-	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
-	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
-	if os.Geteuid() == 0 {
-		cfg.UID, cfg.GID = b.uid, b.gid // never root
-	}
-	line, _ := json.Marshal(cfg)
-	_, _ = ip.ctlW.Write(append(line, '\n'))
-
+	reports := readReports(ip.repR)
+	b.sendConfig(ip, req)
 	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
 	killTree := func() {
 		ip.ctlW.Close()
-		time.AfterFunc(initKillGrace, func() { _ = cmd.Process.Kill() })
+		time.AfterFunc(initKillGrace, func() { _ = ip.cmd.Process.Kill() })
 	}
 	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, killTree)
-	waitErr, killed, timedOut := waitOrKill(ctx, req.Timeout, cmd.Wait, killTree)
+	waitErr, killed, timedOut := waitOrKill(ctx, req.Timeout, ip.cmd.Wait, killTree)
 	diskKill, diskUsed := stopDisk()
 	ip.ctlW.Close()
 	// The init killed every descendant before it exited, so the pipes are at EOF.
 	finishOutput()
 
-	var exited *initReport
-	var setupErr string
-	for r := range reports {
-		switch {
-		case r.Setup != nil:
-			if applied != nil {
-				*applied = r.Setup
-			}
-		case r.Error != "":
-			setupErr = r.Error
-		case r.Exited:
-			exited = &r
-		}
-	}
+	exited, setupErr := collectReports(reports, applied)
 	switch {
 	case diskKill:
 		return diskKilled(req, diskUsed, b.maxDisk), nil
@@ -190,4 +159,50 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 		return execserver.Result{ExitCode: -1}, nil
 	}
 	return execserver.Result{ExitCode: exited.Status}, nil
+}
+
+// sendConfig gives a waiting init its command.
+func (b *localBackend) sendConfig(ip *initProc, req execserver.Request) {
+	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
+	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
+	if os.Geteuid() == 0 {
+		cfg.UID, cfg.GID = b.uid, b.gid // never root
+	}
+	line, _ := json.Marshal(cfg)
+	_, _ = ip.ctlW.Write(append(line, '\n'))
+}
+
+// readReports decodes an init's reports as they come; the channel closes at EOF.
+func readReports(r io.Reader) <-chan initReport {
+	reports := make(chan initReport, 4)
+	go func() {
+		defer close(reports)
+		dec := json.NewDecoder(r)
+		for {
+			var rep initReport
+			if dec.Decode(&rep) != nil {
+				return
+			}
+			reports <- rep
+		}
+	}()
+	return reports
+}
+
+// collectReports reads an init's reports to the end: how sh ended (nil if the init never said), or why it could
+// not start; what confinement the init applied goes to applied, when asked for.
+func collectReports(reports <-chan initReport, applied **appliedConfinement) (exited *initReport, setupErr string) {
+	for r := range reports {
+		switch {
+		case r.Setup != nil:
+			if applied != nil {
+				*applied = r.Setup
+			}
+		case r.Error != "":
+			setupErr = r.Error
+		case r.Exited:
+			exited = &r
+		}
+	}
+	return exited, setupErr
 }
