@@ -101,7 +101,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			g.AdvertisedRoot(), backend.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
 		Logger: logger,
 	})
-	mcp.AddTool(e.server, &mcp.Tool{
+	mcpserve.AddTool(e.server, logger, &mcp.Tool{
 		Name: protocol.ToolRunCommand,
 		Description: fmt.Sprintf("Run a shell command (sh -c) in the sandbox, in the workspace or the folder cwd (relative to the workspace). "+
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
@@ -132,11 +132,11 @@ func (e *Executor) Health() map[string]any {
 	}
 }
 
-func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (*mcp.CallToolResult, protocol.RunCommandOutput, error) {
+func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (protocol.RunCommandOutput, error) {
 	var out protocol.RunCommandOutput
 	r, err := e.check(in)
 	if err != nil {
-		return nil, out, err
+		return out, err
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
@@ -152,10 +152,10 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		case e.slots <- struct{}{}:
 			waited.Stop()
 		case <-waited.C:
-			return nil, out, fmt.Errorf("the executor already runs %d commands at once (its -max-concurrent), and none ended within this call's timeout of %v; try again later or with a longer timeout_seconds",
+			return out, fmt.Errorf("the executor already runs %d commands at once (its -max-concurrent), and none ended within this call's timeout of %v; try again later or with a longer timeout_seconds",
 				e.cfg.MaxConcurrent, r.Timeout)
 		case <-ctx.Done():
-			return nil, out, fmt.Errorf("cancelled while waiting for one of the %d commands already running to end", e.cfg.MaxConcurrent)
+			return out, fmt.Errorf("cancelled while waiting for one of the %d commands already running to end", e.cfg.MaxConcurrent)
 		}
 		r.Timeout -= time.Since(start)
 		if r.Timeout < time.Second {
@@ -172,7 +172,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
-		return nil, out, fmt.Errorf("the command could not be run by the %s backend: %s (details in the server log)",
+		return out, fmt.Errorf("the command could not be run by the %s backend: %s (details in the server log)",
 			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
@@ -186,7 +186,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		logArgs = append(logArgs, "cancelled", context.Cause(ctx).Error())
 	}
 	e.logger.Debug("command ran", logArgs...)
-	return nil, out, nil
+	return out, nil
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,12 +21,12 @@ func TestPanicBecomesToolError(t *testing.T) {
 	type out struct {
 		N int `json:"n"`
 	}
-	addTool(srv, slog.New(slog.DiscardHandler), &mcp.Tool{Name: "boom"}, func(_ context.Context, i in) (out, error) {
+	mcpserve.AddTool(srv, slog.New(slog.DiscardHandler), &mcp.Tool{Name: "boom"}, withHint(func(_ context.Context, i in) (out, error) {
 		if i.N == 0 {
 			panic("division by zero")
 		}
 		return out{N: 10 / i.N}, nil
-	})
+	}))
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
 		t.Fatal(err)

@@ -86,13 +86,13 @@ func New(g *pathguard.Guard, opts Options) *mcp.Server {
 		Logger:       s.opts.Logger,
 		Instructions: instructions(g),
 	})
-	addTool(srv, s.opts.Logger, readTool(s.opts), s.read)
-	addTool(srv, s.opts.Logger, writeTool(g), s.write)
-	addTool(srv, s.opts.Logger, editTool(g), s.edit)
-	addTool(srv, s.opts.Logger, listTool(s.opts), s.list)
-	addTool(srv, s.opts.Logger, searchTool(g, s.opts), s.search)
-	addTool(srv, s.opts.Logger, deleteTool(), s.delete)
-	addTool(srv, s.opts.Logger, moveTool(), s.move)
+	mcpserve.AddTool(srv, s.opts.Logger, readTool(s.opts), withHint(s.read))
+	mcpserve.AddTool(srv, s.opts.Logger, writeTool(g), withHint(s.write))
+	mcpserve.AddTool(srv, s.opts.Logger, editTool(g), withHint(s.edit))
+	mcpserve.AddTool(srv, s.opts.Logger, listTool(s.opts), withHint(s.list))
+	mcpserve.AddTool(srv, s.opts.Logger, searchTool(g, s.opts), withHint(s.search))
+	mcpserve.AddTool(srv, s.opts.Logger, deleteTool(), withHint(s.delete))
+	mcpserve.AddTool(srv, s.opts.Logger, moveTool(), withHint(s.move))
 	return srv
 }
 
