@@ -14,6 +14,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/agent/sandbox"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // summary is summary.json: the loop's result and where to find the rest.
@@ -164,19 +165,14 @@ func printSummary(w io.Writer, s summary, path string) {
 
 // confinementNote is the one-line gist of the executor's confinement report.
 func confinementNote(health map[string]any) string {
-	exec, _ := health["executor"].(map[string]any)
-	conf, _ := exec["confinement"].(map[string]any)
-	var parts []string
-	for _, k := range []string{"mode", "landlock", "network"} {
-		if v, ok := conf[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-		}
+	exec, _ := health["executor"].(protocol.ExecutorHealth)
+	local := exec.Confinement.LocalConfinement
+	if local == nil {
+		return "backend " + exec.Backend
 	}
-	if w, ok := conf["warnings"].([]any); ok && len(w) > 0 {
-		parts = append(parts, fmt.Sprintf("WARNINGS=%v", w))
-	}
-	if len(parts) == 0 {
-		return "backend " + fmt.Sprint(exec["backend"])
+	parts := []string{"mode=" + local.Mode, "landlock=" + local.Landlock, "network=" + exec.Confinement.Network}
+	if len(local.Warnings) > 0 {
+		parts = append(parts, fmt.Sprintf("WARNINGS=%v", local.Warnings))
 	}
 	return strings.Join(parts, ", ")
 }

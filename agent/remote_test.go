@@ -30,12 +30,12 @@ func startServers(t *testing.T, ws, token string) (fsURL, execURL string) {
 		t.Fatal(err)
 	}
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0", Token: token}
-	fs, err := mcpserve.Start(fsserver.New(g, fsserver.Options{}), cfg, nil, nil)
+	fs, err := mcpserve.Start(fsserver.New(g, fsserver.Options{}), cfg, mcpserve.NoHealth, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fs.Close() })
-	ex, err := mcpserve.Start(exec.Server(), cfg, nil, nil)
+	ex, err := mcpserve.Start(exec.Server(), cfg, mcpserve.NoHealth, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

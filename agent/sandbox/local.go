@@ -8,6 +8,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
@@ -65,7 +66,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	}
 	fsOpts := fsserver.Options{Logger: opts.Logger}
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
-	fs, err := mcpserve.Start(fsserver.New(g, fsOpts), cfg, func() map[string]any { return fsserver.Health(g, fsOpts) }, opts.Logger)
+	fs, err := mcpserve.Start(fsserver.New(g, fsOpts), cfg, func() protocol.FilesystemHealth { return fsserver.Health(g, fsOpts) }, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("filesystem server: %w", err)
 	}

@@ -15,8 +15,28 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// HealthFunc reports a server's state for the health endpoint: what it serves and what confinement is active.
-type HealthFunc func() map[string]any
+// healthObject is a server's report as the health endpoint's JSON object, which the endpoint adds its own serving
+// state to.
+type healthObject func() map[string]any
+
+// asHealthObject turns a server's typed report (a protocol.FilesystemHealth or ExecutorHealth, which must encode
+// as a JSON object) into the endpoint's object; nil reports nothing.
+func asHealthObject[H any](report func() H) healthObject {
+	if report == nil {
+		return nil
+	}
+	return func() map[string]any {
+		var m map[string]any
+		b, err := json.Marshal(report())
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err != nil {
+			return map[string]any{"report_error": err.Error()}
+		}
+		return m
+	}
+}
 
 // serving is the HTTP side of a server: the MCP endpoint at /mcp and the health endpoint at /healthz, with the
 // session table and the per-call contexts.
@@ -42,7 +62,7 @@ type serving struct {
 	activity   activity
 }
 
-func newServing(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) *serving {
+func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *serving {
 	base, cancel := context.WithCancelCause(context.Background())
 	s := &serving{
 		cfg:    cfg,

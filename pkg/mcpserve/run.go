@@ -49,8 +49,8 @@ func OpenAudit(srv *mcp.Server, name string, cfg Config) (io.Closer, error) {
 
 // Run serves srv as cfg says — one client on stdin/stdout, or streamable HTTP on cfg.Addr — until ctx is done or
 // SIGINT/SIGTERM arrives, then shuts down: running calls are cancelled (commands killed), sessions closed, and
-// responses given ShutdownGrace to be written.
-func Run(ctx context.Context, srv *mcp.Server, name string, cfg Config, health HealthFunc, logger *slog.Logger) error {
+// responses given ShutdownGrace to be written. health is the server's report for the health endpoint (see Start).
+func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, health func() H, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg = cfg.withDefaults()
@@ -123,6 +123,9 @@ func newHTTPServer(h *serving, cfg Config, logger *slog.Logger) *http.Server {
 	}
 }
 
+// NoHealth is the report of a server that has nothing to say on the health endpoint beyond its serving state.
+func NoHealth() struct{} { return struct{}{} }
+
 // Running is a server started by Start.
 type Running struct {
 	// URL is the MCP endpoint, e.g. http://127.0.0.1:41234/mcp.
@@ -136,8 +139,10 @@ type Running struct {
 }
 
 // Start serves srv over HTTP on cfg.Addr (use "127.0.0.1:0" for a free port) in the background and returns at
-// once. Close stops it. The agent uses this to run both servers in its own process.
-func Start(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) (*Running, error) {
+// once. Close stops it. The agent uses this to run both servers in its own process. health is the server's report
+// for the health endpoint, a type of package protocol that encodes as a JSON object (NoHealth for none); the
+// endpoint adds the serving state to it.
+func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Logger) (*Running, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,7 +151,7 @@ func Start(srv *mcp.Server, cfg Config, health HealthFunc, logger *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	s := newServing(srv, cfg, health, logger)
+	s := newServing(srv, cfg, asHealthObject(health), logger)
 	ln := newConnLimiter(inner, cfg.MaxConnections, logger)
 	s.ln.Store(ln)
 	hs := newHTTPServer(s, cfg, logger)

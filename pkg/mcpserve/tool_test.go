@@ -40,7 +40,7 @@ func divideServer(t *testing.T) *mcp.Server {
 // serveHTTP serves srv on loopback and connects a client, as the servers' clients do.
 func serveHTTP(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
 	t.Helper()
-	r, err := mcpserve.Start(srv, mcpserve.Config{Addr: "127.0.0.1:0"}, nil, nil)
+	r, err := mcpserve.Start(srv, mcpserve.Config{Addr: "127.0.0.1:0"}, mcpserve.NoHealth, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

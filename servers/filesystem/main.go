@@ -49,10 +49,7 @@ func main() {
 		// busy 2-core machine) for a heap a few times the live one. GOGC, when set, wins.
 		debug.SetGCPercent(400)
 	}
-	if err := run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "filesystem:", err)
-		os.Exit(2)
-	}
+	os.Exit(mcpserve.ExitCode("filesystem", run(os.Args), os.Stderr))
 }
 
 func run(args []string) error {
@@ -82,7 +79,7 @@ func run(args []string) error {
 		fs.Int64Var(&lim.MaxWorkspaceBytes, "max-workspace-bytes", lim.MaxWorkspaceBytes, "disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
 	})
 	if version {
-		fmt.Println(fsserver.Name, fsserver.Version)
+		fmt.Println(fsserver.Name, mcpserve.Version())
 		return nil
 	}
 	if err == flag.ErrHelp {
@@ -106,8 +103,8 @@ func run(args []string) error {
 	defer g.Close()
 	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes,
 		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
-	health := func() map[string]any { return fsserver.Health(g, opts) }
-	logger.Info("filesystem server", "version", fsserver.Version, "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
-		"limits", health()["limits"])
+	health := func() protocol.FilesystemHealth { return fsserver.Health(g, opts) }
+	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
+		"limits", health().Limits)
 	return mcpserve.Run(context.Background(), fsserver.New(g, opts), fsserver.Name, cfg, health, logger)
 }

@@ -23,8 +23,10 @@ func (panickyBackend) Run(_ context.Context, req execserver.Request) (execserver
 	}
 	return execserver.Result{}, nil
 }
-func (panickyBackend) Confinement() map[string]any { return map[string]any{"mode": "none: runs nothing"} }
-func (panickyBackend) Close() error                { return nil }
+func (panickyBackend) Confinement() map[string]any {
+	return map[string]any{"mode": "none: runs nothing"}
+}
+func (panickyBackend) Close() error { return nil }
 
 // TestPanicInARunIsAToolError: a panic while running a command costs that call, which the client gets as a tool
 // error; the server goes on serving, and the command slot the call held is given back.
@@ -38,7 +40,7 @@ func TestPanicInARunIsAToolError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, nil, nil)
+	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, mcpserve.NoHealth, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

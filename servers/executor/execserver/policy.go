@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // Policy decides which commands may run, before anything runs. Deny patterns win over allow patterns; with allow
@@ -65,10 +67,10 @@ func (p *Policy) allowList() string {
 	return strings.Join(s, ", ")
 }
 
-// Describe is the policy for the health endpoint.
-func (p *Policy) Describe() map[string]any {
+// Describe is the policy for the health endpoint and the start-up log.
+func (p *Policy) Describe() protocol.CommandPolicy {
 	if p == nil || len(p.allow)+len(p.deny) == 0 {
-		return map[string]any{"active": false}
+		return protocol.CommandPolicy{}
 	}
 	str := func(rs []*regexp.Regexp) []string {
 		out := make([]string, len(rs))
@@ -77,5 +79,5 @@ func (p *Policy) Describe() map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"active": true, "allow": str(p.allow), "deny": str(p.deny)}
+	return protocol.CommandPolicy{Active: true, Allow: str(p.allow), Deny: str(p.deny)}
 }

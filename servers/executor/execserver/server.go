@@ -2,6 +2,7 @@ package execserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,7 +96,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent)}
-	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: "0.1.0"}, &mcp.ServerOptions{
+	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail).",
 			g.AdvertisedRoot(), backend.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
@@ -118,18 +119,38 @@ func (e *Executor) Server() *mcp.Server { return e.server }
 
 // Health is what the health endpoint reports. Whoever reaches the port may read it, so the workspace appears as
 // clients see it (the advertised root), never by its host path, in the confinement report too.
-func (e *Executor) Health() map[string]any {
-	return map[string]any{
-		"server":          Name,
-		"workspace":       e.guard.AdvertisedRoot(),
-		"backend":         e.backend.Name(),
-		"confinement":     advertise(e.backend.Confinement(), e.guard.Dir(), e.guard.AdvertisedRoot()),
-		"policy":          e.cfg.Policy.Describe(),
-		"timeout_default": int(e.cfg.DefaultTimeout.Seconds()),
-		"timeout_max":     int(e.cfg.MaxTimeout.Seconds()),
-		"output_cap":      e.cfg.OutputCap,
-		"max_concurrent":  e.cfg.MaxConcurrent,
+func (e *Executor) Health() protocol.ExecutorHealth {
+	return protocol.ExecutorHealth{
+		Server:         Name,
+		Version:        mcpserve.Version(),
+		Workspace:      e.guard.AdvertisedRoot(),
+		Backend:        e.backend.Name(),
+		Confinement:    e.confinement(),
+		Policy:         e.cfg.Policy.Describe(),
+		TimeoutDefault: int(e.cfg.DefaultTimeout.Seconds()),
+		TimeoutMax:     int(e.cfg.MaxTimeout.Seconds()),
+		OutputCap:      e.cfg.OutputCap,
+		MaxConcurrent:  e.cfg.MaxConcurrent,
 	}
+}
+
+// confinement is the backend's report with the workspace advertised, typed. The backends still report a map
+// (execserver/local is being reworked apart from this package), so it is converted here, through its JSON: a key
+// that protocol.Confinement does not name is dropped, and one of the wrong type is reported as a warning.
+func (e *Executor) confinement() protocol.Confinement {
+	var c protocol.Confinement
+	b, err := json.Marshal(advertise(e.backend.Confinement(), e.guard.Dir(), e.guard.AdvertisedRoot()))
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		e.logger.Error("confinement report", "error", err)
+		if c.LocalConfinement == nil {
+			c.LocalConfinement = &protocol.LocalConfinement{}
+		}
+		c.Warnings = append(c.Warnings, "the backend's confinement report could not be read: "+err.Error())
+	}
+	return c
 }
 
 func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (protocol.RunCommandOutput, error) {

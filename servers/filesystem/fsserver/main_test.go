@@ -17,6 +17,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,7 +119,7 @@ func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*m
 		}
 		t.Cleanup(func() { closer.Close() })
 	}
-	run, err := mcpserve.Start(srv, cfg, func() map[string]any { return fsserver.Health(g, s.opts) }, nil)
+	run, err := mcpserve.Start(srv, cfg, func() protocol.FilesystemHealth { return fsserver.Health(g, s.opts) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,6 @@ import (
 // Name is the server's MCP implementation name.
 const Name = "goalbox-filesystem"
 
-// Version is the server's version, reported on initialize and by the health endpoint.
-var Version = "0.1.0"
-
 // Options are the tools' limits. Zero values take the defaults below. The guard's own limits (the largest file
 // read into memory, the largest write) are set on the pathguard.Guard.
 type Options struct {
@@ -82,7 +79,7 @@ type server struct {
 // New returns the filesystem MCP server for the workspace g.
 func New(g *pathguard.Guard, opts Options) *mcp.Server {
 	s := &server{g: g, opts: opts.withDefaults(), seed: maphash.MakeSeed()}
-	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: Version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Logger:       s.opts.Logger,
 		Instructions: instructions(g),
 	})
@@ -126,27 +123,27 @@ func walkError(err error, tool, instead string) error {
 }
 
 // Health is what the health endpoint reports about this server: what it serves and its limits.
-func Health(g *pathguard.Guard, opts Options) map[string]any {
+func Health(g *pathguard.Guard, opts Options) protocol.FilesystemHealth {
 	o := opts.withDefaults()
 	gopts := g.Options()
-	return map[string]any{
-		"server":          Name,
-		"version":         Version,
-		"workspace":       g.AdvertisedRoot(), // /healthz is open: never the host path
-		"advertised_root": g.AdvertisedRoot(),
-		"tools": []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
+	return protocol.FilesystemHealth{
+		Server:         Name,
+		Version:        mcpserve.Version(),
+		Workspace:      g.AdvertisedRoot(), // /healthz is open: never the host path
+		AdvertisedRoot: g.AdvertisedRoot(),
+		Tools: []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
 			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath},
-		"limits": map[string]any{
-			"max_file_bytes":         gopts.MaxReadBytes,
-			"max_write_bytes":        gopts.MaxWriteBytes,
-			"max_read_lines":         o.MaxReadLines,
-			"max_read_content_bytes": o.MaxReadContentBytes,
-			"max_list_entries":       o.MaxListEntries,
-			"max_list_depth":         o.MaxListDepth,
-			"max_search_results":     o.MaxSearchResults,
-			"max_tree_depth":         gopts.MaxTreeDepth,
-			"max_tree_entries":       gopts.MaxTreeEntries,
-			"max_workspace_bytes":    gopts.MaxWorkspaceBytes,
+		Limits: protocol.FilesystemLimits{
+			MaxFileBytes:        gopts.MaxReadBytes,
+			MaxWriteBytes:       gopts.MaxWriteBytes,
+			MaxReadLines:        o.MaxReadLines,
+			MaxReadContentBytes: o.MaxReadContentBytes,
+			MaxListEntries:      o.MaxListEntries,
+			MaxListDepth:        o.MaxListDepth,
+			MaxSearchResults:    o.MaxSearchResults,
+			MaxTreeDepth:        gopts.MaxTreeDepth,
+			MaxTreeEntries:      gopts.MaxTreeEntries,
+			MaxWorkspaceBytes:   gopts.MaxWorkspaceBytes,
 		},
 	}
 }

@@ -1,0 +1,100 @@
+package protocol
+
+// What each server's health endpoint (HealthPath) reports about itself, besides the serving state that mcpserve
+// adds ("status", "sessions", "connections"). The endpoint is open to whoever reaches the port: the workspace
+// appears as clients see it (the advertised root), never by its host path.
+
+// FilesystemHealth is the filesystem server's report: what it serves and its limits.
+type FilesystemHealth struct {
+	Server         string           `json:"server"`
+	Version        string           `json:"version"`
+	Workspace      string           `json:"workspace"`
+	AdvertisedRoot string           `json:"advertised_root"`
+	Tools          []string         `json:"tools"`
+	Limits         FilesystemLimits `json:"limits"`
+}
+
+// FilesystemLimits are the filesystem server's limits; 0 or -1 for MaxWorkspaceBytes is no disk cap.
+type FilesystemLimits struct {
+	MaxFileBytes        int64 `json:"max_file_bytes"`
+	MaxWriteBytes       int64 `json:"max_write_bytes"`
+	MaxReadLines        int   `json:"max_read_lines"`
+	MaxReadContentBytes int   `json:"max_read_content_bytes"`
+	MaxListEntries      int   `json:"max_list_entries"`
+	MaxListDepth        int   `json:"max_list_depth"`
+	MaxSearchResults    int   `json:"max_search_results"`
+	MaxTreeDepth        int   `json:"max_tree_depth"`
+	MaxTreeEntries      int   `json:"max_tree_entries"`
+	MaxWorkspaceBytes   int64 `json:"max_workspace_bytes"`
+}
+
+// ExecutorHealth is the executor's report: its backend, the confinement in force and its limits.
+type ExecutorHealth struct {
+	Server         string        `json:"server"`
+	Version        string        `json:"version"`
+	Workspace      string        `json:"workspace"`
+	Backend        string        `json:"backend"`
+	Confinement    Confinement   `json:"confinement"`
+	Policy         CommandPolicy `json:"policy"`
+	TimeoutDefault int           `json:"timeout_default"` // seconds
+	TimeoutMax     int           `json:"timeout_max"`     // seconds
+	OutputCap      int           `json:"output_cap"`      // bytes of each of stdout and stderr
+	MaxConcurrent  int           `json:"max_concurrent"`
+}
+
+// CommandPolicy is the executor's allow and deny patterns (RE2); Active is false when there are none.
+type CommandPolicy struct {
+	Active bool     `json:"active"`
+	Allow  []string `json:"allow,omitempty"`
+	Deny   []string `json:"deny,omitempty"`
+}
+
+// Confinement is what confinement is in force for commands, in words a person can check. Network and
+// Capabilities are reported by every backend; the rest by the backend it names, so exactly one of Local and Docker
+// is set. Its JSON is one flat object.
+type Confinement struct {
+	Network      string `json:"network"`
+	Capabilities string `json:"capabilities"`
+	*LocalConfinement
+	*DockerConfinement
+}
+
+// LocalConfinement is the local backend's part of Confinement.
+type LocalConfinement struct {
+	Mode         string            `json:"mode"`      // pid-namespace, or the fallback without namespaces
+	Processes    string            `json:"processes"` // how no process outlives its command
+	Landlock     string            `json:"landlock"`
+	LandlockIPC  bool              `json:"landlock_ipc"` // Landlock's signal and abstract socket scoping
+	WriteDirs    []string          `json:"write_dirs"`
+	ReadDirs     []string          `json:"read_dirs"`
+	Hidden       []string          `json:"hidden"`
+	Rlimits      map[string]uint64 `json:"rlimits"`
+	ProcessLimit string            `json:"process_limit"`
+	MemoryLimit  string            `json:"memory_limit"`
+	EnvAllowlist []string          `json:"env_allowlist"`
+	Warnings     []string          `json:"warnings"`
+}
+
+// DockerConfinement is the Docker backend's part of Confinement.
+type DockerConfinement struct {
+	BackendName        string  `json:"backend"` // "docker"
+	Engine             string  `json:"engine"`
+	APIVersion         string  `json:"api_version"`
+	Image              string  `json:"image"`
+	User               string  `json:"user"`      // uid:gid
+	Workspace          string  `json:"workspace"` // inside the container
+	ReadOnlyRoot       bool    `json:"read_only_root"`
+	Tmp                string  `json:"tmp"`
+	Cache              string  `json:"cache"`
+	NoNewPrivileges    bool    `json:"no_new_privileges"`
+	MemoryBytes        int64   `json:"memory_bytes"`
+	Swap               string  `json:"swap"`
+	PidsLimit          int64   `json:"pids_limit"`
+	CPUs               float64 `json:"cpus"`
+	FreshContainer     string  `json:"fresh_container"`
+	WarmPool           int     `json:"warm_pool"`
+	LeftoverCleanup    string  `json:"leftover_cleanup"`
+	Instance           string  `json:"instance"`
+	Environment        string  `json:"environment"`
+	ProcessContainment string  `json:"process_containment"`
+}
