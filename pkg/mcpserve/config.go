@@ -5,57 +5,57 @@
 package mcpserve
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/caarlos0/env/v11"
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // Config is what both servers take. Flags win over the environment, which wins over the defaults; each field's
 // environment variable is the server's prefix (GOALBOX_FS_ or GOALBOX_EXEC_) plus the env tag.
 type Config struct {
 	// Addr is the HTTP listen address.
-	Addr string `env:"ADDR"`
+	Addr string `env:"ADDR" flag:"addr" usage:"HTTP listen address"`
 	// Workspace is the folder the server is confined to; created if missing.
-	Workspace string `env:"WORKSPACE"`
+	Workspace string `env:"WORKSPACE" flag:"workspace" usage:"workspace folder, created if missing"`
 	// Stdio serves one client on stdin/stdout instead of HTTP.
-	Stdio bool `env:"STDIO"`
+	Stdio bool `env:"STDIO" flag:"stdio" usage:"serve one client on stdin/stdout instead of HTTP"`
 	// Token, when set, is required as "Authorization: Bearer <token>" on the MCP endpoint.
-	Token string `env:"TOKEN"`
+	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint; prefer the environment variable: flags show in ps"`
 	// AuditLog, when set, is a file that gets one JSON line per tool call ("-" for stderr).
-	AuditLog string `env:"AUDIT_LOG"`
+	AuditLog string `env:"AUDIT_LOG" flag:"audit-log" usage:"file for a JSON line per tool call, - for stderr"`
 	// AllowedHosts are extra Host header names (without port) accepted besides localhost, 127.0.0.1 and [::1].
 	// A server listening on all interfaces (in a container) needs the names clients use to reach it.
-	AllowedHosts []string `env:"ALLOWED_HOSTS" envSeparator:","`
+	AllowedHosts []string `env:"ALLOWED_HOSTS" envSeparator:"," flag:"allowed-hosts" usage:"comma-separated extra Host names accepted besides loopback"`
 	// AllowedOrigins are extra browser origins (scheme://host[:port]) trusted for cross-origin requests.
-	AllowedOrigins []string `env:"ALLOWED_ORIGINS" envSeparator:","`
+	AllowedOrigins []string `env:"ALLOWED_ORIGINS" envSeparator:"," flag:"allowed-origins" usage:"comma-separated browser origins trusted for cross-origin requests"`
 	// LogLevel is debug, info, warn or error.
-	LogLevel string `env:"LOG_LEVEL"`
+	LogLevel string `env:"LOG_LEVEL" flag:"log-level" usage:"debug, info, warn or error"`
 	// MaxRequestBytes caps one HTTP request body.
-	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES"`
+	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES" flag:"max-request-bytes" usage:"largest HTTP request body accepted"`
 
 	// SessionIdleTimeout closes an HTTP session that has had no request open for this long.
-	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT"`
+	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long"`
 	// MaxSessions caps live HTTP sessions; past it the least recently used idle session is closed, and when every
 	// session is busy a new one is refused with 503.
-	MaxSessions int `env:"MAX_SESSIONS"`
+	MaxSessions int `env:"MAX_SESSIONS" flag:"max-sessions" usage:"live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use"`
 	// MaxConnections caps open TCP connections; past it the least recently active connection that is not serving a
 	// request is closed, and when every connection is serving one a new one gets 503.
-	MaxConnections int `env:"MAX_CONNECTIONS"`
+	MaxConnections int `env:"MAX_CONNECTIONS" flag:"max-connections" usage:"open TCP connections; past it the quietest one not serving a request is closed, or the new one answered 503"`
 	// ReadHeaderTimeout bounds reading a request's headers.
-	ReadHeaderTimeout time.Duration `env:"READ_HEADER_TIMEOUT"`
+	ReadHeaderTimeout time.Duration `env:"READ_HEADER_TIMEOUT" flag:"read-header-timeout" usage:"time to send a request's headers"`
 	// ReadTimeout bounds reading a whole request, headers and body. It does not apply to the response: a long tool
 	// call or an SSE stream is not cut by it.
-	ReadTimeout time.Duration `env:"READ_TIMEOUT"`
+	ReadTimeout time.Duration `env:"READ_TIMEOUT" flag:"read-timeout" usage:"time to send a whole request, headers and body; never cuts a response"`
 	// IdleTimeout closes a keep-alive connection that waits this long for its next request.
-	IdleTimeout time.Duration `env:"IDLE_TIMEOUT"`
+	IdleTimeout time.Duration `env:"IDLE_TIMEOUT" flag:"idle-timeout" usage:"close a keep-alive connection idle this long between requests"`
 	// WriteStallTimeout fails a write to a client that has not taken any of it for this long (a client that stopped
 	// reading). A response that is merely slow to come (a long command) is not affected.
-	WriteStallTimeout time.Duration `env:"WRITE_STALL_TIMEOUT"`
+	WriteStallTimeout time.Duration `env:"WRITE_STALL_TIMEOUT" flag:"write-stall-timeout" usage:"close a connection whose client takes none of a write for this long"`
 	// MaxHeaderBytes caps a request's header block.
-	MaxHeaderBytes int `env:"MAX_HEADER_BYTES"`
+	MaxHeaderBytes int `env:"MAX_HEADER_BYTES" flag:"max-header-bytes" usage:"largest request header block"`
 }
 
 // DefaultMaxRequestBytes is large enough for a 10 MiB file write encoded as JSON.
@@ -71,43 +71,38 @@ const (
 	DefaultMaxHeaderBytes    = 64 << 10
 )
 
+// ErrVersion is what Load returns for -version: the caller prints its name and Version, and exits 0.
+var ErrVersion = errors.New("version asked for")
+
 // Load fills cfg from the environment (variables named prefix+tag) and then from args, starting from the values
-// already in cfg as defaults. extra registers a server's own flags on the same flag set; its own environment
-// variables are read by the caller with env.ParseWithOptions before calling Load, so that flags win there too.
+// already in cfg as defaults; the flags are cfg's fields, as tagged (package envflag). extra registers a server's
+// own flags on the same flag set (envflag.Register, after envflag.ParseEnv, so that flags win there too). -version
+// makes Load return ErrVersion; an error in what it was given is a ConfigError.
 func Load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) (*flag.FlagSet, error) {
+	fs, err := load(cfg, prefix, args, extra)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, ErrVersion) {
+		return fs, err
+	}
+	return fs, ConfigError(err)
+}
+
+func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) (*flag.FlagSet, error) {
 	*cfg = cfg.withDefaults()
-	if err := env.ParseWithOptions(cfg, env.Options{Prefix: prefix}); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	o := envflag.Options{Prefix: prefix}
+	if err := envflag.ParseEnv(cfg, o); err != nil {
+		return nil, err
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address (env "+prefix+"ADDR)")
-	fs.StringVar(&cfg.Workspace, "workspace", cfg.Workspace, "workspace folder, created if missing (env "+prefix+"WORKSPACE)")
-	fs.BoolVar(&cfg.Stdio, "stdio", cfg.Stdio, "serve one client on stdin/stdout instead of HTTP (env "+prefix+"STDIO)")
-	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token required on the MCP endpoint (env "+prefix+"TOKEN; prefer the env: flags show in ps)")
-	fs.StringVar(&cfg.AuditLog, "audit-log", cfg.AuditLog, "file for a JSON line per tool call, - for stderr (env "+prefix+"AUDIT_LOG)")
-	fs.Func("allowed-hosts", "comma-separated extra Host names accepted besides loopback (env "+prefix+"ALLOWED_HOSTS)", func(s string) error {
-		cfg.AllowedHosts = splitList(s)
-		return nil
-	})
-	fs.Func("allowed-origins", "comma-separated browser origins trusted for cross-origin requests (env "+prefix+"ALLOWED_ORIGINS)", func(s string) error {
-		cfg.AllowedOrigins = splitList(s)
-		return nil
-	})
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (env "+prefix+"LOG_LEVEL)")
-	fs.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest HTTP request body accepted (env "+prefix+"MAX_REQUEST_BYTES)")
-	fs.DurationVar(&cfg.SessionIdleTimeout, "session-idle-timeout", cfg.SessionIdleTimeout, "close an HTTP session with no request open for this long (env "+prefix+"SESSION_IDLE_TIMEOUT)")
-	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use (env "+prefix+"MAX_SESSIONS)")
-	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "open TCP connections; past it the quietest one not serving a request is closed, or the new one answered 503 (env "+prefix+"MAX_CONNECTIONS)")
-	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time to send a request's headers (env "+prefix+"READ_HEADER_TIMEOUT)")
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time to send a whole request, headers and body; never cuts a response (env "+prefix+"READ_TIMEOUT)")
-	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long between requests (env "+prefix+"IDLE_TIMEOUT)")
-	fs.DurationVar(&cfg.WriteStallTimeout, "write-stall-timeout", cfg.WriteStallTimeout, "close a connection whose client takes none of a write for this long (env "+prefix+"WRITE_STALL_TIMEOUT)")
-	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block (env "+prefix+"MAX_HEADER_BYTES)")
+	envflag.Register(fs, cfg, o)
+	version := fs.Bool("version", false, "print the version and exit")
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return fs, err
+	}
+	if *version {
+		return fs, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return fs, fmt.Errorf("unexpected arguments %q: all options are flags", fs.Args())
@@ -172,14 +167,4 @@ func (c Config) withDefaults() Config {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	return c
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

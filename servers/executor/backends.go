@@ -15,7 +15,7 @@ import (
 const backendNames = "local or docker"
 
 // newBackend builds the backend named by opts.Backend. This is the one place that knows every backend.
-func newBackend(ctx context.Context, opts options, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, error) {
+func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, error) {
 	switch opts.Backend {
 	case "local":
 		return local.New(local.Config{

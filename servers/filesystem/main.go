@@ -8,12 +8,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
 
-	"github.com/caarlos0/env/v11"
+	"github.com/goalbox/goalbox/pkg/envflag"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -24,17 +25,17 @@ const envPrefix = "GOALBOX_FS_"
 
 // limits are this server's own settings, beyond the shared mcpserve.Config.
 type limits struct {
-	AdvertisedRoot   string `env:"ADVERTISED_ROOT"`
-	MaxReadBytes     int64  `env:"MAX_READ_BYTES"`
-	MaxWriteBytes    int64  `env:"MAX_WRITE_BYTES"`
-	MaxReadLines     int    `env:"MAX_READ_LINES"`
-	MaxContentBytes  int    `env:"MAX_CONTENT_BYTES"`
-	MaxListEntries   int    `env:"MAX_LIST_ENTRIES"`
-	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS"`
-	MaxTreeDepth     int    `env:"MAX_TREE_DEPTH"`
-	MaxTreeEntries   int    `env:"MAX_TREE_ENTRIES"`
+	AdvertisedRoot   string `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace"`
+	MaxReadBytes     int64  `env:"MAX_READ_BYTES" flag:"max-read-bytes" usage:"largest file edited or searched, in bytes"`
+	MaxWriteBytes    int64  `env:"MAX_WRITE_BYTES" flag:"max-write-bytes" usage:"largest file written, in bytes"`
+	MaxReadLines     int    `env:"MAX_READ_LINES" flag:"max-read-lines" usage:"default and maximum lines per read"`
+	MaxContentBytes  int    `env:"MAX_CONTENT_BYTES" flag:"max-content-bytes" usage:"most content bytes one read returns"`
+	MaxListEntries   int    `env:"MAX_LIST_ENTRIES" flag:"max-list-entries" usage:"most entries one listing returns"`
+	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS" flag:"max-search-results" usage:"most matches one search returns"`
+	MaxTreeDepth     int    `env:"MAX_TREE_DEPTH" flag:"max-tree-depth" usage:"most folder levels one list, search or move check goes down"`
+	MaxTreeEntries   int    `env:"MAX_TREE_ENTRIES" flag:"max-tree-entries" usage:"most entries one list, search or move check reads"`
 	// MaxWorkspaceBytes is the disk cap, counted as du counts; 0 or -1 is none.
-	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES"`
+	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none"`
 }
 
 // defaultMaxWorkspaceBytes is the disk cap by default: the executor's default for the same workspace (16 GiB for it,
@@ -52,37 +53,12 @@ func main() {
 	os.Exit(mcpserve.ExitCode("filesystem", run(os.Args), os.Stderr))
 }
 
+// run configures the server, builds it and serves until shut down. Its error is a mcpserve.ConfigError when the
+// configuration is wrong: main exits by the servers' one policy (mcpserve.ExitCode).
 func run(args []string) error {
-	lim := limits{
-		AdvertisedRoot: protocol.DefaultRoot, MaxReadBytes: pathguard.DefaultMaxReadBytes, MaxWriteBytes: pathguard.DefaultMaxWriteBytes,
-		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
-		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
-		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
-		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
-	}
-	if err := env.ParseWithOptions(&lim, env.Options{Prefix: envPrefix}); err != nil {
-		return fmt.Errorf("environment: %w", err)
-	}
-	cfg := mcpserve.Config{Addr: protocol.DefaultFilesystemAddr}
-	var version bool
-	_, err := mcpserve.Load(&cfg, envPrefix, args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&version, "version", false, "print the version and exit")
-		fs.StringVar(&lim.AdvertisedRoot, "advertised-root", lim.AdvertisedRoot, "absolute path under which clients see the workspace (env "+envPrefix+"ADVERTISED_ROOT)")
-		fs.Int64Var(&lim.MaxReadBytes, "max-read-bytes", lim.MaxReadBytes, "largest file edited or searched, in bytes (env "+envPrefix+"MAX_READ_BYTES)")
-		fs.Int64Var(&lim.MaxWriteBytes, "max-write-bytes", lim.MaxWriteBytes, "largest file written, in bytes (env "+envPrefix+"MAX_WRITE_BYTES)")
-		fs.IntVar(&lim.MaxReadLines, "max-read-lines", lim.MaxReadLines, "default and maximum lines per read (env "+envPrefix+"MAX_READ_LINES)")
-		fs.IntVar(&lim.MaxContentBytes, "max-content-bytes", lim.MaxContentBytes, "most content bytes one read returns (env "+envPrefix+"MAX_CONTENT_BYTES)")
-		fs.IntVar(&lim.MaxListEntries, "max-list-entries", lim.MaxListEntries, "most entries one listing returns (env "+envPrefix+"MAX_LIST_ENTRIES)")
-		fs.IntVar(&lim.MaxSearchResults, "max-search-results", lim.MaxSearchResults, "most matches one search returns (env "+envPrefix+"MAX_SEARCH_RESULTS)")
-		fs.IntVar(&lim.MaxTreeDepth, "max-tree-depth", lim.MaxTreeDepth, "most folder levels one list, search or move check goes down (env "+envPrefix+"MAX_TREE_DEPTH)")
-		fs.IntVar(&lim.MaxTreeEntries, "max-tree-entries", lim.MaxTreeEntries, "most entries one list, search or move check reads (env "+envPrefix+"MAX_TREE_ENTRIES)")
-		fs.Int64Var(&lim.MaxWorkspaceBytes, "max-workspace-bytes", lim.MaxWorkspaceBytes, "disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none (env "+envPrefix+"MAX_WORKSPACE_BYTES)")
-	})
-	if version {
+	cfg, lim, err := configure(args)
+	if errors.Is(err, mcpserve.ErrVersion) {
 		fmt.Println(fsserver.Name, mcpserve.Version())
-		return nil
-	}
-	if err == flag.ErrHelp {
 		return nil
 	}
 	if err != nil {
@@ -90,15 +66,12 @@ func run(args []string) error {
 	}
 	logger, err := mcpserve.NewLogger(cfg.LogLevel)
 	if err != nil {
-		return err
-	}
-	if lim.MaxWorkspaceBytes < -1 {
-		return fmt.Errorf("-max-workspace-bytes must be a number of bytes, or 0 or -1 for no cap; got %d", lim.MaxWorkspaceBytes)
+		return mcpserve.ConfigError(err)
 	}
 	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes,
 		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes})
 	if err != nil {
-		return err
+		return mcpserve.ConfigError(err)
 	}
 	defer g.Close()
 	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes,
@@ -107,4 +80,27 @@ func run(args []string) error {
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
 		"limits", health().Limits)
 	return mcpserve.Run(context.Background(), fsserver.New(g, opts), fsserver.Name, cfg, health, logger)
+}
+
+// configure reads the settings: the defaults, then the environment, then the flags.
+func configure(args []string) (mcpserve.Config, limits, error) {
+	lim := limits{
+		AdvertisedRoot: protocol.DefaultRoot, MaxReadBytes: pathguard.DefaultMaxReadBytes, MaxWriteBytes: pathguard.DefaultMaxWriteBytes,
+		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
+		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
+		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
+		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
+	}
+	o := envflag.Options{Prefix: envPrefix}
+	cfg := mcpserve.Config{Addr: protocol.DefaultFilesystemAddr}
+	if err := envflag.ParseEnv(&lim, o); err != nil {
+		return cfg, lim, mcpserve.ConfigError(err)
+	}
+	if _, err := mcpserve.Load(&cfg, envPrefix, args, func(fs *flag.FlagSet) { envflag.Register(fs, &lim, o) }); err != nil {
+		return cfg, lim, err
+	}
+	if lim.MaxWorkspaceBytes < -1 {
+		return cfg, lim, mcpserve.ConfigError(fmt.Errorf("-max-workspace-bytes must be a number of bytes, or 0 or -1 for no cap; got %d", lim.MaxWorkspaceBytes))
+	}
+	return cfg, lim, nil
 }
