@@ -1,47 +1,31 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // BenchOptions are the flags of the benchmark modes (-benchmarks, -selftest). They are embedded in options, so
 // the model, price and limit flags are shared with the goal mode; the limits apply to each try.
 type BenchOptions struct {
-	Benchmarks   bool          `env:"GOALBOX_BENCHMARKS"`
-	SelfTest     bool          `env:"GOALBOX_SELFTEST"`
-	BenchDir     string        `env:"GOALBOX_BENCHMARK_DIR"`
-	BenchLimit   int           `env:"GOALBOX_BENCHMARK_LIMIT"`
-	Languages    string        `env:"GOALBOX_LANGUAGES"`
-	Keywords     string        `env:"GOALBOX_KEYWORDS"`
-	Tries        int           `env:"GOALBOX_TRIES"`
-	Threads      int           `env:"GOALBOX_THREADS"`
-	Results      string        `env:"GOALBOX_RESULTS"`
-	Resume       bool          `env:"GOALBOX_RESUME"`
-	Seed         int64         `env:"GOALBOX_SEED"`
-	GradeTimeout time.Duration `env:"GOALBOX_GRADE_TIMEOUT"`
+	Benchmarks   bool          `env:"GOALBOX_BENCHMARKS" flag:"benchmarks" usage:"run the Aider Polyglot benchmark instead of a goal"`
+	SelfTest     bool          `env:"GOALBOX_SELFTEST" flag:"selftest" usage:"grade each selected exercise's reference solution (must pass) and stub (must fail); no model"`
+	BenchDir     string        `env:"GOALBOX_BENCHMARK_DIR" flag:"benchmarks-dir" usage:"the polyglot-benchmark checkout; default ../shared/polyglot-benchmark"`
+	BenchLimit   int           `env:"GOALBOX_BENCHMARK_LIMIT" flag:"benchmarks-limit" usage:"take at most N exercises after filtering (and shuffling with -seed); 0 all"`
+	Languages    string        `env:"GOALBOX_LANGUAGES" flag:"languages" usage:"comma-separated tracks: cpp,go,java,javascript,python,rust; default all"`
+	Keywords     string        `env:"GOALBOX_KEYWORDS" flag:"keywords" usage:"comma-separated words; take exercises whose name contains any of them"`
+	Tries        int           `env:"GOALBOX_TRIES" flag:"tries" usage:"tries per exercise; each try after the first sees the previous test output"`
+	Threads      int           `env:"GOALBOX_THREADS" flag:"threads" usage:"exercises worked on at once"`
+	Results      string        `env:"GOALBOX_RESULTS" flag:"results" usage:"results folder; default results/<UTC time>--<model>"`
+	Resume       bool          `env:"GOALBOX_RESUME" flag:"resume" usage:"continue the run in -results: skip exercises with a finished result file"`
+	Seed         int64         `env:"GOALBOX_SEED" flag:"seed" usage:"shuffle the exercises with this seed before -benchmarks-limit; 0 keeps language/name order"`
+	GradeTimeout time.Duration `env:"GOALBOX_GRADE_TIMEOUT" flag:"grade-timeout" usage:"time one test run of the grader may take, build included"`
 }
 
 func defaultBenchOptions() BenchOptions {
 	return BenchOptions{Tries: 2, Threads: 1, GradeTimeout: 3 * time.Minute}
-}
-
-// registerBenchFlags adds the benchmark flags to fs.
-func registerBenchFlags(fs *flag.FlagSet, b *BenchOptions) {
-	fs.BoolVar(&b.Benchmarks, "benchmarks", b.Benchmarks, "run the Aider Polyglot benchmark instead of a goal (env GOALBOX_BENCHMARKS)")
-	fs.BoolVar(&b.SelfTest, "selftest", b.SelfTest, "grade each selected exercise's reference solution (must pass) and stub (must fail); no model (env GOALBOX_SELFTEST)")
-	fs.StringVar(&b.BenchDir, "benchmarks-dir", b.BenchDir, "the polyglot-benchmark checkout; default ../shared/polyglot-benchmark (env GOALBOX_BENCHMARK_DIR)")
-	fs.IntVar(&b.BenchLimit, "benchmarks-limit", b.BenchLimit, "take at most N exercises after filtering (and shuffling with -seed); 0 all (env GOALBOX_BENCHMARK_LIMIT)")
-	fs.StringVar(&b.Languages, "languages", b.Languages, "comma-separated tracks: cpp,go,java,javascript,python,rust; default all (env GOALBOX_LANGUAGES)")
-	fs.StringVar(&b.Keywords, "keywords", b.Keywords, "comma-separated words; take exercises whose name contains any of them (env GOALBOX_KEYWORDS)")
-	fs.IntVar(&b.Tries, "tries", b.Tries, "tries per exercise; each try after the first sees the previous test output (env GOALBOX_TRIES)")
-	fs.IntVar(&b.Threads, "threads", b.Threads, "exercises worked on at once (env GOALBOX_THREADS)")
-	fs.StringVar(&b.Results, "results", b.Results, "results folder; default results/<UTC time>--<model> (env GOALBOX_RESULTS)")
-	fs.BoolVar(&b.Resume, "resume", b.Resume, "continue the run in -results: skip exercises with a finished result file (env GOALBOX_RESUME)")
-	fs.Int64Var(&b.Seed, "seed", b.Seed, "shuffle the exercises with this seed before -benchmarks-limit; 0 keeps language/name order (env GOALBOX_SEED)")
-	fs.DurationVar(&b.GradeTimeout, "grade-timeout", b.GradeTimeout, "time one test run of the grader may take, build included (env GOALBOX_GRADE_TIMEOUT)")
 }
 
 // benchMode says a benchmark mode was asked for.
@@ -73,12 +57,4 @@ func (b BenchOptions) check(o options) error {
 }
 
 // list splits a comma-separated flag value, dropping empty items.
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func list(s string) []string { return envflag.SplitList(s) }
