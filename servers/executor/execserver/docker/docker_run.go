@@ -32,13 +32,11 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	if ctx.Err() != nil {
 		return execserver.Result{ExitCode: -1}, nil
 	}
-	stdout, stderr := orDiscard(req.Stdout), orDiscard(req.Stderr)
 
 	// Engine calls use api, not ctx: a create interrupted by cancellation may still create the container on the
-	// daemon, and then there would be no ID to remove it by. Cancellation is handled below by killing.
+	// daemon, and then there would be no ID to remove it by. Cancellation is handled by killing (execution.kill).
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
-
 	p, err := b.launch(api, ctx, req.Command, workdir, req.Stdin)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return execserver.Result{ExitCode: -1}, nil
@@ -51,84 +49,115 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	finished := false
 	defer func() { b.release(p, finished) }()
 
-	copied := make(chan error, 1)
-	go func() {
-		// A panicking writer must not take the process down before the container is removed: the panic is
-		// carried to Run's goroutine and raised again there, after the deferred clean-up ran.
-		defer func() {
-			if r := recover(); r != nil {
-				copied <- writerPanic{r}
-			}
-		}()
-		_, err := stdcopy.StdCopy(stdout, stderr, p.att.Reader)
-		copied <- err
-	}()
+	e := &execution{b: b, api: api, p: p}
+	stderr := orDiscard(req.Stderr)
+	e.copyOutput(orDiscard(req.Stdout), stderr)
 	// The copy goroutine writes to the caller's writers: it must be finished before Run returns.
-	defer func() {
-		if copied != nil {
-			p.att.Close()
-			<-copied
-		}
-	}()
-
-	timer := time.NewTimer(req.Timeout)
-	defer timer.Stop()
-	var (
-		res      execserver.Result
-		exited   bool
-		killed   bool
-		grace    <-chan time.Time
-		cancelCh = ctx.Done()
-		timeout  = timer.C
-		wait     = p.wait
-	)
-	kill := func() {
-		killed = true
-		cancelCh, timeout = nil, nil
-		// SIGKILL to the container's init takes the whole PID namespace with it: background, double-forked and
-		// setsid'd processes alike.
-		if _, err := b.cli.ContainerKill(api, p.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
-			!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
-			// The forced removal deferred above kills it as well; this only costs the grace period.
-			b.log.Warn("docker backend: kill failed", "container", p.id[:12], "err", err)
-		}
-		grace = time.After(drainGrace)
-	}
-	for !exited || copied != nil {
-		select {
-		case err := <-copied:
-			copied = nil
-			if wp, ok := err.(writerPanic); ok {
-				panic(wp.value)
-			}
-			if err != nil && !killed {
-				b.log.Debug("docker backend: output stream ended with an error", "container", p.id[:12], "err", err)
-			}
-		case w := <-wait.Result:
-			exited, wait.Result, wait.Error = true, nil, nil
-			if w.Error != nil && w.Error.Message != "" {
-				return execserver.Result{}, fmt.Errorf("docker backend: wait: %s", w.Error.Message)
-			}
-			res.ExitCode = int(w.StatusCode)
-		case err := <-wait.Error:
-			return execserver.Result{}, fmt.Errorf("docker backend: wait: %w", err)
-		case <-timeout:
-			res.TimedOut = true
-			kill()
-		case <-cancelCh:
-			kill()
-		case <-grace:
-			// Output or exit status never came after the kill; the deferred removal cleans up.
-			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
-		}
-	}
-	if killed {
-		return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+	defer e.stopCopy()
+	res, err := e.wait(ctx, req.Timeout)
+	if err != nil || e.killed {
+		return res, err
 	}
 	if res.ExitCode == 137 {
 		b.noteOOM(api, p.id, stderr)
 	}
 	finished = true
+	return res, nil
+}
+
+// execution is a command's container while Run waits for it to end.
+type execution struct {
+	b      *dockerBackend
+	api    context.Context // for Engine calls
+	p      *prepared
+	copied chan error // the copy of the output ended (a writerPanic if a writer panicked); nil once received
+	killed bool
+}
+
+// copyOutput copies the container's output to stdout and stderr in a goroutine of its own. A panicking writer must
+// not take the process down before the container is removed: the panic is carried to Run's goroutine and raised
+// again there (by wait), after the deferred clean-up ran.
+func (e *execution) copyOutput(stdout, stderr io.Writer) {
+	e.copied = make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				e.copied <- writerPanic{r}
+			}
+		}()
+		_, err := stdcopy.StdCopy(stdout, stderr, e.p.att.Reader)
+		e.copied <- err
+	}()
+}
+
+// stopCopy ends the copy of the output, if still running, and waits for it.
+func (e *execution) stopCopy() {
+	if e.copied != nil {
+		e.p.att.Close()
+		<-e.copied
+	}
+}
+
+// kill sends SIGKILL to the container's init, which takes the whole PID namespace with it: background,
+// double-forked and setsid'd processes alike.
+func (e *execution) kill() {
+	e.killed = true
+	if _, err := e.b.cli.ContainerKill(e.api, e.p.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
+		!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		// The forced removal that Run defers kills it as well; this only costs the grace period.
+		e.b.log.Warn("docker backend: kill failed", "container", e.p.id[:12], "err", err)
+	}
+}
+
+// wait waits until the command has exited and its output is read, killing it when ctx is done or timeout passes.
+// A killed command's result is exit code -1.
+func (e *execution) wait(ctx context.Context, timeout time.Duration) (execserver.Result, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var (
+		res      execserver.Result
+		exited   bool
+		grace    <-chan time.Time
+		cancelCh = ctx.Done()
+		timedOut = timer.C
+		status   = e.p.wait
+	)
+	kill := func() {
+		cancelCh, timedOut = nil, nil
+		e.kill()
+		grace = time.After(drainGrace)
+	}
+	for !exited || e.copied != nil {
+		select {
+		case err := <-e.copied:
+			e.copied = nil
+			if wp, ok := err.(writerPanic); ok {
+				panic(wp.value)
+			}
+			if err != nil && !e.killed {
+				e.b.log.Debug("docker backend: output stream ended with an error", "container", e.p.id[:12], "err", err)
+			}
+		case w := <-status.Result:
+			exited, status.Result, status.Error = true, nil, nil
+			if w.Error != nil && w.Error.Message != "" {
+				return execserver.Result{}, fmt.Errorf("docker backend: wait: %s", w.Error.Message)
+			}
+			res.ExitCode = int(w.StatusCode)
+		case err := <-status.Error:
+			return execserver.Result{}, fmt.Errorf("docker backend: wait: %w", err)
+		case <-timedOut:
+			res.TimedOut = true
+			kill()
+		case <-cancelCh:
+			kill()
+		case <-grace:
+			// Output or exit status never came after the kill; the removal Run defers cleans up.
+			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+		}
+	}
+	if e.killed {
+		return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+	}
 	return res, nil
 }
 
