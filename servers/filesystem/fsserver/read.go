@@ -41,115 +41,152 @@ type readOutput struct {
 }
 
 func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (readOutput, error) {
-	var out readOutput
-	if in.Path == "" {
-		return out, errors.New("path is required: give a file path relative to the workspace")
-	}
-	if in.Offset < 0 || in.Limit < 0 {
-		return out, fmt.Errorf("offset %d and limit %d must not be negative: offset is a 1-based line number, limit a number of lines up to %d",
-			in.Offset, in.Limit, s.opts.MaxReadLines)
-	}
-	offset, limit := max(in.Offset, 1), in.Limit
-	if limit == 0 || limit > s.opts.MaxReadLines {
-		limit = s.opts.MaxReadLines
+	offset, limit, err := s.readRange(in)
+	if err != nil {
+		return readOutput{}, err
 	}
 	rel, f, fi, err := s.g.OpenFile(in.Path)
 	if pathguard.IsReason(err, pathguard.ReasonIsDir) {
-		return out, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
+		return readOutput{}, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
 	}
 	if err != nil {
-		return out, err
+		return readOutput{}, err
 	}
 	defer f.Close()
-	out.Path = rel
 
 	r := readBufPool.Get().(*bufio.Reader)
 	r.Reset(f)
 	defer func() { r.Reset(nil); readBufPool.Put(r) }()
+	if err := refuseBinaryHead(r, rel, fi.Size()); err != nil {
+		return readOutput{}, err
+	}
+	l, err := s.readLines(ctx, r, rel, offset, limit)
+	if err != nil {
+		return readOutput{}, err
+	}
+	if offset > 1 && offset > l.total {
+		return readOutput{}, fmt.Errorf("read %q: offset %d is past the end: the file has %d lines", rel, offset, l.total)
+	}
+	if why := binaryReason(l.content.Bytes(), !l.cut); why != "" {
+		return readOutput{}, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): only text files can be read",
+			rel, fi.Size(), offset, l.end, why)
+	}
+	return readOutput{ReadFileOutput: protocol.ReadFileOutput{Path: rel, Content: l.content.String(), StartLine: offset,
+		EndLine: l.end, TotalLines: l.total, Truncated: l.cut || l.end < l.total}, Note: l.note}, nil
+}
 
-	// Refuse binary files by their head before reading any lines.
+// readRange checks the lines asked for: the first line (1-based) and how many, within the server's maximum.
+func (s *server) readRange(in protocol.ReadFileInput) (offset, limit int, err error) {
+	if in.Path == "" {
+		return 0, 0, errors.New("path is required: give a file path relative to the workspace")
+	}
+	if in.Offset < 0 || in.Limit < 0 {
+		return 0, 0, fmt.Errorf("offset %d and limit %d must not be negative: offset is a 1-based line number, limit a number of lines up to %d",
+			in.Offset, in.Limit, s.opts.MaxReadLines)
+	}
+	offset, limit = max(in.Offset, 1), in.Limit
+	if limit == 0 || limit > s.opts.MaxReadLines {
+		limit = s.opts.MaxReadLines
+	}
+	return offset, limit, nil
+}
+
+// refuseBinaryHead refuses a binary file by its head, before any line is read.
+func refuseBinaryHead(r *bufio.Reader, rel string, size int64) error {
 	head, err := r.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return out, readError(rel, err)
+		return readError(rel, err)
 	}
 	if why := binaryReason(head, err == io.EOF); why != "" {
-		return out, fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read",
-			rel, fi.Size(), why)
+		return fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read", rel, size, why)
 	}
+	return nil
+}
 
-	var content bytes.Buffer
-	endLine, total, cut, note := 0, 0, false, ""
-	for line := 1; ; line++ {
+// linesRead is what one read took from the file.
+type linesRead struct {
+	content    bytes.Buffer
+	end, total int    // the last line in content, and the file's line count
+	cut        bool   // the content cap cut the read
+	note       string // why a line came back cut
+}
+
+// readLines reads limit lines from line offset on, within the content cap, and counts the file's lines.
+func (s *server) readLines(ctx context.Context, r *bufio.Reader, rel string, offset, limit int) (*linesRead, error) {
+	l := &linesRead{}
+	total, ended, err := skipLines(ctx, r, rel, offset-1)
+	if err != nil || ended {
+		l.total = total
+		return l, err
+	}
+	for line := offset; ; line++ {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return nil, err
 		}
-		if line < offset {
-			// Lines before offset are skipped piece by piece, however long: never held.
-			n, eof, err := skipLine(ctx, r)
-			if err != nil {
-				return out, readError(rel, err)
-			}
-			if eof {
-				total = line - 1
-				if n > 0 {
-					total = line
-				}
-				break
-			}
-			continue
-		}
-		start := content.Len()
-		n, eof, over, err := copyLine(ctx, r, &content, s.opts.MaxReadContentBytes-start)
+		start := l.content.Len()
+		n, eof, over, err := copyLine(ctx, r, &l.content, s.opts.MaxReadContentBytes-start)
 		if err != nil {
-			return out, readError(rel, err)
+			return nil, readError(rel, err)
 		}
 		if n == 0 && eof { // end of file right after a newline (or an empty file)
-			total = line - 1
-			break
+			l.total = line - 1
+			return l, nil
 		}
 		if over {
-			// The content cap stops the read before this line; a first line over the cap comes back cut at the cap
-			// (on a character boundary) rather than not at all, with a note, since its rest cannot be read.
-			cut = true
-			if endLine == 0 {
-				content.Truncate(start + len(trimPartialRune(content.Bytes()[start:])))
-				endLine = line
-				note = fmt.Sprintf("line %d is %d bytes long, more than the %s one read returns: only its first %d bytes are shown, and the rest of that line cannot be read with this tool",
-					line, n, sizeText(int64(s.opts.MaxReadContentBytes)), content.Len()-start)
-			} else {
-				content.Truncate(start)
-			}
+			l.cutBefore(line, start, n, s.opts.MaxReadContentBytes)
 		} else {
-			endLine = line
+			l.end = line
 		}
 		if eof {
-			total = line
-			break
+			l.total = line
+			return l, nil
 		}
 		if over || line == offset+limit-1 {
 			// Only the count is still needed: count newlines in big chunks without splitting lines.
 			rest, err := countRest(ctx, r)
 			if err != nil {
-				return out, readError(rel, err)
+				return nil, readError(rel, err)
 			}
-			total = line + rest
-			break
+			l.total = line + rest
+			return l, nil
 		}
 	}
-	if offset > 1 && offset > total {
-		return out, fmt.Errorf("read %q: offset %d is past the end: the file has %d lines", rel, offset, total)
+}
+
+// cutBefore stops the read before line, n bytes long, which the content cap (capBytes) does not leave room for. A
+// first line over the cap comes back cut at the cap (on a character boundary) rather than not at all, with a note,
+// since its rest cannot be read.
+func (l *linesRead) cutBefore(line, start int, n int64, capBytes int) {
+	l.cut = true
+	if l.end != 0 {
+		l.content.Truncate(start)
+		return
 	}
-	if why := binaryReason(content.Bytes(), !cut); why != "" {
-		return out, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): only text files can be read",
-			rel, fi.Size(), offset, endLine, why)
+	l.content.Truncate(start + len(trimPartialRune(l.content.Bytes()[start:])))
+	l.end = line
+	l.note = fmt.Sprintf("line %d is %d bytes long, more than the %s one read returns: only its first %d bytes are shown, and the rest of that line cannot be read with this tool",
+		line, n, sizeText(int64(capBytes)), l.content.Len()-start)
+}
+
+// skipLines reads past the first n lines, piece by piece however long: never held. When the file ends first, it
+// returns the file's line count and ended.
+func skipLines(ctx context.Context, r *bufio.Reader, rel string, n int) (total int, ended bool, err error) {
+	for line := 1; line <= n; line++ {
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		size, eof, err := skipLine(ctx, r)
+		if err != nil {
+			return 0, false, readError(rel, err)
+		}
+		if eof {
+			if size > 0 {
+				return line, true, nil
+			}
+			return line - 1, true, nil
+		}
 	}
-	out.Content = content.String()
-	out.StartLine = offset
-	out.EndLine = endLine
-	out.TotalLines = total
-	out.Truncated = cut || endLine < total
-	out.Note = note
-	return out, nil
+	return 0, false, nil
 }
 
 // copyLine copies the line r is at into buf (nil: nowhere), but never more than room bytes of it: the rest of a
