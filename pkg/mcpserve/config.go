@@ -1,7 +1,9 @@
-// Package mcpserve is what the two goalbox servers share around their tools: configuration from flags and the
-// environment, the streamable HTTP endpoint with its Host, Origin and token checks, the health endpoint, stdio, the
-// audit log, and graceful shutdown. A server builds its *mcp.Server and hands it to Run (for a main) or Start (to
-// embed it in-process, as the agent and tests do).
+// Package mcpserve is what the two goalbox servers share, so that both are built one way: tool registration
+// (AddTool: panic recovery, schema defaults, one-pass results), configuration from flags and the environment (Load,
+// through package envflag), the streamable HTTP endpoint with its Host, Origin and token checks, the health endpoint
+// (fed a server's typed protocol report), stdio, the audit log, graceful shutdown, the version from build info and
+// the exit codes (ExitCode). A server builds its *mcp.Server and hands it to Run (for a main) or Start (to embed it
+// in-process, as the agent and tests do).
 package mcpserve
 
 import (

@@ -1,5 +1,6 @@
-// Package protocol is the tool contract of goalbox: tool names, inputs and outputs with their JSON field names, in
-// one place that both servers and the agent share. Nothing here does any work; it only says what goes over the wire.
+// Package protocol is the tool contract of goalbox: tool names, inputs and outputs with their JSON field names, and
+// what each server's health endpoint reports, in one place that both servers and the agent share. Nothing here does
+// any work; it only says what goes over the wire.
 //
 // Every path is workspace-relative with "/" separators. An absolute path is accepted only under the advertised root
 // (DefaultRoot unless configured) or under the workspace's real path, and means the same file.

@@ -1,6 +1,7 @@
-// Package mcptest fuzzes the entry points of an MCP server served by mcpserve: its HTTP endpoint (methods, paths,
-// headers, bodies, JSON-RPC batch shapes) and its stdio line transport. Each server's tests call it with the
-// server and a probe: a tool call that must still succeed after every input.
+// Package mcptest is what the servers' tests share: fuzzing of the entry points of an MCP server served by mcpserve
+// (its HTTP endpoint: methods, paths, headers, bodies, JSON-RPC batch shapes; and its stdio line transport), called
+// with the server and a probe, a tool call that must still succeed after every input; and golden txtar files of what
+// a server tells its clients (golden.go).
 //
 // The property, for every input: the server does not panic; it never answers 5xx except 503, which is documented
 // (docs/serving.md: session cap, connection cap, shutting down); and a valid request still gets its answer.
