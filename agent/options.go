@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/goalbox/goalbox/pkg/envflag"
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // options is everything the command takes. Each field is read from its environment variable first; a flag given
