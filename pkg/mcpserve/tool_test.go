@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -37,23 +38,6 @@ func divideServer(t *testing.T) *mcp.Server {
 	return srv
 }
 
-// serveHTTP serves srv on loopback and connects a client, as the servers' clients do.
-func serveHTTP(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	r, err := mcpserve.Start(srv, mcpserve.Config{Addr: "127.0.0.1:0"}, mcpserve.NoHealth, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: r.URL, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
 func callText(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, bool) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "divide", Arguments: args})
@@ -66,7 +50,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string,
 // TestAddToolPanicIsAToolError: a tool that panics costs its one call, which the client gets as a tool error; the
 // server goes on serving the same session.
 func TestAddToolPanicIsAToolError(t *testing.T) {
-	cs := serveHTTP(t, divideServer(t))
+	cs := mcptest.Serve(t, divideServer(t), mcpserve.NoHealth)
 	text, isError := callText(t, cs, map[string]any{"n": 0})
 	if !isError || !strings.Contains(text, "divide failed with an internal error") {
 		t.Fatalf("panicking call: error %v, text %q", isError, text)
@@ -80,7 +64,7 @@ func TestAddToolPanicIsAToolError(t *testing.T) {
 // TestAddToolAppliesSchemaDefaults: a property the call leaves out gets the schema's default, as mcp.AddTool gives
 // it; the arguments are still validated.
 func TestAddToolAppliesSchemaDefaults(t *testing.T) {
-	cs := serveHTTP(t, divideServer(t))
+	cs := mcptest.Serve(t, divideServer(t), mcpserve.NoHealth)
 	if text, isError := callText(t, cs, map[string]any{"n": 2}); isError || text != `{"quotient":5,"label":"quotient"}` {
 		t.Errorf("default label: error %v, text %q", isError, text)
 	}

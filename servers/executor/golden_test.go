@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -56,18 +55,7 @@ func goldenHTTP(t *testing.T, ws string) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, ex.Health, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "golden", Version: "0"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: run.URL, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcptest.Serve(t, ex.Server(), ex.Health)
 }
 
 func goldenStdio(t *testing.T, ws string) *mcp.ClientSession {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -40,17 +41,7 @@ func TestPanicInARunIsAToolError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, mcpserve.NoHealth, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: r.URL, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcptest.Serve(t, ex.Server(), mcpserve.NoHealth)
 	call := func(command string) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand,
