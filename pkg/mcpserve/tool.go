@@ -44,23 +44,7 @@ func AddTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h T
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	in, err := inputSchema[In](t)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
-	}
-	resolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
-	}
-	t.InputSchema = in
-	defaults := hasDefaults(in)
-	if t.OutputSchema == nil {
-		out, err := jsonschema.For[Out](nil)
-		if err != nil {
-			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
-		}
-		t.OutputSchema = out
-	}
+	resolved, defaults := setSchemas[In, Out](t)
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -73,19 +57,47 @@ func AddTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h T
 			return ToolError(err), nil
 		}
 		out, err := h(ctx, req, input)
-		if wire := (*jsonrpc.Error)(nil); errors.As(err, &wire) {
-			return nil, wire
-		}
-		if err != nil {
-			return ToolError(err), nil
-		}
-		text, err := json.Marshal(out)
-		if err != nil {
-			return nil, fmt.Errorf("marshaling the result of %s: %w", t.Name, err)
-		}
-		// structuredContent is the Go value itself: encoded with the response, it comes out as the same JSON as text.
-		return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
+		return toolResult(t.Name, out, err)
 	})
+}
+
+// setSchemas sets t's input and output schemas, and returns the input schema resolved for validation and whether
+// it declares defaults. A schema that cannot be built is a programming error: it panics at registration.
+func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
+	in, err := inputSchema[In](t)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	resolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	t.InputSchema = in
+	if t.OutputSchema == nil {
+		out, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		}
+		t.OutputSchema = out
+	}
+	return resolved, hasDefaults(in)
+}
+
+// toolResult turns what tool's handler returned into the call's answer: a *jsonrpc.Error as a protocol error, any
+// other error as a tool error, a success as structuredContent plus the same JSON as text.
+func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, error) {
+	if wire := (*jsonrpc.Error)(nil); errors.As(err, &wire) {
+		return nil, wire
+	}
+	if err != nil {
+		return ToolError(err), nil
+	}
+	text, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("marshaling the result of %s: %w", tool, err)
+	}
+	// structuredContent is the Go value itself: encoded with the response, it comes out as the same JSON as text.
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
 }
 
 // inputSchema is the tool's own input schema when it gives one (where defaults are declared), else the one inferred
