@@ -41,7 +41,7 @@ func OpenAudit(srv *mcp.Server, name string, cfg Config) (io.Closer, error) {
 	}
 	f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return nil, ConfigError(fmt.Errorf("audit log: %w", err))
 	}
 	Audit(srv, name, f)
 	return f, nil
