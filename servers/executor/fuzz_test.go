@@ -32,8 +32,10 @@ func (stubBackend) Run(ctx context.Context, req execserver.Request) (execserver.
 	}
 	return execserver.Result{}, nil
 }
-func (stubBackend) Confinement() map[string]any { return map[string]any{"mode": "stub: runs nothing"} }
-func (stubBackend) Close() error                { return nil }
+func (stubBackend) Confinement() protocol.Confinement {
+	return protocol.Confinement{LocalConfinement: &protocol.LocalConfinement{Mode: "stub: runs nothing"}}
+}
+func (stubBackend) Close() error { return nil }
 
 func fuzzServer(f *testing.F) *mcp.Server {
 	g, err := pathguard.Open(f.TempDir(), pathguard.Options{})

@@ -8,6 +8,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // Request is one command for a backend to run.
@@ -42,7 +44,7 @@ type Backend interface {
 	// Run runs one command.
 	Run(ctx context.Context, req Request) (Result, error)
 	// Confinement describes what confinement is active, for the health endpoint and the start-up log.
-	Confinement() map[string]any
+	Confinement() protocol.Confinement
 	// Close releases the backend's resources.
 	Close() error
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
-// TestHealthConfinementKeepsEveryKey: the typed confinement report says all that the backend reports, under the
-// same names, so converting it at this boundary loses nothing.
+// TestHealthConfinementKeepsEveryKey: advertising the workspace in the backend's confinement report (a walk over its
+// JSON) keeps every field the backend reports.
 func TestHealthConfinementKeepsEveryKey(t *testing.T) {
 	g, err := pathguard.Open(t.TempDir(), pathguard.Options{})
 	if err != nil {

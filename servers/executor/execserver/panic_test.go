@@ -24,8 +24,8 @@ func (panickyBackend) Run(_ context.Context, req execserver.Request) (execserver
 	}
 	return execserver.Result{}, nil
 }
-func (panickyBackend) Confinement() map[string]any {
-	return map[string]any{"mode": "none: runs nothing"}
+func (panickyBackend) Confinement() protocol.Confinement {
+	return protocol.Confinement{LocalConfinement: &protocol.LocalConfinement{Mode: "none: runs nothing"}}
 }
 func (panickyBackend) Close() error { return nil }
 

@@ -134,13 +134,20 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 	}
 }
 
-// confinement is the backend's report with the workspace advertised, typed. The backends still report a map
-// (execserver/local is being reworked apart from this package), so it is converted here, through its JSON: a key
-// that protocol.Confinement does not name is dropped, and one of the wrong type is reported as a warning.
+// confinement is the backend's report with the workspace advertised: every string in it that names the
+// workspace's host path names the advertised root instead (advertise walks the report's JSON, so no field is missed).
 func (e *Executor) confinement() protocol.Confinement {
-	var c protocol.Confinement
-	b, err := json.Marshal(advertise(e.backend.Confinement(), e.guard.Dir(), e.guard.AdvertisedRoot()))
+	c := e.backend.Confinement()
+	var generic any
+	b, err := json.Marshal(c)
 	if err == nil {
+		err = json.Unmarshal(b, &generic)
+	}
+	if err == nil {
+		b, err = json.Marshal(advertise(generic, e.guard.Dir(), e.guard.AdvertisedRoot()))
+	}
+	if err == nil {
+		c = protocol.Confinement{}
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/moby/moby/client"
 )
@@ -310,34 +311,36 @@ func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 
 func (b *dockerBackend) Name() string { return "docker" }
 
-func (b *dockerBackend) Confinement() map[string]any {
+func (b *dockerBackend) Confinement() protocol.Confinement {
 	cache := "off"
 	if b.cfg.CacheHostDir != "-" {
 		cache = containerCache
 	}
-	return map[string]any{
-		"backend":             "docker",
-		"engine":              b.engine,
-		"api_version":         b.api,
-		"image":               b.cfg.Image,
-		"user":                fmt.Sprintf("%d:%d", b.uid, b.gid),
-		"workspace":           containerWorkspace,
-		"network":             "none",
-		"read_only_root":      true,
-		"tmp":                 fmt.Sprintf("tmpfs, %d MiB", b.cfg.TmpfsSize>>20),
-		"cache":               cache,
-		"capabilities":        "all dropped",
-		"no_new_privileges":   true,
-		"memory_bytes":        b.cfg.Memory,
-		"swap":                "off",
-		"pids_limit":          b.cfg.PIDs,
-		"cpus":                b.cfg.CPUs,
-		"fresh_container":     "one per command, always removed",
-		"warm_pool":           b.cfg.WarmPool,
-		"leftover_cleanup":    "on start, by label " + labelInstance + "=" + b.cfg.Instance,
-		"instance":            b.cfg.Instance,
-		"environment":         "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
-		"process_containment": "PID namespace: every process dies with the container",
+	return protocol.Confinement{
+		Network:      "none",
+		Capabilities: "all dropped",
+		DockerConfinement: &protocol.DockerConfinement{
+			BackendName:        "docker",
+			Engine:             b.engine,
+			APIVersion:         b.api,
+			Image:              b.cfg.Image,
+			User:               fmt.Sprintf("%d:%d", b.uid, b.gid),
+			Workspace:          containerWorkspace,
+			ReadOnlyRoot:       true,
+			Tmp:                fmt.Sprintf("tmpfs, %d MiB", b.cfg.TmpfsSize>>20),
+			Cache:              cache,
+			NoNewPrivileges:    true,
+			MemoryBytes:        b.cfg.Memory,
+			Swap:               "off",
+			PidsLimit:          b.cfg.PIDs,
+			CPUs:               b.cfg.CPUs,
+			FreshContainer:     "one per command, always removed",
+			WarmPool:           b.cfg.WarmPool,
+			LeftoverCleanup:    "on start, by label " + labelInstance + "=" + b.cfg.Instance,
+			Instance:           b.cfg.Instance,
+			Environment:        "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
+			ProcessContainment: "PID namespace: every process dies with the container",
+		},
 	}
 }
 

@@ -519,12 +519,10 @@ func TestDockerCacheSurvives(t *testing.T) {
 func TestDockerConfinementReport(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.Memory = 300 << 20; c.PIDs = 99 })
 	c := b.Confinement()
-	for k, want := range map[string]any{"backend": "docker", "network": "none", "read_only_root": true,
-		"capabilities": "all dropped", "no_new_privileges": true, "memory_bytes": int64(300 << 20), "pids_limit": int64(99),
-		"image": dockerTestImage()} {
-		if got := c[k]; got != want {
-			t.Errorf("Confinement()[%q] = %v, want %v", k, got, want)
-		}
+	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != "none" || !d.ReadOnlyRoot ||
+		c.Capabilities != "all dropped" || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
+		d.Image != dockerTestImage() || c.LocalConfinement != nil {
+		t.Errorf("Confinement() = %+v %+v", c, c.DockerConfinement)
 	}
 	// The report must match what a container really gets.
 	var out strings.Builder

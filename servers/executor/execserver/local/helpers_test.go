@@ -34,7 +34,7 @@ func newLocalTestBackend(t testing.TB, mutate func(*Config)) (execserver.Backend
 	}
 	if !cfg.NoNamespaces && sandboxtest.UserNamespacesWork() {
 		// Where user namespaces work, the namespace mode must be what a backend gets, not a quiet fallback.
-		if mode := b.Confinement()["mode"]; mode != "pid-namespace" {
+		if mode := b.Confinement().Mode; mode != "pid-namespace" {
 			t.Fatalf("the backend fell back to %v where user namespaces work", mode)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"golang.org/x/sys/unix"
 )
@@ -349,23 +350,25 @@ func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execser
 
 // Confinement describes what is in force: in namespace mode what the backend set up, in fallback mode what
 // the probe command's init reported.
-func (b *localBackend) Confinement() map[string]any {
+func (b *localBackend) Confinement() protocol.Confinement {
 	a := b.applied
-	return map[string]any{
-		"mode":          b.modeText(),
-		"processes":     b.processesText(),
-		"network":       b.networkText(),
-		"landlock":      b.landlockText(),
-		"landlock_ipc":  a.LandlockScoped,
-		"write_dirs":    b.rules.WriteDirs,
-		"read_dirs":     b.readDirsText(),
-		"hidden":        b.hiddenText(),
-		"capabilities":  b.capabilitiesText(),
-		"rlimits":       b.appliedRlimits(),
-		"process_limit": b.processLimit(),
-		"memory_limit":  b.memoryLimit(),
-		"env_allowlist": b.envNames(),
-		"warnings":      a.Warnings,
+	return protocol.Confinement{
+		Network:      b.networkText(),
+		Capabilities: b.capabilitiesText(),
+		LocalConfinement: &protocol.LocalConfinement{
+			Mode:         b.modeText(),
+			Processes:    b.processesText(),
+			Landlock:     b.landlockText(),
+			LandlockIPC:  a.LandlockScoped,
+			WriteDirs:    b.rules.WriteDirs,
+			ReadDirs:     b.readDirsText(),
+			Hidden:       b.hiddenText(),
+			Rlimits:      b.appliedRlimits(),
+			ProcessLimit: b.processLimit(),
+			MemoryLimit:  b.memoryLimit(),
+			EnvAllowlist: b.envNames(),
+			Warnings:     a.Warnings,
+		},
 	}
 }
 
@@ -498,11 +501,9 @@ func (b *localBackend) memoryLimit() string {
 
 func (b *localBackend) logConfinement() {
 	c := b.Confinement()
-	b.logger.Info("local backend confinement", "mode", c["mode"], "processes", c["processes"], "network", c["network"],
-		"landlock", c["landlock"], "capabilities", c["capabilities"], "rlimits", c["rlimits"], "process_limit", c["process_limit"],
-		"memory_limit", c["memory_limit"],
-		"write_dirs", b.rules.WriteDirs,
-		"env", c["env_allowlist"])
+	b.logger.Info("local backend confinement", "mode", c.Mode, "processes", c.Processes, "network", c.Network,
+		"landlock", c.Landlock, "capabilities", c.Capabilities, "rlimits", c.Rlimits, "process_limit", c.ProcessLimit,
+		"memory_limit", c.MemoryLimit, "write_dirs", c.WriteDirs, "env", c.EnvAllowlist)
 	if b.ns == nil {
 		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
 			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
