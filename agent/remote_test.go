@@ -30,7 +30,7 @@ func startServers(t *testing.T, ws, token string) (fsURL, execURL string) {
 		t.Fatal(err)
 	}
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0", Token: token}
-	fs, err := mcpserve.Start(fsserver.New(g, fsserver.Options{}), cfg, mcpserve.NoHealth, nil)
+	fs, err := mcpserve.Start(fsserver.New(g, fsserver.Options{}).Server(), cfg, mcpserve.NoHealth, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

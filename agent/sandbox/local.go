@@ -8,7 +8,6 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
-	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
@@ -64,9 +63,9 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
-	fsOpts := fsserver.Options{Logger: opts.Logger}
+	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
-	fs, err := mcpserve.Start(fsserver.New(g, fsOpts), cfg, func() protocol.FilesystemHealth { return fsserver.Health(g, fsOpts) }, opts.Logger)
+	fs, err := mcpserve.Start(files.Server(), cfg, files.Health, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("filesystem server: %w", err)
 	}
@@ -78,7 +77,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	l.closers = append(l.closers, ex.Close)
 	l.Endpoints = []Endpoint{{URL: fs.URL}, {URL: ex.URL}}
 	l.Health = func() map[string]any {
-		return map[string]any{"filesystem": fsserver.Health(g, fsOpts), "executor": exec.Health()}
+		return map[string]any{"filesystem": files.Health(), "executor": exec.Health()}
 	}
 	return l, nil
 }

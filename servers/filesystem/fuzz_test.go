@@ -23,7 +23,7 @@ func fuzzServer(f *testing.F) *mcp.Server {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { g.Close() })
-	return fsserver.New(g, fsserver.Options{})
+	return fsserver.New(g, fsserver.Options{}).Server()
 }
 
 var listProbe = mcptest.Probe{Tool: protocol.ToolListFiles, Arguments: map[string]any{}}

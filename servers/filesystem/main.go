@@ -76,10 +76,10 @@ func run(args []string) error {
 	defer g.Close()
 	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes,
 		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
-	health := func() protocol.FilesystemHealth { return fsserver.Health(g, opts) }
+	files := fsserver.New(g, opts)
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
-		"limits", health().Limits)
-	return mcpserve.Run(context.Background(), fsserver.New(g, opts), fsserver.Name, cfg, health, logger)
+		"limits", files.Health().Limits)
+	return mcpserve.Run(context.Background(), files.Server(), fsserver.Name, cfg, files.Health, logger)
 }
 
 // configure reads the settings: the defaults, then the environment, then the flags.

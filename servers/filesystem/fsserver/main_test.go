@@ -17,7 +17,6 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
-	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,7 +107,8 @@ func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*m
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	srv := fsserver.New(g, s.opts)
+	files := fsserver.New(g, s.opts)
+	srv := files.Server()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -119,7 +119,7 @@ func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*m
 		}
 		t.Cleanup(func() { closer.Close() })
 	}
-	run, err := mcpserve.Start(srv, cfg, func() protocol.FilesystemHealth { return fsserver.Health(g, s.opts) }, nil)
+	run, err := mcpserve.Start(srv, cfg, files.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

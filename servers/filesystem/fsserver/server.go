@@ -76,8 +76,23 @@ type server struct {
 	seed  maphash.Seed
 }
 
-// New returns the filesystem MCP server for the workspace g.
-func New(g *pathguard.Guard, opts Options) *mcp.Server {
+// Filesystem is the filesystem server of one workspace: its MCP server and its health report, the same shape as
+// the executor's execserver.Executor.
+type Filesystem struct {
+	server *mcp.Server
+	g      *pathguard.Guard
+	opts   Options
+}
+
+// Server is the MCP server, for mcpserve.Run or mcpserve.Start.
+func (f *Filesystem) Server() *mcp.Server { return f.server }
+
+// New returns the filesystem server for the workspace g.
+func New(g *pathguard.Guard, opts Options) *Filesystem {
+	return &Filesystem{server: newMCPServer(g, opts), g: g, opts: opts}
+}
+
+func newMCPServer(g *pathguard.Guard, opts Options) *mcp.Server {
 	s := &server{g: g, opts: opts.withDefaults(), seed: maphash.MakeSeed()}
 	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Logger:       s.opts.Logger,
@@ -123,8 +138,8 @@ func walkError(err error, tool, instead string) error {
 }
 
 // Health is what the health endpoint reports about this server: what it serves and its limits.
-func Health(g *pathguard.Guard, opts Options) protocol.FilesystemHealth {
-	o := opts.withDefaults()
+func (f *Filesystem) Health() protocol.FilesystemHealth {
+	g, o := f.g, f.opts.withDefaults()
 	gopts := g.Options()
 	return protocol.FilesystemHealth{
 		Server:         Name,
