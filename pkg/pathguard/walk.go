@@ -58,26 +58,35 @@ func (e *Entry) Open() (*os.File, error) {
 	if !e.Type.IsRegular() {
 		return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonNotRegular}
 	}
-	f, err := e.dir.OpenFile(e.Name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, wrap("open", e.Path(), err)
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonChanged}
-	}
-	if !e.same(fi) {
-		// Replaced since it was listed. A write replaces a file by renaming a new one over it, so this is what a
-		// busy workspace looks like: take the new file when the name itself (not a symlink) now is that file.
-		now, err := e.dir.Lstat(e.Name)
-		if err != nil || !now.Mode().IsRegular() || !os.SameFile(now, fi) {
+	// A write replaces a file by renaming a new one over it, so in a busy workspace the name may hold a newer file
+	// than the one listed, or a newer one still by the time it is looked at again: take the file the name holds
+	// when it holds the same regular file twice in a row (never a symlink swapped in), trying a few times.
+	for attempt := 1; ; attempt++ {
+		f, err := e.dir.OpenFile(e.Name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != nil {
+			return nil, wrap("open", e.Path(), err)
+		}
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
 			f.Close()
 			return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonChanged}
 		}
+		if e.same(fi) {
+			return f, nil
+		}
+		now, err := e.dir.Lstat(e.Name)
+		if err == nil && now.Mode().IsRegular() && os.SameFile(now, fi) {
+			return f, nil
+		}
+		f.Close()
+		if err != nil || !now.Mode().IsRegular() || attempt == maxOpenAttempts {
+			return nil, &Error{Op: "open", Path: e.Path(), Reason: ReasonChanged}
+		}
 	}
-	return f, nil
 }
+
+// maxOpenAttempts is how many times Entry.Open looks at a name that is replaced under it before it gives up.
+const maxOpenAttempts = 10
 
 // Readlink returns the target of the entry, a symlink.
 func (e *Entry) Readlink() (string, error) {

@@ -273,3 +273,55 @@ func TestWalkOpenAfterReplace(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOpenUnderConstantReplacement: a file that writers replace over and over (as the load test's shared files
+// are) still opens from a walk every time: the name may hold a newer file at each look, and Open looks again.
+func TestWalkOpenUnderConstantReplacement(t *testing.T) {
+	dir := t.TempDir()
+	g, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	p := filepath.Join(dir, "busy")
+	must(t, os.WriteFile(p, []byte("v"), 0o644))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tmp := fmt.Sprintf("%s.%d", p, i%4)
+			if os.WriteFile(tmp, []byte("v"), 0o644) == nil {
+				_ = os.Rename(tmp, p)
+			}
+		}
+	}()
+	failed := 0
+	const walks = 3000
+	for range walks {
+		err := g.Walk(context.Background(), ".", WalkOptions{}, func(e *Entry) error {
+			if e.Name != "busy" {
+				return nil
+			}
+			f, err := e.Open()
+			if err != nil {
+				failed++
+				return nil
+			}
+			return f.Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if failed > 0 {
+		t.Errorf("%d of %d opens of a file being replaced failed", failed, walks)
+	}
+}
