@@ -20,6 +20,12 @@ type Request struct {
 	Dir string
 	// Stdin is given on standard input; the command sees EOF after it.
 	Stdin string
+	// StdinStream, when not nil, is standard input instead of Stdin: copied to the command as it comes, until EOF
+	// (a process started with its stdin open).
+	StdinStream io.Reader
+	// Terminate, when not nil and closed, asks the command to end: SIGTERM to every one of its processes (the
+	// whole tree, or the container's). Cancelling ctx still kills at once.
+	Terminate <-chan struct{}
 	// Timeout kills the command when it runs longer. Always set.
 	Timeout time.Duration
 	// Stdout and Stderr receive the output as it comes. The server passes capped writers that keep head and tail.
