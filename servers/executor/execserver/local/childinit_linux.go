@@ -31,6 +31,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// initTerminate, written to a running init's fd 3, asks it to send SIGTERM to every process of the command.
+const initTerminate = 't'
+
 // initArg0 marks a re-executed child init.
 const initArg0 = "goalbox-exec-init"
 
@@ -125,11 +128,16 @@ func childInit() int {
 	}
 	_ = enc.Encode(initReport{Setup: applied})
 
-	// EOF (or anything) on fd 3 means: kill everything now.
+	// initTerminate on fd 3 means: SIGTERM to every descendant; EOF (or anything else) means: kill everything now.
 	killNow := make(chan struct{})
 	go func() {
-		_, _ = ctl.ReadByte()
-		close(killNow)
+		for {
+			if b, err := ctl.ReadByte(); err != nil || b != initTerminate {
+				close(killNow)
+				return
+			}
+			signalTree(os.Getpid(), st.pid, syscall.SIGTERM)
+		}
 	}()
 	exited := make(chan syscall.WaitStatus, 1)
 	go reap(st.pid, exited)

@@ -125,9 +125,10 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 	defer ip.release()
 
 	finishOutput := copyOutput(ip.stdoutR, ip.stderrR, req.Stdout, req.Stderr)
-	feedStdin(ip.stdinW, "", req.Stdin)
+	feedStdin(ip.stdinW, "", req)
 	reports := readReports(ip.repR)
 	b.sendConfig(ip, req)
+	defer onTerminate(req.Terminate, func() { _, _ = ip.ctlW.Write([]byte{initTerminate}) })()
 	// Closing the control pipe tells the init to kill everything; it gets initKillGrace to do so.
 	killTree := func() {
 		ip.ctlW.Close()

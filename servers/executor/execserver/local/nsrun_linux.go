@@ -317,7 +317,9 @@ func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request
 	defer st.release()
 
 	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
-	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command), req.Stdin)
+	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command), req)
+	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.
+	defer onTerminate(req.Terminate, func() { signalTree(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
 	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, kill)
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)

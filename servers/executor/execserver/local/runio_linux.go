@@ -1,24 +1,68 @@
 package local
 
-// The plumbing both modes share around a running command: its stdin, its output, and the wait with a timeout.
+// The plumbing both modes share around a running command: its stdin, its output, the wait with a timeout, and a
+// request to terminate.
 
 import (
 	"context"
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver"
 )
 
-// feedStdin writes prefix, then stdin, to w and closes it, in the background. A command that does not read its
-// stdin makes the write fail with EPIPE when it ends; that is fine.
-func feedStdin(w *os.File, prefix, stdin string) {
+// feedStdin writes prefix, then req's stdin (its Stdin, or StdinStream as it comes until EOF), to w and closes
+// it, in the background. A command that does not read its stdin makes the write fail with EPIPE when it ends;
+// that is fine.
+func feedStdin(w *os.File, prefix string, req execserver.Request) {
 	go func() {
-		if _, err := io.WriteString(w, prefix); err == nil {
-			_, _ = io.WriteString(w, stdin)
+		defer w.Close()
+		if _, err := io.WriteString(w, prefix); err != nil {
+			return
 		}
-		w.Close()
+		if req.StdinStream != nil {
+			_, _ = io.Copy(w, req.StdinStream)
+			return
+		}
+		_, _ = io.WriteString(w, req.Stdin)
 	}()
+}
+
+// onTerminate calls terminate once when ch is closed (nil: never), until the returned function is called.
+func onTerminate(ch <-chan struct{}, terminate func()) (stop func()) {
+	if ch == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			terminate()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
+
+// signalTree sends sig to every descendant of process root but root and shell: the whole tree, orphans included,
+// as they all stay below a PID namespace's init or a subreaper. The command's own shell is spared in both modes
+// (as PID 1 of its namespace it ignores the signal anyway): it ends when what it runs ends, with that exit status.
+// Two passes catch most children forked meanwhile.
+func signalTree(root, shell int, sig syscall.Signal) {
+	for range 2 {
+		pending := childrenOf(root)
+		for len(pending) > 0 {
+			p := pending[len(pending)-1]
+			pending = pending[:len(pending)-1]
+			if p != shell {
+				_ = syscall.Kill(p, sig)
+			}
+			pending = append(pending, childrenOf(p)...)
+		}
+	}
 }
 
 // copyOutput copies the command's stdout and stderr pipes to out and errOut as they come. The returned function
