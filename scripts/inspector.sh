@@ -36,6 +36,19 @@ call() {
     echo "inspector: FAIL $tool: $out"; fails=$((fails+1))
   fi
 }
+# refused PORT TEXT TOOL ARGS... : the call must be a tool error whose text holds TEXT.
+refused() {
+  local port=$1 want=$2 tool=$3; shift 3
+  local args=()
+  for a in "$@"; do args+=(--tool-arg "$a"); done
+  local out
+  out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --method tools/call --tool-name "$tool" "${args[@]}" 2>&1) || true
+  if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d.get("isError") and sys.argv[2] in d["content"][0]["text"] else 1)' "$out" "$want"; then
+    echo "inspector: ok   $tool (refused)"
+  else
+    echo "inspector: FAIL $tool: want a tool error saying $want: $out"; fails=$((fails+1))
+  fi
+}
 call 17201 'r["created"] and r["bytes_written"]==12' sandbox_write_file path=src/hello.py 'content=print("hi")
 '
 call 17201 'r["content"]=="print(\"hi\")\n" and r["total_lines"]==1' sandbox_read_file path=src/hello.py
@@ -43,6 +56,13 @@ call 17201 'r["replacements"]==1 and "+print(\"hello\")" in r["diff"]' sandbox_e
 call 17201 'any(e["path"]=="src/hello.py" for e in r["entries"])' sandbox_list_files path=. depth=3
 call 17201 'r["matches"][0]["line"]==1' sandbox_search_files pattern=hello include=*.py
 call 17202 'r["exit_code"]==0 and r["stdout"]=="hello\n"' sandbox_run_command 'command=python3 src/hello.py'
+# Processes belong to the session that started them, and each Inspector CLI call is a session of its own: a start
+# answers, the next call's session lists none and finds no process of another session to read, write or stop.
+call 17202 'r["process_id"]=="p1" and r["started_at"]' sandbox_start_process 'command=sleep 30'
+call 17202 'r["processes"]==[]' sandbox_list_processes
+refused 17202 'no process "p1" in this session' sandbox_read_process_output process_id=p1
+refused 17202 'no process "p1" in this session' sandbox_write_process_input process_id=p1 data=x
+refused 17202 'no process "p1" in this session' sandbox_stop_process process_id=p1
 call 17201 'r["destination"]=="lib/hello.py"' sandbox_move_path source=src/hello.py destination=lib/hello.py
 call 17201 'r["deleted"]' sandbox_delete_path path=lib recursive=true
 if [ "$fails" != 0 ]; then echo "inspector: $fails tool calls failed"; exit 1; fi

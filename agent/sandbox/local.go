@@ -63,6 +63,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
+	l.closers = append(l.closers, func() error { exec.Close(); return nil }) // its processes, before the backend
 	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
 	fs, err := mcpserve.Start(files.Server(), cfg, files.Health, opts.Logger)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
@@ -99,8 +100,14 @@ func TestGoldenToolsList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Tools) != 1 || res.Tools[0].Name != protocol.ToolRunCommand {
-			t.Errorf("tools: want only %s, got %d", protocol.ToolRunCommand, len(res.Tools))
+		want := []string{protocol.ToolListProcesses, protocol.ToolReadProcessOutput, protocol.ToolRunCommand, protocol.ToolStartProcess,
+			protocol.ToolStopProcess, protocol.ToolWriteProcessInput}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("tools: %v, want %v", names, want)
 		}
 		for _, tool := range res.Tools {
 			files = append(files, mcptest.TxtarFile{Name: tool.Name + ".json", Data: mcptest.IndentJSON(t, tool)})

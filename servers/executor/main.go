@@ -27,13 +27,15 @@ const envPrefix = "GOALBOX_EXEC_"
 
 // options are the executor's own settings, besides mcpserve.Config.
 type options struct {
-	Backend        string        `env:"BACKEND" flag:"backend" usage:"where commands run: local or docker"`
-	AdvertisedRoot string        `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace, as given to the filesystem server"`
-	Image          string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in"`
-	TimeoutDefault time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
-	TimeoutMax     time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
-	OutputCap      int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
-	MaxConcurrent  int           `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
+	Backend         string        `env:"BACKEND" flag:"backend" usage:"where commands run: local or docker"`
+	AdvertisedRoot  string        `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace, as given to the filesystem server"`
+	Image           string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in"`
+	TimeoutDefault  time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
+	TimeoutMax      time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
+	OutputCap       int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
+	MaxConcurrent   int           `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
+	MaxProcesses    int           `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
+	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
 	// Allow and Deny are RE2 patterns; in the environment one per line (patterns may hold commas).
 	Allow         []string `env:"ALLOW" envSeparator:"\n" flag:"allow" flagList:"repeat" usage:"RE2 pattern a command must match to run; repeatable (in the environment one per line)"`
 	Deny          []string `env:"DENY" envSeparator:"\n" flag:"deny" flagList:"repeat" usage:"RE2 pattern that refuses a command; repeatable, wins over -allow (in the environment one per line)"`
@@ -90,6 +92,7 @@ func serve(args []string) error {
 	if err != nil {
 		return mcpserve.ConfigError(err)
 	}
+	defer ex.Close() // its processes, before the backend
 	logger.Info("executor ready", "version", mcpserve.Version(), "workspace", g.Dir(), "backend", backend.Name(), "policy", opts.policy.Describe())
 	return mcpserve.Run(ctx, ex.Server(), execserver.Name, cfg, ex.Health, logger)
 }
@@ -131,10 +134,12 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 // newExecutor is the tool server over backend.
 func newExecutor(s settings, backend execserver.Backend, g *pathguard.Guard, logger *slog.Logger) (*execserver.Executor, error) {
 	return execserver.New(execserver.Config{
-		DefaultTimeout: s.TimeoutDefault,
-		MaxTimeout:     s.TimeoutMax,
-		OutputCap:      s.OutputCap,
-		Policy:         s.policy,
-		MaxConcurrent:  s.MaxConcurrent,
+		DefaultTimeout:  s.TimeoutDefault,
+		MaxTimeout:      s.TimeoutMax,
+		OutputCap:       s.OutputCap,
+		Policy:          s.policy,
+		MaxConcurrent:   s.MaxConcurrent,
+		MaxProcesses:    s.MaxProcesses,
+		ProcessLifetime: s.ProcessLifetime,
 	}, backend, g, logger)
 }

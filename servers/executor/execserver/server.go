@@ -43,8 +43,15 @@ type Config struct {
 	// Policy, when set, refuses commands before they run.
 	Policy *Policy
 	// MaxConcurrent is how many commands may run at once; a call past it waits for a free slot, within its own
-	// timeout. 0 means DefaultMaxConcurrent.
+	// timeout. 0 means DefaultMaxConcurrent. Processes do not count: they have caps of their own.
 	MaxConcurrent int
+	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
+	MaxProcesses int
+	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
+	ProcessLifetime time.Duration
+	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
+	// counted); 0 means DefaultProcessBuffer.
+	ProcessBuffer int
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -64,6 +71,15 @@ func (c *Config) fill() error {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if c.MaxProcesses == 0 {
+		c.MaxProcesses = DefaultMaxProcesses
+	}
+	if c.ProcessLifetime == 0 {
+		c.ProcessLifetime = DefaultProcessLifetime
+	}
+	if c.ProcessBuffer == 0 {
+		c.ProcessBuffer = DefaultProcessBuffer
+	}
 	switch {
 	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
 		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)
@@ -71,6 +87,12 @@ func (c *Config) fill() error {
 		return fmt.Errorf("maximum timeout %v: must be a whole number of seconds, at least the default timeout %v", c.MaxTimeout, c.DefaultTimeout)
 	case c.MaxConcurrent < 1:
 		return fmt.Errorf("max concurrent commands %d: must be at least 1", c.MaxConcurrent)
+	case c.MaxProcesses < 1:
+		return fmt.Errorf("max processes per session %d: must be at least 1", c.MaxProcesses)
+	case c.ProcessLifetime < time.Second:
+		return fmt.Errorf("process lifetime %v: must be at least 1s", c.ProcessLifetime)
+	case c.ProcessBuffer < 4<<10 || c.ProcessBuffer > 64<<20:
+		return fmt.Errorf("process buffer %d bytes: must be between 4 KiB and 64 MiB", c.ProcessBuffer)
 	case c.OutputCap < minOutputCap || c.OutputCap > MaxOutputCap:
 		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
 	}
@@ -85,6 +107,7 @@ type Executor struct {
 	logger  *slog.Logger
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
+	procs   *processTable
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -95,7 +118,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent)}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable()}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail).",
@@ -111,6 +134,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
 		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
 	}, e.runCommand)
+	e.addProcessTools()
 	return e, nil
 }
 

@@ -248,25 +248,26 @@ func reap(shPid int, exited chan<- syscall.WaitStatus) {
 func killDescendants(shPid int) {
 	_ = syscall.Kill(-shPid, syscall.SIGKILL)
 	self := os.Getpid()
-	// Killed processes may take a while to die on a busy machine, and their children show up here only then, so
-	// the loop is bounded by time, not by rounds.
-	for deadline := time.Now().Add(initKillGrace); time.Now().Before(deadline); {
-		kids := childrenOf(self)
-		if len(kids) == 0 {
-			if !hasZombieChildren(self) {
-				return
-			}
-			// A child that died but is not reaped yet may still have children of its own, which are reparented
-			// to the init only once it is gone: wait for the reap, then look again.
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		for _, k := range kids {
+	// Killed processes may take a while to die on a busy machine, and their children show up here only then
+	// (reparented to the init, the subreaper, as their parents exit), so the loop is bounded by time, not by rounds,
+	// and ends only when the init has no child in any state: not alive, not exiting, not a zombie. (Looking for
+	// live and zombie children alone missed a child in the middle of its exit, whose own children were then
+	// reparented to the host's init once this one had gone: found by TestMainServerCrashKillsCommands under load.)
+	for deadline := time.Now().Add(initKillGrace); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, k := range childrenOf(self) {
 			_ = syscall.Kill(k, syscall.SIGKILL)
 		}
-		// The reap goroutine collects the dead; orphans deeper down are reparented to the init as they die.
-		time.Sleep(time.Millisecond)
+		if !hasChildren() {
+			return
+		}
 	}
+}
+
+// hasChildren reports whether the calling process has a child in any state (the reap goroutine collects them).
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != syscall.ECHILD
 }
 
 // childrenOf lists the live children of process pid, from /proc/<pid>/task/<tid>/children (orphans are
@@ -290,24 +291,6 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return kids
-}
-
-// hasZombieChildren reports whether pid has dead children not reaped yet.
-func hasZombieChildren(pid int) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, state, ok := statFields(p); ok && ppid == pid && state == "Z" {
-			return true
-		}
-	}
-	return false
 }
 
 func isZombie(pid int) bool {

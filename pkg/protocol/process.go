@@ -1,0 +1,91 @@
+package protocol
+
+// The executor's long-running processes: a dev server, a watcher, a REPL. A process runs under exactly the
+// confinement of sandbox_run_command, belongs to the MCP session that started it, and shares a loopback with the
+// executor's later commands.
+const (
+	ToolStartProcess      = "sandbox_start_process"
+	ToolReadProcessOutput = "sandbox_read_process_output"
+	ToolWriteProcessInput = "sandbox_write_process_input"
+	ToolStopProcess       = "sandbox_stop_process"
+	ToolListProcesses     = "sandbox_list_processes"
+)
+
+// StartProcessInput is a shell command to start in the background.
+type StartProcessInput struct {
+	Command string `json:"command" jsonschema:"shell command, run by sh -c"`
+	Cwd     string `json:"cwd,omitempty" jsonschema:"folder to run in, relative to the workspace; default ."`
+	Stdin   string `json:"stdin,omitempty" jsonschema:"open: the process's stdin stays open for sandbox_write_process_input; closed (default): it sees EOF at once"`
+}
+
+// StartProcessOutput names the started process.
+type StartProcessOutput struct {
+	ProcessID string `json:"process_id"`
+	StartedAt string `json:"started_at"` // RFC 3339, UTC
+}
+
+// ReadProcessOutputInput asks for what a process printed since the given byte offsets.
+type ReadProcessOutputInput struct {
+	ProcessID    string `json:"process_id"`
+	StdoutOffset int64  `json:"stdout_offset,omitempty" jsonschema:"byte offset in stdout to read from, counted from the process's start; default 0"`
+	StderrOffset int64  `json:"stderr_offset,omitempty" jsonschema:"byte offset in stderr to read from; default 0"`
+	WaitSeconds  int    `json:"wait_seconds,omitempty" jsonschema:"wait up to this many seconds (at most 30) for new output or the exit; default 0, answer at once"`
+}
+
+// ReadProcessOutputOutput is the output since the offsets asked for. The next offsets are where to read on from;
+// a dropped count says how many bytes after the asked offset the process's buffer no longer held.
+type ReadProcessOutputOutput struct {
+	ProcessID     string `json:"process_id"`
+	Running       bool   `json:"running"`
+	ExitCode      *int   `json:"exit_code"` // null while running; -1 when killed
+	Stdout        string `json:"stdout"`
+	Stderr        string `json:"stderr"`
+	StdoutOffset  int64  `json:"stdout_offset"`
+	StderrOffset  int64  `json:"stderr_offset"`
+	StdoutDropped int64  `json:"stdout_dropped"`
+	StderrDropped int64  `json:"stderr_dropped"`
+	DurationMs    int64  `json:"duration_ms"`
+}
+
+// WriteProcessInputInput is data for a process's open stdin.
+type WriteProcessInputInput struct {
+	ProcessID string `json:"process_id"`
+	Data      string `json:"data" jsonschema:"text to write to the process's stdin"`
+	Close     bool   `json:"close,omitempty" jsonschema:"close the process's stdin after the data (it sees EOF)"`
+}
+
+// WriteProcessInputOutput says how much was written.
+type WriteProcessInputOutput struct {
+	BytesWritten int `json:"bytes_written"`
+}
+
+// StopProcessInput stops a process: SIGTERM to its whole tree, SIGKILL after the grace.
+type StopProcessInput struct {
+	ProcessID    string `json:"process_id"`
+	GraceSeconds *int   `json:"grace_seconds,omitempty" jsonschema:"seconds between SIGTERM and SIGKILL (0 to 60); default 5"`
+}
+
+// StopProcessOutput is how the process ended; Killed says SIGKILL was needed (or it had been killed already).
+type StopProcessOutput struct {
+	ProcessID string `json:"process_id"`
+	ExitCode  int    `json:"exit_code"`
+	Killed    bool   `json:"killed"`
+}
+
+// ListProcessesInput takes nothing.
+type ListProcessesInput struct{}
+
+// ListProcessesOutput is the session's processes, running and ended.
+type ListProcessesOutput struct {
+	Processes []ProcessInfo `json:"processes"`
+}
+
+// ProcessInfo is one process of a session.
+type ProcessInfo struct {
+	ProcessID  string `json:"process_id"`
+	Command    string `json:"command"`
+	Running    bool   `json:"running"`
+	ExitCode   *int   `json:"exit_code"`
+	StartedAt  string `json:"started_at"`
+	DurationMs int64  `json:"duration_ms"`
+}

@@ -1,0 +1,162 @@
+package execserver
+
+// The process tools: sandbox_start_process, sandbox_read_process_output, sandbox_write_process_input,
+// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func (e *Executor) addProcessTools() {
+	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
+		Name: protocol.ToolStartProcess,
+		Description: fmt.Sprintf("Start a shell command (sh -c) in the background, for a dev server, a watcher or a REPL: it runs confined exactly as "+
+			"%s does and shares the sandbox's loopback with later commands (a server started here answers curl 127.0.0.1:PORT from %s). "+
+			"Read its output with %s, write to its stdin (stdin: \"open\") with %s, stop it with %s. It belongs to this session: it is killed "+
+			"when the session ends, and after %v at the latest. At most %d run at once per session.",
+			protocol.ToolRunCommand, protocol.ToolRunCommand, protocol.ToolReadProcessOutput, protocol.ToolWriteProcessInput, protocol.ToolStopProcess,
+			e.cfg.ProcessLifetime, e.cfg.MaxProcesses),
+		Annotations: mcpserve.Annotations("Start a background process", false, true, false),
+	}, e.startProcessTool)
+	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
+		Name: protocol.ToolReadProcessOutput,
+		Description: fmt.Sprintf("What a process printed since the given byte offsets (counted from its start), at most %d bytes of each stream "+
+			"per call: read on from the offsets returned. wait_seconds (at most %d) waits for new output or the exit. Each stream keeps its last "+
+			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.",
+			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer),
+		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
+	}, e.readProcessTool)
+	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
+		Name:        protocol.ToolWriteProcessInput,
+		Description: "Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process sees EOF).",
+		Annotations: mcpserve.Annotations("Write to a process's stdin", false, false, false),
+	}, e.writeProcessTool)
+	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
+		Name: protocol.ToolStopProcess,
+		Description: fmt.Sprintf("Stop a process: SIGTERM to every process of its tree, then SIGKILL after grace_seconds (default %d, at most %d). "+
+			"Returns its exit code; killed says SIGKILL was needed.", int(defaultStopGrace.Seconds()), int(maxStopGrace.Seconds())),
+		Annotations: mcpserve.Annotations("Stop a process", false, true, true),
+	}, e.stopProcessTool)
+	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
+		Name:        protocol.ToolListProcesses,
+		Description: "This session's processes, running and ended, oldest first.",
+		Annotations: mcpserve.Annotations("List processes", true, false, true),
+	}, e.listProcessesTool)
+}
+
+func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.StartProcessInput) (protocol.StartProcessOutput, error) {
+	var out protocol.StartProcessOutput
+	if in.Stdin != "" && in.Stdin != "open" && in.Stdin != "closed" {
+		return out, fmt.Errorf("stdin %q: give \"open\" (write to it with %s) or \"closed\" (the default: the process sees EOF at once)",
+			in.Stdin, protocol.ToolWriteProcessInput)
+	}
+	r, err := e.check(protocol.RunCommandInput{Command: in.Command, Cwd: in.Cwd})
+	if err != nil {
+		return out, err
+	}
+	p, err := e.startProcess(req.Session, r, in.Stdin == "open")
+	if err != nil {
+		return out, err
+	}
+	e.logger.Info("process started", "process", p.id, "command", clipForLog(in.Command))
+	return protocol.StartProcessOutput{ProcessID: p.id, StartedAt: p.started.UTC().Format(time.RFC3339Nano)}, nil
+}
+
+func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ReadProcessOutputInput) (protocol.ReadProcessOutputOutput, error) {
+	var out protocol.ReadProcessOutputOutput
+	wait := time.Duration(in.WaitSeconds) * time.Second
+	switch {
+	case in.WaitSeconds < 0 || wait > maxProcessWait:
+		return out, fmt.Errorf("wait_seconds %d is out of range: give 0 to %d", in.WaitSeconds, int(maxProcessWait.Seconds()))
+	case in.StdoutOffset < 0 || in.StderrOffset < 0:
+		return out, fmt.Errorf("offsets count bytes from the process's start: give 0 or more (the offsets a read returned)")
+	}
+	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	if err != nil {
+		return out, err
+	}
+	if wait > 0 && p.running() && p.stdout.length() <= in.StdoutOffset && p.stderr.length() <= in.StderrOffset {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-p.stdout.wait():
+		case <-p.stderr.wait():
+		case <-p.done:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	out.ProcessID, out.Running, out.ExitCode = p.id, p.running(), p.exitCode()
+	stdout, next, dropped := p.stdout.readFrom(in.StdoutOffset, maxProcessReadBytes)
+	out.Stdout, out.StdoutOffset, out.StdoutDropped = string(stdout), next, dropped
+	stderr, next, dropped := p.stderr.readFrom(in.StderrOffset, maxProcessReadBytes)
+	out.Stderr, out.StderrOffset, out.StderrDropped = string(stderr), next, dropped
+	out.DurationMs = p.duration().Milliseconds()
+	return out, nil
+}
+
+func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
+	var out protocol.WriteProcessInputOutput
+	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	if err != nil {
+		return out, err
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return out, fmt.Errorf("the stdin of process %s is closed: only a process started with stdin: \"open\" takes input, until it is closed", p.id)
+	}
+	n, err := io.WriteString(p.stdin, in.Data)
+	out.BytesWritten = n
+	if err != nil {
+		return out, fmt.Errorf("wrote %d of %d bytes to process %s: %v", n, len(in.Data), p.id, err)
+	}
+	if in.Close {
+		p.stdin.Close()
+		p.stdin = nil
+	}
+	return out, nil
+}
+
+func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.StopProcessInput) (protocol.StopProcessOutput, error) {
+	var out protocol.StopProcessOutput
+	grace := defaultStopGrace
+	if in.GraceSeconds != nil {
+		grace = time.Duration(*in.GraceSeconds) * time.Second
+		if *in.GraceSeconds < 0 || grace > maxStopGrace {
+			return out, fmt.Errorf("grace_seconds %d is out of range: give 0 to %d, or leave it out for %d", *in.GraceSeconds,
+				int(maxStopGrace.Seconds()), int(defaultStopGrace.Seconds()))
+		}
+	}
+	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	if err != nil {
+		return out, err
+	}
+	killed := p.stop(grace)
+	e.logger.Info("process stopped", "process", p.id, "exit_code", p.result.ExitCode, "killed", killed)
+	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed}, nil
+}
+
+func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {
+	out := protocol.ListProcessesOutput{Processes: []protocol.ProcessInfo{}}
+	for _, p := range e.listProcesses(req.Session) {
+		out.Processes = append(out.Processes, protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(),
+			ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()})
+	}
+	return out, nil
+}
+
+// clipForLog keeps a log line short.
+func clipForLog(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
