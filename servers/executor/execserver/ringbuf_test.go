@@ -39,4 +39,3 @@ func TestRingBuffer(t *testing.T) {
 		}
 	}
 }
-
