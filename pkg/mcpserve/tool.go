@@ -32,7 +32,7 @@ type ToolHandler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest
 // AddTool registers a tool on srv, the one way both goalbox servers register theirs. Like mcp.AddTool it infers
 // the input and output schemas from In and Out (t.InputSchema or t.OutputSchema, when set, is used instead), applies the
 // input schema's defaults to the arguments, validates them with the same messages, returns an error as a tool error
-// and a success as structuredContent plus the same JSON as text. Unlike it:
+// and a success as structuredContent plus the same JSON as text (then any MoreContent of the output). Unlike it:
 //
 //   - a panic in h costs that one call, which gets a tool error, not the server: the SDK does not recover panics,
 //     and one would end the process and every session in it. The panic and its stack go to logger.
@@ -97,7 +97,18 @@ func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, 
 		return nil, fmt.Errorf("marshaling the result of %s: %w", tool, err)
 	}
 	// structuredContent is the Go value itself: encoded with the response, it comes out as the same JSON as text.
-	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
+	content := []mcp.Content{&mcp.TextContent{Text: string(text)}}
+	if more, ok := any(out).(MoreContent); ok {
+		content = append(content, more.MoreContent()...)
+	}
+	return &mcp.CallToolResult{StructuredContent: out, Content: content}, nil
+}
+
+// MoreContent is implemented by a tool's output that carries content its JSON cannot: the image a file read
+// returns, say. Its items follow the JSON text in the result's content (so the first item is always that text,
+// for clients that show only text), and are not part of structuredContent.
+type MoreContent interface {
+	MoreContent() []mcp.Content
 }
 
 // inputSchema is the tool's own input schema when it gives one (where defaults are declared), else the one inferred

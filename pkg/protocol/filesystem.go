@@ -20,11 +20,22 @@ const (
 	ToolMovePath    = "sandbox_move_path"
 )
 
-// ReadFileInput asks for a slice of a text file's lines.
+// Encodings of a file's content in sandbox_read_file and sandbox_write_file.
+const (
+	// EncodingText is the default: a read returns a text file's lines (or an image as image content), a write
+	// stores content as it is.
+	EncodingText = "text"
+	// EncodingBase64 moves any file byte for byte: a read returns the whole file base64-encoded (standard
+	// alphabet, padded), a write decodes content before storing it.
+	EncodingBase64 = "base64"
+)
+
+// ReadFileInput asks for a slice of a text file's lines, an image, or (Encoding base64) a whole file's bytes.
 type ReadFileInput struct {
-	Path   string `json:"path" jsonschema:"file to read, relative to the workspace"`
-	Offset int    `json:"offset,omitempty" jsonschema:"first line to return, 1-based; default 1"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most lines to return; default and maximum are set by the server"`
+	Path     string `json:"path" jsonschema:"file to read, relative to the workspace"`
+	Offset   int    `json:"offset,omitempty" jsonschema:"first line to return, 1-based; default 1 (text reads only)"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"most lines to return; default and maximum are set by the server (text reads only)"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text (default): a text file's lines, or a PNG, JPEG, GIF or WebP image as image content; base64: the whole file's bytes, base64-encoded, for any file"`
 }
 
 // ReadFileOutput is the slice that was read. EndLine is inclusive; TotalLines does not count an empty line after a
@@ -38,13 +49,35 @@ type ReadFileOutput struct {
 	Truncated  bool   `json:"truncated"`
 }
 
+// ReadFileImageOutput is the structured result of reading an image (PNG, JPEG, GIF or WebP, known by its content,
+// not its name): the image itself comes as an MCP image content item, after the text content that holds this JSON.
+// Size is the file's size in bytes; Width and Height are the image's pixels, as its header declares them.
+type ReadFileImageOutput struct {
+	Path     string `json:"path"`
+	MimeType string `json:"mime_type" jsonschema:"image/png, image/jpeg, image/gif or image/webp"`
+	Size     int64  `json:"size"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+}
+
+// ReadFileBase64Output is the result of a read with Encoding base64: the whole file, byte for byte, in Content
+// (standard base64 alphabet, padded). Size is the number of bytes decoded from Content.
+type ReadFileBase64Output struct {
+	Path     string `json:"path"`
+	Encoding string `json:"encoding" jsonschema:"always base64"`
+	Content  string `json:"content"`
+	Size     int64  `json:"size"`
+}
+
 // WriteFileInput replaces (or creates) a whole file.
 type WriteFileInput struct {
-	Path    string `json:"path" jsonschema:"file to write, relative to the workspace; missing parent folders are made"`
-	Content string `json:"content" jsonschema:"the whole new content of the file"`
+	Path     string `json:"path" jsonschema:"file to write, relative to the workspace; missing parent folders are made"`
+	Content  string `json:"content" jsonschema:"the whole new content of the file"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text (default): content is stored as it is; base64: content is base64 (standard alphabet A-Z a-z 0-9 + /, = padding optional, line breaks ignored) and its decoded bytes are stored"`
 }
 
 // WriteFileOutput reports a write, which is atomic: readers see the old file or the new one, never a mix.
+// BytesWritten counts the bytes stored (after base64 decoding).
 type WriteFileOutput struct {
 	Path         string `json:"path"`
 	BytesWritten int    `json:"bytes_written"`

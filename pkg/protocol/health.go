@@ -20,6 +20,7 @@ type FilesystemLimits struct {
 	MaxWriteBytes       int64 `json:"max_write_bytes"`
 	MaxReadLines        int   `json:"max_read_lines"`
 	MaxReadContentBytes int   `json:"max_read_content_bytes"`
+	MaxBinaryReadBytes  int64 `json:"max_binary_read_bytes"`
 	MaxListEntries      int   `json:"max_list_entries"`
 	MaxListDepth        int   `json:"max_list_depth"`
 	MaxSearchResults    int   `json:"max_search_results"`

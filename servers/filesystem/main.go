@@ -25,15 +25,16 @@ const envPrefix = "GOALBOX_FS_"
 
 // limits are this server's own settings, beyond the shared mcpserve.Config.
 type limits struct {
-	AdvertisedRoot   string `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace"`
-	MaxReadBytes     int64  `env:"MAX_READ_BYTES" flag:"max-read-bytes" usage:"largest file edited or searched, in bytes"`
-	MaxWriteBytes    int64  `env:"MAX_WRITE_BYTES" flag:"max-write-bytes" usage:"largest file written, in bytes"`
-	MaxReadLines     int    `env:"MAX_READ_LINES" flag:"max-read-lines" usage:"default and maximum lines per read"`
-	MaxContentBytes  int    `env:"MAX_CONTENT_BYTES" flag:"max-content-bytes" usage:"most content bytes one read returns"`
-	MaxListEntries   int    `env:"MAX_LIST_ENTRIES" flag:"max-list-entries" usage:"most entries one listing returns"`
-	MaxSearchResults int    `env:"MAX_SEARCH_RESULTS" flag:"max-search-results" usage:"most matches one search returns"`
-	MaxTreeDepth     int    `env:"MAX_TREE_DEPTH" flag:"max-tree-depth" usage:"most folder levels one list, search or move check goes down"`
-	MaxTreeEntries   int    `env:"MAX_TREE_ENTRIES" flag:"max-tree-entries" usage:"most entries one list, search or move check reads"`
+	AdvertisedRoot     string `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace"`
+	MaxReadBytes       int64  `env:"MAX_READ_BYTES" flag:"max-read-bytes" usage:"largest file edited or searched, in bytes"`
+	MaxWriteBytes      int64  `env:"MAX_WRITE_BYTES" flag:"max-write-bytes" usage:"largest file written, in bytes"`
+	MaxReadLines       int    `env:"MAX_READ_LINES" flag:"max-read-lines" usage:"default and maximum lines per read"`
+	MaxContentBytes    int    `env:"MAX_CONTENT_BYTES" flag:"max-content-bytes" usage:"most content bytes one read returns"`
+	MaxBinaryReadBytes int64  `env:"MAX_BINARY_READ_BYTES" flag:"max-binary-read-bytes" usage:"largest file one read returns whole, as an image or base64, in bytes"`
+	MaxListEntries     int    `env:"MAX_LIST_ENTRIES" flag:"max-list-entries" usage:"most entries one listing returns"`
+	MaxSearchResults   int    `env:"MAX_SEARCH_RESULTS" flag:"max-search-results" usage:"most matches one search returns"`
+	MaxTreeDepth       int    `env:"MAX_TREE_DEPTH" flag:"max-tree-depth" usage:"most folder levels one list, search or move check goes down"`
+	MaxTreeEntries     int    `env:"MAX_TREE_ENTRIES" flag:"max-tree-entries" usage:"most entries one list, search or move check reads"`
 	// MaxWorkspaceBytes is the disk cap, counted as du counts; 0 or -1 is none.
 	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none"`
 }
@@ -74,7 +75,7 @@ func run(args []string) error {
 		return mcpserve.ConfigError(err)
 	}
 	defer g.Close()
-	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes,
+	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes, MaxBinaryReadBytes: lim.MaxBinaryReadBytes,
 		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
 	files := fsserver.New(g, opts)
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
@@ -87,7 +88,8 @@ func configure(args []string) (mcpserve.Config, limits, error) {
 	lim := limits{
 		AdvertisedRoot: protocol.DefaultRoot, MaxReadBytes: pathguard.DefaultMaxReadBytes, MaxWriteBytes: pathguard.DefaultMaxWriteBytes,
 		MaxReadLines: fsserver.DefaultMaxReadLines, MaxContentBytes: fsserver.DefaultMaxReadContentBytes,
-		MaxListEntries: fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
+		MaxBinaryReadBytes: fsserver.DefaultMaxBinaryReadBytes,
+		MaxListEntries:     fsserver.DefaultMaxListEntries, MaxSearchResults: fsserver.DefaultMaxSearchResults,
 		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
 		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
 	}

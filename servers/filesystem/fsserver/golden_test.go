@@ -15,6 +15,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from what the server does now")
 
+// tinyPNG is a 2x1 PNG (a red and a blue pixel), base64-encoded.
+const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAE0lEQVR4nGL6z8DAwPAfEAAA//8HDgIB5wu+FwAAAABJRU5ErkJggg=="
+
 const regenerate = "go test ./fsserver -run TestGolden -update"
 
 // TestGoldenToolsList pins what clients discover: every tool's name, title, description, input and output
@@ -88,6 +91,15 @@ func TestGoldenCalls(t *testing.T) {
 		{protocol.ToolDeletePath, map[string]any{"path": "lib", "recursive": true}},
 		{protocol.ToolDeletePath, map[string]any{"path": "lib"}},
 		{"sandbox_no_such_tool", map[string]any{}},
+		// Binary files: a 2x1 PNG written from base64, read back as an image and as base64; bad encodings.
+		{protocol.ToolWriteFile, map[string]any{"path": "plot.png", "encoding": "base64", "content": tinyPNG}},
+		{protocol.ToolReadFile, map[string]any{"path": "plot.png"}},
+		{protocol.ToolReadFile, map[string]any{"path": "plot.png", "encoding": "base64"}},
+		{protocol.ToolReadFile, map[string]any{"path": "plot.png", "encoding": "base64", "offset": 2}},
+		{protocol.ToolReadFile, map[string]any{"path": "plot.png", "encoding": "hex"}},
+		{protocol.ToolWriteFile, map[string]any{"path": "blob.bin", "encoding": "base64", "content": "AAEC/w"}},
+		{protocol.ToolReadFile, map[string]any{"path": "blob.bin"}},
+		{protocol.ToolWriteFile, map[string]any{"path": "blob.bin", "encoding": "base64", "content": "AAEC-_8="}},
 	}
 	var first []byte
 	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {

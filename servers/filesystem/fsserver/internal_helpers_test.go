@@ -1,6 +1,8 @@
 package fsserver
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -21,4 +23,17 @@ func writeFile(dir, name, content string) error {
 
 func readInput(path string, offset, limit int) protocol.ReadFileInput {
 	return protocol.ReadFileInput{Path: path, Offset: offset, Limit: limit}
+}
+
+// readText calls the read tool's handler for a text read and returns its text result.
+func readText(s *server, in protocol.ReadFileInput) (readOutput, error) {
+	out, err := s.read(context.Background(), in)
+	if err != nil {
+		return readOutput{}, err
+	}
+	text, ok := out.(readOutput)
+	if !ok {
+		return readOutput{}, fmt.Errorf("a text read returned a %T", out)
+	}
+	return text, nil
 }

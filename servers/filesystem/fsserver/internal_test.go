@@ -211,7 +211,7 @@ func FuzzRead(f *testing.F) {
 		if err := writeFile(dir, "f.txt", content); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.read(context.Background(), readInput("f.txt", offset, limit))
+		got, err := readText(s, readInput("f.txt", offset, limit))
 
 		lines := splitLines(content)
 		o, l := max(offset, 1), limit

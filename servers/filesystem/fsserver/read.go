@@ -19,14 +19,19 @@ func readTool(o Options) *mcp.Tool {
 	return &mcp.Tool{
 		Name:  protocol.ToolReadFile,
 		Title: "Read file",
-		Description: fmt.Sprintf("Read a UTF-8 text file from the workspace, a range of lines at a time. "+
+		Description: fmt.Sprintf("Read a file from the workspace: a UTF-8 text file a range of lines at a time, an image whole, or any file's bytes as base64. "+
 			"offset is the first line (1-based, default 1), limit the number of lines (default and maximum %d). "+
 			"At most %s of content is returned per call (a single longer line comes back cut, and note says so); truncated=true means "+
 			"more lines follow end_line (read again with offset=end_line+1). total_lines is the file's line count. content is the file's exact "+
 			"text (no line numbers added), so it can be copied into sandbox_edit_file's old_text. "+
-			"Binary files (a NUL byte, or invalid UTF-8) are refused, as are folders and special files.",
-			o.MaxReadLines, sizeText(int64(o.MaxReadContentBytes))),
-		Annotations: annRead("Read file"),
+			"A PNG, JPEG, GIF or WebP file (known by its content, not its name) comes back as image content, described by path, mime_type, size, width and height. "+
+			"encoding=\"base64\" returns any file's whole content base64-encoded in content, with its size in bytes (offset and limit do not apply). "+
+			"Images and base64 reads return whole files of at most %s. "+
+			"Other binary files (a NUL byte, or invalid UTF-8) are refused unless encoding is base64; folders and special files are always refused.",
+			o.MaxReadLines, sizeText(int64(o.MaxReadContentBytes)), sizeText(o.MaxBinaryReadBytes)),
+		InputSchema:  encodingInputSchema[protocol.ReadFileInput](),
+		OutputSchema: readOutputSchema,
+		Annotations:  annRead("Read file"),
 	}
 }
 
@@ -40,26 +45,66 @@ type readOutput struct {
 	Note string `json:"note,omitempty" jsonschema:"present only when a line longer than the content cap was cut: what was left out"`
 }
 
-func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (readOutput, error) {
+// imageRead is the result of reading an image: its description, as structured content and as text, and then the
+// image itself as an image content item, which is where an image-capable model sees it.
+type imageRead struct {
+	protocol.ReadFileImageOutput
+	data []byte
+}
+
+func (i imageRead) MoreContent() []mcp.Content {
+	return []mcp.Content{&mcp.ImageContent{Data: i.data, MIMEType: i.MimeType}}
+}
+
+// read is sandbox_read_file. It returns a text file's lines (readOutput), an image (imageRead), or, with encoding
+// base64, any file's bytes (protocol.ReadFileBase64Output).
+func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (any, error) {
+	asBase64, err := binaryEncoding(in.Encoding)
+	if err != nil {
+		return nil, err
+	}
 	offset, limit, err := s.readRange(in)
 	if err != nil {
-		return readOutput{}, err
+		return nil, err
+	}
+	if asBase64 && (in.Offset != 0 || in.Limit != 0) {
+		return nil, fmt.Errorf("offset and limit count the lines of a text read; a base64 read returns the whole file (at most %s): leave them out",
+			sizeText(s.opts.MaxBinaryReadBytes))
 	}
 	rel, f, fi, err := s.g.OpenFile(in.Path)
 	if pathguard.IsReason(err, pathguard.ReasonIsDir) {
-		return readOutput{}, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
+		return nil, fmt.Errorf("%w; to see a folder's contents use sandbox_list_files", err)
 	}
 	if err != nil {
-		return readOutput{}, err
+		return nil, err
 	}
 	defer f.Close()
+	if asBase64 {
+		return s.readBase64(f, rel, fi.Size())
+	}
 
 	r := readBufPool.Get().(*bufio.Reader)
 	r.Reset(f)
 	defer func() { r.Reset(nil); readBufPool.Put(r) }()
-	if err := refuseBinaryHead(r, rel, fi.Size()); err != nil {
-		return readOutput{}, err
+	head, full, err := peekHead(r, rel)
+	if err != nil {
+		return nil, err
 	}
+	if mimeType := sniffImage(head); mimeType != "" {
+		return s.readImage(r, rel, fi.Size(), mimeType)
+	}
+	if why := binaryReason(head, full); why != "" {
+		return nil, fmt.Errorf("read %q: refused, %d bytes, binary (%s): a text read returns only text; %s",
+			rel, fi.Size(), why, readAsBase64)
+	}
+	return s.readText(ctx, r, rel, fi.Size(), offset, limit)
+}
+
+// readAsBase64 is what a refused binary read can do instead.
+const readAsBase64 = `read it with encoding "base64" to get its bytes`
+
+// readText reads limit lines of the text file r from line offset on.
+func (s *server) readText(ctx context.Context, r *bufio.Reader, rel string, size int64, offset, limit int) (readOutput, error) {
 	l, err := s.readLines(ctx, r, rel, offset, limit)
 	if err != nil {
 		return readOutput{}, err
@@ -68,8 +113,8 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (readOutpu
 		return readOutput{}, fmt.Errorf("read %q: offset %d is past the end: the file has %d lines", rel, offset, l.total)
 	}
 	if why := binaryReason(l.content.Bytes(), !l.cut); why != "" {
-		return readOutput{}, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): only text files can be read",
-			rel, fi.Size(), offset, l.end, why)
+		return readOutput{}, fmt.Errorf("read %q: refused, %d bytes: lines %d-%d are not text (%s): a text read returns only text; %s",
+			rel, size, offset, l.end, why, readAsBase64)
 	}
 	return readOutput{ReadFileOutput: protocol.ReadFileOutput{Path: rel, Content: l.content.String(), StartLine: offset,
 		EndLine: l.end, TotalLines: l.total, Truncated: l.cut || l.end < l.total}, Note: l.note}, nil
@@ -91,16 +136,14 @@ func (s *server) readRange(in protocol.ReadFileInput) (offset, limit int, err er
 	return offset, limit, nil
 }
 
-// refuseBinaryHead refuses a binary file by its head, before any line is read.
-func refuseBinaryHead(r *bufio.Reader, rel string, size int64) error {
-	head, err := r.Peek(sniffLen)
+// peekHead returns the first sniffLen bytes of the file r reads, without consuming them; full says they are the
+// whole file.
+func peekHead(r *bufio.Reader, rel string) (head []byte, full bool, err error) {
+	head, err = r.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return readError(rel, err)
+		return nil, false, readError(rel, err)
 	}
-	if why := binaryReason(head, err == io.EOF); why != "" {
-		return fmt.Errorf("read %q: refused, %d bytes, binary (%s): only text files can be read", rel, size, why)
-	}
-	return nil
+	return head, err == io.EOF, nil
 }
 
 // linesRead is what one read took from the file.

@@ -1,7 +1,6 @@
 package fsserver
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -63,7 +62,7 @@ func TestReadLongLineMemory(t *testing.T) {
 	var out readOutput
 	var rerr error
 	n := allocated(func() {
-		out, rerr = s.read(context.Background(), protocol.ReadFileInput{Path: "one-line.txt", Offset: 1, Limit: 1})
+		out, rerr = readText(s, protocol.ReadFileInput{Path: "one-line.txt", Offset: 1, Limit: 1})
 	})
 	if rerr != nil {
 		t.Fatal(rerr)
@@ -82,7 +81,7 @@ func TestReadLongLineMemory(t *testing.T) {
 
 	// The huge line is before offset: skipped piece by piece, never held.
 	n = allocated(func() {
-		out, rerr = s.read(context.Background(), protocol.ReadFileInput{Path: "two-lines.txt", Offset: 2})
+		out, rerr = readText(s, protocol.ReadFileInput{Path: "two-lines.txt", Offset: 2})
 	})
 	if rerr != nil {
 		t.Fatal(rerr)

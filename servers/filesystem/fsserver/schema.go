@@ -15,6 +15,47 @@ var (
 	searchOutputSchema = outputSchema[protocol.SearchFilesOutput]("matches", nil)
 )
 
+// readOutputSchema is the three shapes a read returns, each exact: a text read's lines, an image's description, a
+// base64 read's bytes. The properties are all the fields any of them has, so a client that lists properties sees
+// every field; oneOf says which go together. No result can match two shapes: only a text read has start_line, only
+// an image has mime_type, only a base64 read has encoding.
+var readOutputSchema = func() *jsonschema.Schema {
+	s := schemaFor[readOutput]()
+	text := required(s)
+	image, b64 := schemaFor[protocol.ReadFileImageOutput](), schemaFor[protocol.ReadFileBase64Output]()
+	for _, shape := range []*jsonschema.Schema{image, b64} {
+		for name, p := range shape.Properties {
+			s.Properties[name] = p
+		}
+	}
+	s.Properties["content"].Description = "a text read: the lines' exact text; a base64 read: the whole file, base64-encoded"
+	s.Properties["size"].Description = "the file's size in bytes (images and base64 reads)"
+	s.Required = []string{"path"}
+	s.OneOf = []*jsonschema.Schema{
+		{Title: "text", Required: text},
+		{Title: "image", Required: required(image)},
+		{Title: "base64", Required: required(b64)},
+	}
+	return s
+}()
+
+// encodingInputSchema is In's inferred input schema with its encoding field limited to the two encodings.
+func encodingInputSchema[In any]() *jsonschema.Schema {
+	s := schemaFor[In]()
+	s.Properties["encoding"].Enum = []any{protocol.EncodingText, protocol.EncodingBase64}
+	return s
+}
+
+func required(s *jsonschema.Schema) []string { return append([]string(nil), s.Required...) }
+
+func schemaFor[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("schema of %T: %v", *new(T), err))
+	}
+	return s
+}
+
 func entryTypeEnum(item *jsonschema.Schema) {
 	item.Properties["type"].Enum = []any{protocol.EntryFile, protocol.EntryDir, protocol.EntrySymlink, protocol.EntryOther}
 }

@@ -27,6 +27,8 @@ type Options struct {
 	MaxReadLines int
 	// MaxReadContentBytes caps the content one read returns; a read that hits it says truncated.
 	MaxReadContentBytes int
+	// MaxBinaryReadBytes caps the files a read returns whole, which it holds in memory: images and base64 reads.
+	MaxBinaryReadBytes int64
 	// MaxListEntries caps one listing.
 	MaxListEntries int
 	// MaxListDepth caps how deep one listing descends.
@@ -42,6 +44,7 @@ type Options struct {
 const (
 	DefaultMaxReadLines         = 2000
 	DefaultMaxReadContentBytes  = 256 << 10
+	DefaultMaxBinaryReadBytes   = 5 << 20
 	DefaultMaxListEntries       = 1000
 	DefaultMaxListDepth         = 10
 	DefaultDefaultSearchResults = 100
@@ -56,6 +59,9 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.MaxReadLines, DefaultMaxReadLines)
 	def(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
+	if o.MaxBinaryReadBytes <= 0 {
+		o.MaxBinaryReadBytes = DefaultMaxBinaryReadBytes
+	}
 	def(&o.MaxListEntries, DefaultMaxListEntries)
 	def(&o.MaxListDepth, DefaultMaxListDepth)
 	def(&o.MaxSearchResults, DefaultMaxSearchResults)
@@ -153,6 +159,7 @@ func (f *Filesystem) Health() protocol.FilesystemHealth {
 			MaxWriteBytes:       gopts.MaxWriteBytes,
 			MaxReadLines:        o.MaxReadLines,
 			MaxReadContentBytes: o.MaxReadContentBytes,
+			MaxBinaryReadBytes:  o.MaxBinaryReadBytes,
 			MaxListEntries:      o.MaxListEntries,
 			MaxListDepth:        o.MaxListDepth,
 			MaxSearchResults:    o.MaxSearchResults,
