@@ -74,6 +74,7 @@ func (s setup) flags(workspace string) []string {
 	}
 	add("max-read-lines", int64(s.opts.MaxReadLines))
 	add("max-content-bytes", int64(s.opts.MaxReadContentBytes))
+	add("max-binary-read-bytes", s.opts.MaxBinaryReadBytes)
 	add("max-list-entries", int64(s.opts.MaxListEntries))
 	add("max-search-results", int64(s.opts.MaxSearchResults))
 	add("max-read-bytes", s.guard.MaxReadBytes)
