@@ -75,3 +75,35 @@ func TestAddToolAppliesSchemaDefaults(t *testing.T) {
 		t.Errorf("an unknown argument: error %v, text %q", isError, text)
 	}
 }
+
+// pictureOut is an output with content its JSON cannot carry: the picture's bytes.
+type pictureOut struct {
+	Name  string `json:"name"`
+	bytes []byte
+}
+
+func (p pictureOut) MoreContent() []mcp.Content {
+	return []mcp.Content{&mcp.ImageContent{Data: p.bytes, MIMEType: "image/png"}}
+}
+
+// TestAddToolMoreContent: an output's MoreContent items follow the JSON text in the result's content, and stay out
+// of structuredContent.
+func TestAddToolMoreContent(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "picture", Version: "test"}, nil)
+	mcpserve.AddTool(srv, nil, &mcp.Tool{Name: "picture"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (pictureOut, error) {
+		return pictureOut{Name: "dot", bytes: []byte("\x89PNG pixels")}, nil
+	})
+	cs := mcptest.Serve(t, srv, mcpserve.NoHealth)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "picture", Arguments: map[string]any{}})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Fatalf("picture: %v, %+v", err, res)
+	}
+	text, isText := res.Content[0].(*mcp.TextContent)
+	img, isImage := res.Content[1].(*mcp.ImageContent)
+	if !isText || text.Text != `{"name":"dot"}` || !isImage || string(img.Data) != "\x89PNG pixels" || img.MIMEType != "image/png" {
+		t.Errorf("content: %+v, %+v", res.Content[0], res.Content[1])
+	}
+	if raw, _ := json.Marshal(res.StructuredContent); string(raw) != `{"name":"dot"}` {
+		t.Errorf("structuredContent %s", raw)
+	}
+}
