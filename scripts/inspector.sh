@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Calls every tool of both servers through the MCP Inspector CLI (@modelcontextprotocol/inspector, a real
-# third-party client) over streamable HTTP, and checks each structured result.
+# third-party client) over streamable HTTP, and checks each structured result; a PNG written as base64 is read
+# back as image content and as base64. The Inspector needs Node 22, installed beside it as conformance.sh does.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -8,11 +9,12 @@ repo=$(dirname "$here")
 
 version=0.17.2
 dir="$CACHE_DIR/inspector-$version"
-if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ]; then
-  echo "inspector: installing @modelcontextprotocol/inspector@$version into $dir"
+if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ] || [ ! -x "$dir/node_modules/.bin/node" ]; then
+  echo "inspector: installing Node 22 and @modelcontextprotocol/inspector@$version into $dir"
   mkdir -p "$dir"
-  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "@modelcontextprotocol/inspector@$version")
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error node@22 "@modelcontextprotocol/inspector@$version")
 fi
+export PATH="$dir/node_modules/.bin:$PATH"
 inspector="$dir/node_modules/.bin/mcp-inspector"
 
 work=$(mktemp -d)
@@ -21,7 +23,7 @@ trap cleanup EXIT
 start_servers "$repo" "$work" 17201 17202
 
 fails=0
-# call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r.
+# call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r (and the whole result d).
 call() {
   local port=$1 expect=$2 tool=$3; shift 3
   local args=()
@@ -65,5 +67,12 @@ refused 17202 'no process "p1" in this session' sandbox_write_process_input proc
 refused 17202 'no process "p1" in this session' sandbox_stop_process process_id=p1
 call 17201 'r["destination"]=="lib/hello.py"' sandbox_move_path source=src/hello.py destination=lib/hello.py
 call 17201 'r["deleted"]' sandbox_delete_path path=lib recursive=true
+# A 2x1 PNG (a red and a blue pixel): written from base64, read back as image content (after the JSON text) and as
+# base64, byte for byte.
+png=iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAE0lEQVR4nGL6z8DAwPAfEAAA//8HDgIB5wu+FwAAAABJRU5ErkJggg==
+call 17201 'r["created"] and r["bytes_written"]==76' sandbox_write_file path=plot.png encoding=base64 "content=$png"
+call 17201 'r=={"path":"plot.png","mime_type":"image/png","size":76,"width":2,"height":1} and d["content"][0]["type"]=="text" and d["content"][1]=={"type":"image","mimeType":"image/png","data":"'"$png"'"}' sandbox_read_file path=plot.png
+call 17201 'r["encoding"]=="base64" and r["content"]=="'"$png"'" and r["size"]==76' sandbox_read_file path=plot.png encoding=base64
+call 17201 'r["deleted"]' sandbox_delete_path path=plot.png
 if [ "$fails" != 0 ]; then echo "inspector: $fails tool calls failed"; exit 1; fi
 echo "inspector: every tool of both servers answered the MCP Inspector CLI"
