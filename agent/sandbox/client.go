@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -76,7 +77,7 @@ func (s *Client) progress(_ context.Context, req *mcp.ProgressNotificationClient
 // error: a call could not be routed.
 func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 	s := &Client{owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: "0.1.0"}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
+	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: mcpserve.Version()}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
 	for _, ep := range endpoints {
 		hc := &http.Client{Transport: http.DefaultTransport}
 		if ep.Token != "" {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // deepTree makes dir/name, a chain of levels nested folders "d", each holding a file "f.txt" next to it (so a walk
@@ -22,30 +22,30 @@ func deepTree(t testing.TB, dir, name string, levels int) {
 	if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := syscall.Open(filepath.Join(dir, name), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Open(filepath.Join(dir, name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < levels; i++ {
-		f, err := syscall.Openat(fd, "f.txt", syscall.O_WRONLY|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
+		f, err := unix.Openat(fd, "f.txt", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := syscall.Write(f, []byte("level\n")); err != nil {
+		if _, err := unix.Write(f, []byte("level\n")); err != nil {
 			t.Fatal(err)
 		}
-		syscall.Close(f)
-		if err := syscall.Mkdirat(fd, "d", 0o755); err != nil {
+		unix.Close(f)
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		next, err := syscall.Openat(fd, "d", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		syscall.Close(fd)
+		unix.Close(fd)
 		fd = next
 	}
-	syscall.Close(fd)
+	unix.Close(fd)
 }
 
 // deepPath is "d/d/.../d", n levels.
