@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,11 +112,17 @@ func (o *Outputs) end(ss *mcp.ServerSession) {
 	s.live, s.order, s.free, s.used, s.evicted, s.evictedKeys = nil, nil, nil, 0, nil, nil
 }
 
-// sessions is how many sessions hold outputs (for tests and the health report).
-func (o *Outputs) sessions() int {
+// health is the store's state for the health endpoint.
+func (o *Outputs) health() protocol.FullOutputsHealth {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.bySession)
+	h := protocol.FullOutputsHealth{Budget: o.budget, Sessions: len(o.bySession)}
+	for _, s := range o.bySession {
+		s.mu.Lock()
+		h.Bytes += s.used
+		s.mu.Unlock()
+	}
+	return h
 }
 
 // add starts a new, empty output named id.

@@ -170,6 +170,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		TimeoutMax:     int(e.cfg.MaxTimeout.Seconds()),
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
+		FullOutputs:    e.outputs.health(),
 	}
 }
 
