@@ -29,6 +29,9 @@ type KeptStream struct {
 	ss        *mcp.ServerSession
 	name      string
 	threshold int
+	// partial says, in the resource_link's description, what the tool result shows of the stream; "" for a
+	// command's result (its head and tail).
+	partial string
 
 	mu      sync.Mutex
 	pending []byte // the first bytes, until threshold is passed
@@ -133,12 +136,16 @@ func (k *KeptStream) Link() *mcp.ResourceLink {
 		return nil
 	}
 	size := k.Total()
+	partial := k.partial
+	if partial == "" {
+		partial = "which the result shows only the head and tail of"
+	}
 	return &mcp.ResourceLink{
 		URI:   uri,
 		Name:  k.name,
 		Title: fmt.Sprintf("full %s (%d bytes)", k.name, size),
-		Description: fmt.Sprintf("The whole %s, %d bytes, which the result shows only the head and tail of. resources/read returns it in pages "+
-			"of up to %d bytes (default %d); add ?offset=N&length=M to read from byte N.", k.name, size, maxOutputPage, defaultOutputPage),
+		Description: fmt.Sprintf("The whole %s, %d bytes, %s. resources/read returns it in pages "+
+			"of up to %d bytes (default %d); add ?offset=N&length=M to read from byte N.", k.name, size, partial, maxOutputPage, defaultOutputPage),
 		MIMEType: "text/plain",
 		Size:     &size,
 	}

@@ -33,9 +33,10 @@ var outputID = regexp.MustCompile(`^[a-z2-7]{16}/[a-z][a-z0-9_-]{0,31}$`)
 func (e *Executor) addOutputResources() {
 	e.server.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:  "command-output",
-		Title: "Full output of a command",
-		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail: the result's "+
-			"stdout_resource or stderr_resource names it. Readable only by the session that ran the command, until the session ends "+
+		Title: "Full output of a command or process",
+		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail, or of a process "+
+			"whose stream outgrew its buffer: the result's stdout_resource or stderr_resource names it. Readable only by the session that ran "+
+			"the command or process, until the session ends "+
 			"or newer outputs evict it (each session keeps at most %d bytes, oldest evicted first). A read returns one page: "+
 			"offset is its first byte (default 0), length its most bytes (default %d, at most %d); _meta gives offset, length, "+
 			"next_offset, size and complete.", e.outputs.budget, defaultOutputPage, maxOutputPage),
