@@ -48,6 +48,7 @@ type ExecutorHealth struct {
 // FullOutputsHealth is the state of the executor's store of full outputs.
 type FullOutputsHealth struct {
 	Budget   int64 `json:"budget"`   // bytes each session may keep; 0 when none are kept
+	Total    int64 `json:"total"`    // bytes all sessions together may keep
 	Sessions int   `json:"sessions"` // sessions holding outputs
 	Bytes    int64 `json:"bytes"`    // held by all of them, counted in the store's 64 KiB blocks
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -20,11 +21,18 @@ import (
 // output's blocks are reused. A session's outputs together hold at most budget bytes of blocks, so its file never
 // grows past the budget, and the server's memory holds only the block lists: about 8 bytes per 64 KiB kept.
 // One descriptor per session, not per output: a session may keep hundreds of outputs.
+//
+// All sessions together hold at most total bytes (the executor's -output-total): without it, the per-session
+// budget times the session cap (256 by default) would be the bound on the server's temporary folder. A session
+// that needs a block while the total is full evicts its own oldest outputs, never another session's: one client
+// cannot push out another's outputs, and the total frees as sessions end.
 
 // Defaults and bounds of the per-session budget.
 const (
 	// DefaultOutputBudget is how many bytes of full outputs each session keeps (the figure).
 	DefaultOutputBudget = 64 << 20
+	// DefaultOutputTotal is how many bytes of full outputs all sessions together keep: eight full sessions.
+	DefaultOutputTotal = 8 * DefaultOutputBudget
 	// minOutputBudget keeps at least one output of the largest cap (MaxOutputCap) and then some.
 	minOutputBudget = 2 * MaxOutputCap
 	// outputBlock is the unit the store allocates, and counts against the budget, in.
@@ -37,19 +45,46 @@ const (
 // freed when the session ends.
 type Outputs struct {
 	budget int64 // per session; 0: keep nothing
+	total  *outputTotal
 	logger *slog.Logger
 
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession]*sessionOutputs
 }
 
-func newOutputs(budget int64, logger *slog.Logger) *Outputs {
-	return &Outputs{budget: budget, logger: logger, bySession: map[*mcp.ServerSession]*sessionOutputs{}}
+// newOutputs keeps up to budget bytes per session, total bytes in all (total is at least budget).
+func newOutputs(budget, total int64, logger *slog.Logger) *Outputs {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Outputs{budget: budget, total: &outputTotal{limit: max(total, budget)}, logger: logger, bySession: map[*mcp.ServerSession]*sessionOutputs{}}
 }
+
+// outputTotal counts the blocks all sessions hold, against the executor's total.
+type outputTotal struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// reserve takes n bytes of the total, or says there is no room.
+func (t *outputTotal) reserve(n int64) bool {
+	for {
+		used := t.used.Load()
+		if used+n > t.limit {
+			return false
+		}
+		if t.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+func (t *outputTotal) release(n int64) { t.used.Add(-n) }
 
 // sessionOutputs is one session's outputs and the file that holds them.
 type sessionOutputs struct {
 	budget int64
+	total  *outputTotal
 	logger *slog.Logger
 
 	mu          sync.Mutex
@@ -81,7 +116,7 @@ func (o *Outputs) session(ss *mcp.ServerSession, create bool) *sessionOutputs {
 	defer o.mu.Unlock()
 	s := o.bySession[ss]
 	if s == nil && create {
-		s = &sessionOutputs{budget: o.budget, logger: o.logger, live: map[string]*keptOutput{}, evicted: map[string]string{}}
+		s = &sessionOutputs{budget: o.budget, total: o.total, logger: o.logger, live: map[string]*keptOutput{}, evicted: map[string]string{}}
 		o.bySession[ss] = s
 		go func() {
 			// However the session ends (the client deletes it, it expires, the server stops, stdio closes), its
@@ -105,6 +140,7 @@ func (o *Outputs) end(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
+	s.total.release(s.used)
 	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil
@@ -116,7 +152,7 @@ func (o *Outputs) end(ss *mcp.ServerSession) {
 func (o *Outputs) health() protocol.FullOutputsHealth {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := protocol.FullOutputsHealth{Budget: o.budget, Sessions: len(o.bySession)}
+	h := protocol.FullOutputsHealth{Budget: o.budget, Total: o.total.limit, Sessions: len(o.bySession)}
 	for _, s := range o.bySession {
 		s.mu.Lock()
 		h.Bytes += s.used
@@ -166,16 +202,29 @@ func (s *sessionOutputs) write(out *keptOutput, p []byte) {
 	}
 }
 
-// allocate gives out a free block, evicting the oldest outputs while the budget is full; false when out itself had
-// to go.
+// allocate gives out a free block, evicting the session's oldest outputs while its budget, or the executor's total,
+// is full; false when out itself had to go.
 func (s *sessionOutputs) allocate(out *keptOutput) (int64, bool) {
-	for s.used+outputBlock > s.budget {
+	for {
+		overBudget := s.used+outputBlock > s.budget
+		if !overBudget && s.total.reserve(outputBlock) {
+			break
+		}
 		victim := s.order[0]
-		if victim == out && len(s.order) == 1 {
+		switch {
+		case victim == out && len(s.order) == 1 && overBudget:
 			s.evict(out, fmt.Sprintf("it alone outgrew this session's budget for full outputs, %d bytes (the executor's -output-budget)", s.budget))
 			return 0, false
+		case victim == out && len(s.order) == 1:
+			s.evict(out, fmt.Sprintf("the executor's total for full outputs, %d bytes for all sessions together (its -output-total), "+
+				"was full: the other sessions' outputs hold it until they end", s.total.limit))
+			return 0, false
+		case overBudget:
+			s.evict(victim, fmt.Sprintf("newer output needed its room: this session keeps at most %d bytes of full outputs (the executor's -output-budget), and evicts the oldest first", s.budget))
+		default:
+			s.evict(victim, fmt.Sprintf("newer output needed its room: all sessions together keep at most %d bytes of full outputs (the executor's -output-total), "+
+				"and a session evicts its own oldest first", s.total.limit))
 		}
-		s.evict(victim, fmt.Sprintf("newer output needed its room: this session keeps at most %d bytes of full outputs (the executor's -output-budget), and evicts the oldest first", s.budget))
 		if victim == out {
 			return 0, false
 		}
@@ -190,6 +239,7 @@ func (s *sessionOutputs) allocate(out *keptOutput) (int64, bool) {
 			}
 		}
 		if err != nil {
+			s.total.release(outputBlock) // the block reserved above, which out does not hold yet
 			s.logger.Error("full output not kept: no temporary file", "output", out.id, "error", err)
 			s.evict(out, "the server could not make a temporary file for it (its log says why)")
 			return 0, false
@@ -221,6 +271,7 @@ func (s *sessionOutputs) evict(out *keptOutput, why string) {
 	}
 	s.free = append(s.free, out.blocks...)
 	s.used -= int64(len(out.blocks)) * outputBlock
+	s.total.release(int64(len(out.blocks)) * outputBlock)
 	out.blocks = nil
 	s.evicted[out.id] = fmt.Sprintf("was evicted at %s: %s", time.Now().UTC().Format(time.TimeOnly), why)
 	s.evictedKeys = append(s.evictedKeys, out.id)

@@ -55,6 +55,9 @@ type Config struct {
 	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
 	// first. 0 means DefaultOutputBudget, -1 keeps none.
 	OutputBudget int64
+	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
+	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
+	OutputTotal int64
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -86,6 +89,9 @@ func (c *Config) fill() error {
 	if c.OutputBudget == 0 {
 		c.OutputBudget = DefaultOutputBudget
 	}
+	if c.OutputTotal == 0 {
+		c.OutputTotal = max(DefaultOutputTotal, c.OutputBudget)
+	}
 	switch {
 	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
 		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)
@@ -103,6 +109,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
 	case c.OutputBudget != -1 && c.OutputBudget < minOutputBudget:
 		return fmt.Errorf("output budget %d bytes: must be at least %d (2 MiB), or -1 to keep no full outputs", c.OutputBudget, minOutputBudget)
+	case c.OutputBudget != -1 && c.OutputTotal < c.OutputBudget:
+		return fmt.Errorf("output total %d bytes: must be at least the per-session output budget, %d bytes", c.OutputTotal, c.OutputBudget)
 	}
 	return nil
 }
@@ -128,7 +136,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), logger)}
+		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
