@@ -3,7 +3,9 @@
 // session per invocation, and an output is readable only by the session whose command made it). For each: one
 // session runs a command whose stdout (text with multi-byte characters, so that pages end inside some) and stderr
 // (random bytes) pass the output cap, follows the result's stdout_resource and stderr_resource page by page to the
-// end, and compares every byte; a second session is refused the same URI.
+// end, and compares every byte; a second session is refused the same URI. Then the same session starts a process
+// whose stdout outgrows its 1 MiB buffer, reads it on until it ends (bytes are dropped), and reads the stdout_resource
+// its reads name back whole, from the first byte.
 //
 //   node scripts/full-outputs.mjs EXECUTOR_MCP_URL WORKSPACE_DIR INSPECTOR_DIR
 //
@@ -40,6 +42,7 @@ const clients = {
       return { client, transport };
     },
     call: (s, args) => s.client.callTool({ name: "sandbox_run_command", arguments: args }),
+    tool: (s, name, args) => s.client.callTool({ name, arguments: args }),
     templates: (s) => s.client.listResourceTemplates(),
     read: (s, uri) => s.client.readResource({ uri }),
     async close(s) {
@@ -56,6 +59,7 @@ const clients = {
       return { client, transport };
     },
     call: (s, args) => inspector.callTool(s.client, "sandbox_run_command", args),
+    tool: (s, name, args) => inspector.callTool(s.client, name, args),
     templates: (s) => inspector.listResourceTemplates(s.client),
     read: (s, uri) => inspector.readResource(s.client, uri),
     close: (s) => inspector.disconnect(s.transport),
@@ -66,6 +70,10 @@ const lines = 50000;
 let wantStdout = "";
 for (let i = 1; i <= lines; i++) wantStdout += `${i} héllo wörld ✓\n`;
 const wantStdoutBytes = Buffer.from(wantStdout, "utf8");
+const procLines = 300000; // about 1.9 MB: past the process's 1 MiB buffer
+let wantProc = "";
+for (let i = 1; i <= procLines; i++) wantProc += `${i}\n`;
+const wantProcBytes = Buffer.from(wantProc, "utf8");
 
 // readWhole follows next_offset from 0 until the page that ends a complete output.
 async function readWhole(c, s, uri, length) {
@@ -119,6 +127,30 @@ for (const [name, c] of Object.entries(clients)) {
     }
   }
   await c.close(other);
+
+  const started = await c.tool(s, "sandbox_start_process", { command: `seq 1 ${procLines}` });
+  const pid = started.structuredContent?.process_id;
+  if (started.isError || !pid) fail(`${name}: sandbox_start_process: ${JSON.stringify(started).slice(0, 500)}`);
+  let read;
+  let offset = 0;
+  let dropped = 0;
+  for (let i = 0; ; i++) {
+    read = await c.tool(s, "sandbox_read_process_output", { process_id: pid, stdout_offset: offset, wait_seconds: 1 });
+    const o = read.structuredContent;
+    if (read.isError || !o) fail(`${name}: sandbox_read_process_output: ${JSON.stringify(read).slice(0, 500)}`);
+    offset = o.stdout_offset;
+    dropped += o.stdout_dropped;
+    if (!o.running && offset === wantProcBytes.length) break;
+    if (i > 120) fail(`${name}: process ${pid} not read to its end: ${JSON.stringify({ ...o, stdout: undefined })}`);
+  }
+  const proc = read.structuredContent;
+  const procLinks = read.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
+  if (!proc.stdout_resource || procLinks.length !== 1 || procLinks[0] !== proc.stdout_resource) {
+    fail(`${name}: the process's read names no whole stdout: ${JSON.stringify({ ...proc, stdout: undefined })}, links ${JSON.stringify(procLinks)}`);
+  }
+  const procStdout = await readWhole(c, s, proc.stdout_resource, 500000);
+  if (!procStdout.equals(wantProcBytes)) fail(`${name}: the process's stdout read back is ${procStdout.length} bytes, want ${wantProcBytes.length}, or differs`);
   await c.close(s);
-  console.log(`full-outputs: ok   ${name}: ${stdout.length} bytes of stdout and ${stderr.length} of stderr read back whole, refused to another session`);
+  console.log(`full-outputs: ok   ${name}: ${stdout.length} bytes of stdout and ${stderr.length} of stderr read back whole, refused to another session; ` +
+    `a process's ${procStdout.length} bytes of stdout read back whole (${dropped} of them dropped from its buffer)`);
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Calls every tool of both servers through the MCP Inspector CLI (@modelcontextprotocol/inspector, a real
 # third-party client) over streamable HTTP, and checks each structured result; a PNG written as base64 is read
-# back as image content and as base64; a truncated command output is read back as a resource (the CLI, and
-# full-outputs.mjs with the TypeScript SDK and the Inspector's client functions). The Inspector needs Node 22,
-# installed beside it as conformance.sh does.
+# back as image content and as base64; a truncated command output (and a process's output past its buffer) is read
+# back as a resource (the CLI, and full-outputs.mjs with the TypeScript SDK and the Inspector's client functions).
+# The Inspector needs Node 22, installed beside it as conformance.sh does.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
