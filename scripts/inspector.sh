@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Calls every tool of both servers through the MCP Inspector CLI (@modelcontextprotocol/inspector, a real
 # third-party client) over streamable HTTP, and checks each structured result; a PNG written as base64 is read
-# back as image content and as base64. The Inspector needs Node 22, installed beside it as conformance.sh does.
+# back as image content and as base64; a truncated command output (and a process's output past its buffer) is read
+# back as a resource (the CLI, and full-outputs.mjs with the TypeScript SDK and the Inspector's client functions).
+# The Inspector needs Node 22, installed beside it as conformance.sh does.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -74,5 +76,29 @@ call 17201 'r["created"] and r["bytes_written"]==76' sandbox_write_file path=plo
 call 17201 'r=={"path":"plot.png","mime_type":"image/png","size":76,"width":2,"height":1} and d["content"][0]["type"]=="text" and d["content"][1]=={"type":"image","mimeType":"image/png","data":"'"$png"'"}' sandbox_read_file path=plot.png
 call 17201 'r["encoding"]=="base64" and r["content"]=="'"$png"'" and r["size"]==76' sandbox_read_file path=plot.png encoding=base64
 call 17201 'r["deleted"]' sandbox_delete_path path=plot.png
-if [ "$fails" != 0 ]; then echo "inspector: $fails tool calls failed"; exit 1; fi
-echo "inspector: every tool of both servers answered the MCP Inspector CLI"
+
+# Full outputs: a truncated stream is named in the result (stdout_resource and a resource_link), the template is
+# listed, and the resource is refused to another session: each CLI invocation is a session of its own. Reading it
+# back whole takes one session that runs the command and then reads: full-outputs.mjs does that with the TypeScript
+# SDK and with the Inspector's own client functions.
+big='command=seq 1 100000'
+out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method tools/call --tool-name sandbox_run_command --tool-arg "$big" 2>&1) || true
+# (The result is larger than one exec argument may be: python reads it on stdin.)
+uri=$(python3 -c 'import json,sys
+d=json.load(sys.stdin); r=d["structuredContent"]; links=[c["uri"] for c in d["content"] if c["type"]=="resource_link"]
+ok=r["stdout_truncated"] and r["stdout_resource"].startswith("goalbox-output://") and links==[r["stdout_resource"]]
+print(r["stdout_resource"] if ok else "")' <<<"$out" || true)
+if [ -n "$uri" ]; then echo "inspector: ok   sandbox_run_command names its full output $uri"; else echo "inspector: FAIL full output not named: ${out:0:2000}"; fails=$((fails+1)); fi
+out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method resources/templates/list 2>&1) || true
+if grep -q '"uriTemplate": "goalbox-output://' <<<"$out"; then echo "inspector: ok   resources/templates/list"; else echo "inspector: FAIL resources/templates/list: $out"; fails=$((fails+1)); fi
+if out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method resources/read --uri "${uri:-goalbox-output://none/stdout}" 2>&1); then
+  echo "inspector: FAIL another session read $uri: $out"; fails=$((fails+1))
+elif grep -q "only by the MCP session whose command made it" <<<"$out"; then
+  echo "inspector: ok   resources/read of another session's output is refused"
+else
+  echo "inspector: FAIL resources/read from another session failed without the refusal: $out"; fails=$((fails+1))
+fi
+node "$here/full-outputs.mjs" http://127.0.0.1:17202/mcp "$work/ws" "$dir" || fails=$((fails+1))
+
+if [ "$fails" != 0 ]; then echo "inspector: $fails checks failed"; exit 1; fi
+echo "inspector: every tool of both servers answered the MCP Inspector CLI, and full outputs were read back whole"

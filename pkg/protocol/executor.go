@@ -13,7 +13,9 @@ type RunCommandInput struct {
 
 // RunCommandOutput is how a command ended. A non-zero ExitCode is a normal result; ExitCode is -1 when the command
 // was killed (timeout, cancellation). Output over the server's cap keeps its head and tail around a marker that says
-// how many bytes were left out.
+// how many bytes were left out; the whole stream then stays readable, for the life of the MCP session and within its
+// budget, as the resource StdoutResource or StderrResource names (resources/read, by that session only). Those are
+// omitted when the stream was not truncated, or could not be kept (it alone outgrew the budget).
 type RunCommandOutput struct {
 	ExitCode        int    `json:"exit_code"`
 	Stdout          string `json:"stdout"`
@@ -22,7 +24,13 @@ type RunCommandOutput struct {
 	DurationMs      int64  `json:"duration_ms"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
+	StdoutResource  string `json:"stdout_resource,omitempty" jsonschema:"when stdout was truncated: URI of the whole stdout, for resources/read (in pages: ?offset=&length=)"`
+	StderrResource  string `json:"stderr_resource,omitempty" jsonschema:"when stderr was truncated: URI of the whole stderr, for resources/read (in pages: ?offset=&length=)"`
 }
+
+// OutputResourceScheme is the URI scheme of the full outputs the executor keeps: OutputResourceScheme + "://" + an
+// ID + "/stdout" or "/stderr", with an optional query "?offset=N&length=M" for one page.
+const OutputResourceScheme = "goalbox-output"
 
 // Default listen addresses and endpoint of the two servers.
 const (

@@ -41,6 +41,16 @@ type ExecutorHealth struct {
 	TimeoutMax     int           `json:"timeout_max"`     // seconds
 	OutputCap      int           `json:"output_cap"`      // bytes of each of stdout and stderr
 	MaxConcurrent  int           `json:"max_concurrent"`
+	// FullOutputs is the store that keeps truncated streams whole, as MCP resources.
+	FullOutputs FullOutputsHealth `json:"full_outputs"`
+}
+
+// FullOutputsHealth is the state of the executor's store of full outputs.
+type FullOutputsHealth struct {
+	Budget   int64 `json:"budget"`   // bytes each session may keep; 0 when none are kept
+	Total    int64 `json:"total"`    // bytes all sessions together may keep
+	Sessions int   `json:"sessions"` // sessions holding outputs
+	Bytes    int64 `json:"bytes"`    // held by all of them, counted in the store's 64 KiB blocks
 }
 
 // CommandPolicy is the executor's allow and deny patterns (RE2); Active is false when there are none.

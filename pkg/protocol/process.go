@@ -33,18 +33,23 @@ type ReadProcessOutputInput struct {
 }
 
 // ReadProcessOutputOutput is the output since the offsets asked for. The next offsets are where to read on from;
-// a dropped count says how many bytes after the asked offset the process's buffer no longer held.
+// a dropped count says how many bytes after the asked offset the process's buffer no longer held. Once a stream has
+// outgrown the buffer, StdoutResource or StderrResource names the whole stream from its first byte (the same
+// offsets), readable by this session with resources/read while the session's budget for full outputs keeps it;
+// they are omitted before that, and once it was evicted.
 type ReadProcessOutputOutput struct {
-	ProcessID     string `json:"process_id"`
-	Running       bool   `json:"running"`
-	ExitCode      *int   `json:"exit_code"` // null while running; -1 when killed
-	Stdout        string `json:"stdout"`
-	Stderr        string `json:"stderr"`
-	StdoutOffset  int64  `json:"stdout_offset"`
-	StderrOffset  int64  `json:"stderr_offset"`
-	StdoutDropped int64  `json:"stdout_dropped"`
-	StderrDropped int64  `json:"stderr_dropped"`
-	DurationMs    int64  `json:"duration_ms"`
+	ProcessID      string `json:"process_id"`
+	Running        bool   `json:"running"`
+	ExitCode       *int   `json:"exit_code"` // null while running; -1 when killed
+	Stdout         string `json:"stdout"`
+	Stderr         string `json:"stderr"`
+	StdoutOffset   int64  `json:"stdout_offset"`
+	StderrOffset   int64  `json:"stderr_offset"`
+	StdoutDropped  int64  `json:"stdout_dropped"`
+	StderrDropped  int64  `json:"stderr_dropped"`
+	DurationMs     int64  `json:"duration_ms"`
+	StdoutResource string `json:"stdout_resource,omitempty" jsonschema:"once stdout outgrew the process's buffer: URI of the whole stdout from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
+	StderrResource string `json:"stderr_resource,omitempty" jsonschema:"once stderr outgrew the process's buffer: URI of the whole stderr from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
 }
 
 // WriteProcessInputInput is data for a process's open stdin.

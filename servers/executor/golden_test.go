@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -16,6 +17,9 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// outputIDPattern finds the random ID in a full output's URI.
+var outputIDPattern = regexp.MustCompile(`^(goalbox-output://)[a-z2-7]{16}(/)`)
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from what the server does now")
 
@@ -146,6 +150,11 @@ func TestGoldenCalls(t *testing.T) {
 			f := mcptest.CallSection(t, i+1, protocol.ToolRunCommand, args, res, err, func(out map[string]any) {
 				if _, ok := out["duration_ms"]; ok {
 					out["duration_ms"] = "(varies)"
+				}
+				for _, k := range []string{"stdout_resource", "stderr_resource"} {
+					if uri, ok := out[k].(string); ok { // the output's ID is random
+						out[k] = outputIDPattern.ReplaceAllString(uri, "$1(random)$2")
+					}
 				}
 			})
 			f.Data = bytes.ReplaceAll(f.Data, []byte(real), []byte("$WORKSPACE"))

@@ -33,6 +33,8 @@ type options struct {
 	TimeoutDefault  time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
 	TimeoutMax      time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
 	OutputCap       int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
+	OutputBudget    int64         `env:"OUTPUT_BUDGET" flag:"output-budget" usage:"bytes of full outputs (streams past -output-cap, served as MCP resources) each session keeps, oldest evicted first; at least 2 MiB, -1 keeps none"`
+	OutputTotal     int64         `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
 	MaxConcurrent   int           `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
 	MaxProcesses    int           `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
@@ -112,6 +114,7 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 		TimeoutDefault: execserver.DefaultTimeout,
 		TimeoutMax:     execserver.DefaultMaxTimeout,
 		OutputCap:      execserver.DefaultOutputCap,
+		OutputBudget:   execserver.DefaultOutputBudget,
 		AdvertisedRoot: protocol.DefaultRoot,
 	}}
 	o := envflag.Options{Prefix: envPrefix}
@@ -141,5 +144,7 @@ func newExecutor(s settings, backend execserver.Backend, g *pathguard.Guard, log
 		MaxConcurrent:   s.MaxConcurrent,
 		MaxProcesses:    s.MaxProcesses,
 		ProcessLifetime: s.ProcessLifetime,
+		OutputBudget:    s.OutputBudget,
+		OutputTotal:     s.OutputTotal,
 	}, backend, g, logger)
 }

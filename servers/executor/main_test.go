@@ -52,6 +52,8 @@ func TestMainRefusesBadConfiguration(t *testing.T) {
 		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use local or docker`},
 		{[]string{"-backend", "local"}, "no workspace"},
 		{[]string{"-workspace", ws, "-output-cap", "5000000"}, "must be between"},
+		{[]string{"-workspace", ws, "-output-budget", "1000"}, "output budget 1000 bytes: must be at least 2097152 (2 MiB), or -1"},
+		{[]string{"-workspace", ws, "-output-budget", "8388608", "-output-total", "4194304"}, "must be at least the per-session output budget, 8388608 bytes"},
 		{[]string{"-workspace", ws, "-timeout-default", "1h", "-timeout-max", "10m"}, "at least the default timeout"},
 		{[]string{"-workspace", ws, "-allow", "("}, "allow pattern"},
 		{[]string{"-workspace", ws, "-backend", "docker"}, "docker backend"},

@@ -38,6 +38,9 @@ type process struct {
 	started     time.Time
 	stdout      *ringBuffer
 	stderr      *ringBuffer
+	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (outputs_process.go);
+	// nil when the executor keeps no full outputs.
+	stdoutKept, stderrKept *KeptStream
 
 	stdinMu sync.Mutex
 	stdin   *io.PipeWriter // nil when closed
@@ -129,6 +132,8 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 		}()
 	}
 
+	e.keepProcessStreams(ss, p)
+
 	ctx, kill := context.WithCancel(context.Background())
 	p.kill = kill
 	r.Timeout = e.cfg.ProcessLifetime
@@ -149,6 +154,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 			_, _ = fmt.Fprintf(p.stderr, "\n[the process could not be run by the %s backend: %s]\n", e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 			res = Result{ExitCode: -1}
 		}
+		p.closeKept()
 		p.result, p.ended = res, time.Now()
 		e.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()

@@ -15,6 +15,11 @@ import (
 )
 
 func (e *Executor) addProcessTools() {
+	whole := ""
+	if e.outputs.budget > 0 {
+		whole = " Once a stream outgrows its buffer, the whole stream from its first byte stays readable as the resource stdout_resource or " +
+			"stderr_resource names (resources/read, in pages, at the same offsets), for this session, while its budget for full outputs lasts."
+	}
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolStartProcess,
 		Description: fmt.Sprintf("Start a shell command (sh -c) in the background, for a dev server, a watcher or a REPL: it runs confined exactly as "+
@@ -29,8 +34,8 @@ func (e *Executor) addProcessTools() {
 		Name: protocol.ToolReadProcessOutput,
 		Description: fmt.Sprintf("What a process printed since the given byte offsets (counted from its start), at most %d bytes of each stream "+
 			"per call: read on from the offsets returned. wait_seconds (at most %d) waits for new output or the exit. Each stream keeps its last "+
-			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.",
-			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer),
+			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.%s",
+			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer, whole),
 		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
@@ -69,8 +74,8 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	return protocol.StartProcessOutput{ProcessID: p.id, StartedAt: p.started.UTC().Format(time.RFC3339Nano)}, nil
 }
 
-func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ReadProcessOutputInput) (protocol.ReadProcessOutputOutput, error) {
-	var out protocol.ReadProcessOutputOutput
+func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ReadProcessOutputInput) (readProcessResult, error) {
+	var out readProcessResult
 	wait := time.Duration(in.WaitSeconds) * time.Second
 	switch {
 	case in.WaitSeconds < 0 || wait > maxProcessWait:
@@ -99,7 +104,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	stderr, next, dropped := p.stderr.readFrom(in.StderrOffset, maxProcessReadBytes)
 	out.Stderr, out.StderrOffset, out.StderrDropped = string(stderr), next, dropped
 	out.DurationMs = p.duration().Milliseconds()
-	return out, nil
+	return p.withResources(out.ReadProcessOutputOutput), nil
 }
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {

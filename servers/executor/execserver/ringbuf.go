@@ -1,6 +1,9 @@
 package execserver
 
-import "sync"
+import (
+	"io"
+	"sync"
+)
 
 // ringBuffer keeps the last size bytes of a stream and counts every byte, so a reader that asks from a byte offset
 // (counted from the stream's start) gets what is still held and learns how much it missed.
@@ -11,6 +14,12 @@ type ringBuffer struct {
 	held    int
 	total   int64
 	changed chan struct{} // closed and replaced on every write and at close
+
+	// overflow, when set, gets the whole stream once it outgrows the buffer: at the first write that would drop
+	// bytes, every byte so far (the buffer still holds them all), then every later write. Its Write must not fail
+	// or block for long: it runs under mu.
+	overflow io.Writer
+	spilling bool
 }
 
 func newRingBuffer(size int) *ringBuffer {
@@ -22,8 +31,18 @@ func (r *ringBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.total += int64(n)
 	size := len(r.buf)
+	if r.overflow != nil {
+		if !r.spilling && r.total+int64(n) > int64(size) {
+			// Nothing was dropped yet, so the oldest byte is at buf[0] and the buffer holds the stream from its start.
+			r.spilling = true
+			_, _ = r.overflow.Write(r.buf[:r.held])
+		}
+		if r.spilling {
+			_, _ = r.overflow.Write(p)
+		}
+	}
+	r.total += int64(n)
 	if len(p) > size { // only the tail of p can be held
 		p = p[len(p)-size:]
 	}

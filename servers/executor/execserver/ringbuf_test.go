@@ -39,3 +39,41 @@ func TestRingBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestRingBufferOverflow: a buffer with an overflow writer gives it nothing while it holds the whole stream, and the
+// whole stream, from its first byte, once a write would drop one; a write that ends exactly at the size drops none.
+func TestRingBufferOverflow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, size := range []int{1, 7, 64, 4096} {
+		r := newRingBuffer(size)
+		var spilled bytes.Buffer
+		r.overflow = &spilled
+		var all []byte
+		write := func(n int) {
+			chunk := make([]byte, n)
+			for i := range chunk {
+				chunk[i] = byte(rng.IntN(256))
+			}
+			r.Write(chunk)
+			all = append(all, chunk...)
+		}
+		for len(all) < size { // fill it exactly, in chunks: nothing dropped, nothing spilled
+			write(min(rng.IntN(size)+1, size-len(all)))
+		}
+		if spilled.Len() != 0 {
+			t.Fatalf("size %d: %d bytes spilled while the buffer held the whole stream", size, spilled.Len())
+		}
+		if _, _, dropped := r.readFrom(0, size); dropped != 0 {
+			t.Fatalf("size %d: %d dropped at exactly the size", size, dropped)
+		}
+		for range 50 {
+			write(rng.IntN(3 * size))
+			if !bytes.Equal(spilled.Bytes(), all) {
+				t.Fatalf("size %d: spilled %d bytes, want the whole stream, %d bytes", size, spilled.Len(), len(all))
+			}
+		}
+		if _, _, dropped := r.readFrom(0, size); dropped == 0 && len(all) > size {
+			t.Fatalf("size %d: control: a stream of %d bytes dropped nothing", size, len(all))
+		}
+	}
+}

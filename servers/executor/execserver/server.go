@@ -52,6 +52,12 @@ type Config struct {
 	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
 	// counted); 0 means DefaultProcessBuffer.
 	ProcessBuffer int
+	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
+	// first. 0 means DefaultOutputBudget, -1 keeps none.
+	OutputBudget int64
+	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
+	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
+	OutputTotal int64
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -80,6 +86,12 @@ func (c *Config) fill() error {
 	if c.ProcessBuffer == 0 {
 		c.ProcessBuffer = DefaultProcessBuffer
 	}
+	if c.OutputBudget == 0 {
+		c.OutputBudget = DefaultOutputBudget
+	}
+	if c.OutputTotal == 0 {
+		c.OutputTotal = max(DefaultOutputTotal, c.OutputBudget)
+	}
 	switch {
 	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
 		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)
@@ -95,6 +107,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("process buffer %d bytes: must be between 4 KiB and 64 MiB", c.ProcessBuffer)
 	case c.OutputCap < minOutputCap || c.OutputCap > MaxOutputCap:
 		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
+	case c.OutputBudget != -1 && c.OutputBudget < minOutputBudget:
+		return fmt.Errorf("output budget %d bytes: must be at least %d (2 MiB), or -1 to keep no full outputs", c.OutputBudget, minOutputBudget)
+	case c.OutputBudget != -1 && c.OutputTotal < c.OutputBudget:
+		return fmt.Errorf("output total %d bytes: must be at least the per-session output budget, %d bytes", c.OutputTotal, c.OutputBudget)
 	}
 	return nil
 }
@@ -108,6 +124,7 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
+	outputs *Outputs // the full outputs of truncated streams, per session
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -118,10 +135,12 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable()}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
+		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
-			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail).",
+			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
+			"a stream cut short stays readable whole, by this session, as the resource its result names.",
 			g.AdvertisedRoot(), backend.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
 		Logger: logger,
 	})
@@ -130,11 +149,15 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		Description: fmt.Sprintf("Run a shell command (sh -c) in the sandbox, in the workspace or the folder cwd (relative to the workspace). "+
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
-			"with a marker saying how many bytes were left out. No process the command starts outlives the call; the network is not reachable.",
+			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
+			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; the network is not reachable.",
 			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
 		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
 	}, e.runCommand)
 	e.addProcessTools()
+	if e.outputs.budget > 0 {
+		e.addOutputResources()
+	}
 	return e, nil
 }
 
@@ -155,6 +178,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		TimeoutMax:     int(e.cfg.MaxTimeout.Seconds()),
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
+		FullOutputs:    e.outputs.health(),
 	}
 }
 
@@ -184,14 +208,16 @@ func (e *Executor) confinement() protocol.Confinement {
 	return c
 }
 
-func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (protocol.RunCommandOutput, error) {
-	var out protocol.RunCommandOutput
+func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (runCommandResult, error) {
+	var out runCommandResult
 	r, err := e.check(in)
 	if err != nil {
 		return out, err
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
+	kept := e.keepRunOutputs(req.Session, &r)
+	defer kept.close()
 
 	start := time.Now()
 	// A free slot first. The wait counts against the call's timeout: a client that gave 10 seconds gets an answer
@@ -238,7 +264,8 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		logArgs = append(logArgs, "cancelled", context.Cause(ctx).Error())
 	}
 	e.logger.Debug("command ran", logArgs...)
-	return out, nil
+	kept.close()
+	return kept.result(out.RunCommandOutput), nil
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or
