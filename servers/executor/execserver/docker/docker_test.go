@@ -136,11 +136,12 @@ func newDockerTestBackend(t testing.TB, mutate func(*Config)) (*dockerBackend, s
 	return b.(*dockerBackend), ws
 }
 
-// dockerInstanceContainers lists this backend's containers, running or not.
+// dockerInstanceContainers lists this backend's command containers, running or not (not its network holder, which
+// lives as long as the backend: dockerNetworkHolders).
 func dockerInstanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
 	t.Helper()
 	list, err := b.cli.ContainerList(context.Background(), client.ContainerListOptions{
-		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance),
+		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance, labelRole+"="+roleCommand),
 	})
 	if err != nil {
 		t.Fatal(err)
