@@ -168,7 +168,8 @@ func TestDockerTerminate(t *testing.T) {
 }
 
 // loopbackServer is a shell command serving one line of text over HTTP on 127.0.0.1:port with what the image has
-// (python3, perl or busybox httpd); loopbackFetch prints what that port answers (curl, wget or bash's /dev/tcp).
+// (python3, perl or busybox httpd); loopbackFetch prints what that port answers (curl, bash's /dev/tcp or nc; busybox's
+// wget -q crashes here).
 func loopbackServer(port int, text string) string {
 	return fmt.Sprintf(`mkdir -p /tmp/www && echo %[2]s > /tmp/www/index.html
 if command -v python3 >/dev/null; then exec python3 -m http.server %[1]d --bind 127.0.0.1 --directory /tmp/www
@@ -181,9 +182,9 @@ else echo "no server tool (python3, perl, httpd) in the image" >&2; exit 99; fi`
 
 func loopbackFetch(port int) string {
 	return fmt.Sprintf(`if command -v curl >/dev/null; then curl -s -m 5 http://127.0.0.1:%[1]d/
-elif command -v wget >/dev/null; then wget -q -T 5 -O - http://127.0.0.1:%[1]d/
 elif command -v bash >/dev/null; then timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]d && printf "GET / HTTP/1.0\r\n\r\n" >&3 && cat <&3'
-else echo "no client tool (curl, wget, bash) in the image" >&2; exit 99; fi`, port)
+elif command -v nc >/dev/null; then printf "GET / HTTP/1.0\r\n\r\n" | timeout 5 nc 127.0.0.1 %[1]d
+else echo "no client tool (curl, bash, nc) in the image" >&2; exit 99; fi`, port)
 }
 
 // TestDockerProcessesShareLoopback starts a server as one Run that keeps running and fetches from it in later,
