@@ -239,6 +239,25 @@ func TestDockerProcessesShareLoopback(t *testing.T) {
 				}
 			})
 			t.Run("the host", func(t *testing.T) {
+				// Positive control: hostFetch does reach a server on the host's own loopback.
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n\r\nhost-%s\n", text)
+						c.Close()
+					}
+				}()
+				if got := hostFetch(ln.Addr().(*net.TCPAddr).Port); !strings.Contains(got, "host-"+text) {
+					t.Fatalf("positive control: hostFetch got %q from a listener on the host", got)
+				}
 				if got := hostFetch(port); strings.Contains(got, text) {
 					t.Errorf("the host reached the server: %q", got)
 				}
