@@ -328,7 +328,7 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 		cache = containerCache
 	}
 	return protocol.Confinement{
-		Network:      "none",
+		Network:      networkText,
 		Capabilities: "all dropped",
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:        "docker",
