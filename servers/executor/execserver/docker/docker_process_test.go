@@ -49,13 +49,24 @@ type runResult struct {
 	err error
 }
 
-// runInBackground starts b.Run(ctx, req) and returns where its result arrives.
-func runInBackground(ctx context.Context, b *dockerBackend, req execserver.Request) <-chan runResult {
-	done := make(chan runResult, 1)
+// runInBackground starts b.Run(ctx, req) and returns where its result arrives. When the test ends, failed or not,
+// the Run is cancelled and waited for, so no container outlives it.
+func runInBackground(t *testing.T, ctx context.Context, b *dockerBackend, req execserver.Request) <-chan runResult {
+	ctx, cancel := context.WithCancel(ctx)
+	done, finished := make(chan runResult, 1), make(chan struct{})
 	go func() {
+		defer close(finished)
 		res, err := b.Run(ctx, req)
 		done <- runResult{res, err}
 	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			t.Errorf("a cancelled Run did not return within 30s")
+		}
+	})
 	return done
 }
 
@@ -79,7 +90,7 @@ func TestDockerStdinStream(t *testing.T) {
 			b, _ := newDockerTestBackend(t, func(c *Config) { c.WarmPool = mode.pool })
 			in, feed := io.Pipe()
 			var out syncBuffer
-			done := runInBackground(context.Background(), b, execserver.Request{
+			done := runInBackground(t, context.Background(), b, execserver.Request{
 				Command: `while read -r line; do echo "got $line"; done; echo eof`, Dir: ".", Timeout: 2 * time.Minute,
 				StdinStream: in, Stdout: &out, Stderr: &out})
 			want := ""
@@ -118,7 +129,7 @@ func TestDockerTerminate(t *testing.T) {
 				// The shell traps TERM and goes on, so the container lives until the test cancels: the markers
 				// are written by the processes themselves, not raced by the container's end. "ready" comes once
 				// every trap is set.
-				done := runInBackground(ctx, b, execserver.Request{Command: `
+				done := runInBackground(t, ctx, b, execserver.Request{Command: `
 					sh -c 'trap "echo > term-child; exit 0" TERM; echo > up-child; while :; do sleep 1; done' &
 					(setsid sh -c 'trap "echo > term-orphan; exit 0" TERM; echo > up-orphan; while :; do sleep 1; done' &)
 					trap 'echo > term-shell' TERM
@@ -146,7 +157,7 @@ func TestDockerTerminate(t *testing.T) {
 				terminate := make(chan struct{})
 				marker := dockerMarker()
 				start := time.Now()
-				done := runInBackground(context.Background(), b, execserver.Request{Command: "exec sleep " + marker,
+				done := runInBackground(t, context.Background(), b, execserver.Request{Command: "exec sleep " + marker,
 					Dir: ".", Timeout: 2 * time.Minute, Terminate: terminate})
 				dockerWaitFor(t, 30*time.Second, "the command to start", func() bool {
 					return len(dockerHostProcesses(t, "sleep "+marker)) > 0
@@ -198,7 +209,7 @@ func TestDockerProcessesShareLoopback(t *testing.T) {
 			text := fmt.Sprintf("served-by-the-process-%d", mathrand.Int64())
 			terminate := make(chan struct{})
 			var serverOut syncBuffer
-			done := runInBackground(context.Background(), b, execserver.Request{Command: loopbackServer(port, text),
+			done := runInBackground(t, context.Background(), b, execserver.Request{Command: loopbackServer(port, text),
 				Dir: ".", Timeout: 2 * time.Minute, Terminate: terminate, Stdout: &serverOut, Stderr: &serverOut})
 			defer func() {
 				select {
