@@ -28,6 +28,9 @@ import (
 const (
 	labelExecutor = "goalbox.executor"
 	labelInstance = "goalbox.executor.instance"
+	// labelRole tells a command's container ("command") from the backend's network holder ("network",
+	// docker_network.go).
+	labelRole = "goalbox.executor.role"
 )
 
 // Paths inside the container.
@@ -86,15 +89,17 @@ type dockerBackend struct {
 	cli       *client.Client
 	cfg       Config
 	uid, gid  int
-	ws        *os.Root // to check that a command's folder is a folder in the workspace before a container is used
-	labels    map[string]string
-	api       string // negotiated Engine API version
-	engine    string // Engine version, for Confinement
+	ws        *os.Root          // to check that a command's folder is a folder in the workspace before a container is used
+	labels    map[string]string // of the command containers
+	netLabels map[string]string // of the network holder
+	api       string            // negotiated Engine API version
+	engine    string            // Engine version, for Confinement
 	namePref  string
 	log       *slog.Logger
 	tmpfsOpts string
 	ctlRoot   string    // host folder (0700) holding the per-container control folders
 	pool      *warmPool // nil without a warm pool
+	net       networkHolder
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -265,6 +270,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	}
 	b.labels[labelExecutor] = "1"
 	b.labels[labelInstance] = b.cfg.Instance
+	b.netLabels = maps.Clone(b.labels)
+	b.labels[labelRole] = roleCommand
+	b.netLabels[labelRole] = roleNetwork
 	b.namePref = "goalbox-exec-" + b.cfg.Instance + "-"
 	b.tmpfsOpts = fmt.Sprintf("rw,exec,nosuid,nodev,mode=1777,size=%d", b.cfg.TmpfsSize)
 
@@ -278,14 +286,17 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if b.ctlRoot, err = os.MkdirTemp("", b.ctlPrefix()); err != nil {
 		return fmt.Errorf("docker backend: control folder: %w", err)
 	}
+	if err := b.startNetwork(ctx); err != nil {
+		return err
+	}
 	if b.cfg.WarmPool > 0 {
 		b.startPool()
 	}
 	return nil
 }
 
-// removeLeftovers force-removes every container of this instance. It runs before the backend serves, so none of
-// them can be a command of this server.
+// removeLeftovers force-removes every container of this instance, network holders included. It runs before the
+// backend serves, so none of them can be a command of this server.
 func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -317,7 +328,7 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 		cache = containerCache
 	}
 	return protocol.Confinement{
-		Network:      "none",
+		Network:      networkText,
 		Capabilities: "all dropped",
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:        "docker",
@@ -344,7 +355,7 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 	}
 }
 
-// Close stops the warm pool, removes its containers and releases the client. It may be called more than once.
+// Close stops the warm pool, removes its containers and the network holder, and releases the client. It may be called more than once.
 func (b *dockerBackend) Close() error {
 	b.closeOnce.Do(func() { b.closeErr = b.close() })
 	return b.closeErr
@@ -352,6 +363,7 @@ func (b *dockerBackend) Close() error {
 
 func (b *dockerBackend) close() error {
 	b.closePool()
+	b.closeNetwork()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

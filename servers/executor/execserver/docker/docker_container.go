@@ -2,12 +2,12 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"syscall"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -17,30 +17,79 @@ import (
 // of time and a cold run does exactly the same steps, just later. Its init, the launcher below, waits for one line
 // on its standard input, then runs the command. The command, its folder and its standard input are files in a
 // per-container control folder, mounted read-only at /run/goalbox: passing them on the attached stream would need a
-// framing the shell cannot read without forking.
+// framing the shell cannot read without forking. A streamed standard input has no file: it is the rest of the
+// attached stream after that line (sh's read takes one byte at a time from a pipe, so nothing of it is consumed).
 //
-// The launcher execs the command's shell, so `sh -c COMMAND` becomes the container's init: when it exits, the
-// kernel kills everything else in the PID namespace, and the container's exit status is the command's.
+// The launcher stays the container's init (PID 1) and runs `sh -c COMMAND` in the foreground as its child: when
+// that shell exits, so does the launcher, and the kernel kills everything else in the PID namespace; the
+// container's exit status is the command's. The command is not PID 1 itself because the kernel delivers to a
+// namespace's init only the signals it has a handler for, whoever sends them: `python3 -m http.server` exec'd as
+// init would ignore SIGTERM. For the same reason a SIGTERM for the whole command (Request.Terminate) cannot go
+// through `docker kill` to init: the relay, a subshell started only for a terminable command, waits on the
+// terminate FIFO, and once the server writes a line to it sends SIGTERM to every process of the namespace but
+// init and itself (kill -1), which is the whole tree, setsid'd and double-forked processes included. kill -1
+// fails while the command's shell is not forked yet, hence the retry. The relay reads the command before it starts,
+// so its kill cannot hit a `cat` of the launcher; the command's shell is a plain foreground child (an asynchronous
+// one would start with SIGINT and SIGQUIT ignored).
 const (
 	containerControl = "/run/goalbox"
 	launcher         = `read -r _ || exit 0
 read -r d < ` + containerControl + `/dir && cd "$d" || exit 125
-exec sh -c "$(cat ` + containerControl + `/command)" < ` + containerControl + `/stdin`
+c=$(cat ` + containerControl + `/command) || exit 125
+if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/stdin; fi
+if [ -p ` + containerControl + `/terminate ]; then
+	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
+fi
+sh -c "$c"
+exit $?`
 )
+
+// commandSpec is what a container's launcher is given.
+type commandSpec struct {
+	command string
+	dir     string // the folder in the container
+	stdin   string // standard input, unless streamStdin
+	// streamStdin leaves the attached stream open as the command's standard input; Run copies to it.
+	streamStdin bool
+	// terminable makes the terminate FIFO, so the launcher starts the relay (prepared.terminate).
+	terminable bool
+}
 
 // prepared is a started container whose launcher waits for its command.
 type prepared struct {
-	id   string
-	ctl  string // host path of the control folder
-	att  client.ContainerAttachResult
-	wait client.ContainerWaitResult
+	id      string
+	network string // the network holder it joined
+	ctl     string // host path of the control folder
+	att     client.ContainerAttachResult
+	wait    client.ContainerWaitResult
 	// stop ends the attach and wait streams' context.
 	stop context.CancelFunc
+	// term is the server's end of the terminate FIFO once terminate wrote to it; kept open until discard so the
+	// line stays in the pipe until the relay reads it.
+	term *os.File
 }
 
-// prepare creates, attaches and starts a container for one command. ctx bounds only the preparation; the
-// streams live until discard.
-func (b *dockerBackend) prepare(ctx context.Context) (_ *prepared, err error) {
+// prepare creates, attaches and starts a container for one command, joined to the network holder. A holder that
+// died makes the start fail: then a new holder is started and the container prepared once more. ctx bounds only
+// the preparation; the streams live until discard.
+func (b *dockerBackend) prepare(ctx context.Context) (*prepared, error) {
+	network := b.net.current()
+	if network == "" {
+		return nil, errors.New("docker backend: closed")
+	}
+	p, err := b.prepareOn(ctx, network)
+	if err == nil {
+		return p, nil
+	}
+	renewed, rerr := b.renewNetwork(ctx, network)
+	if rerr != nil || renewed == network || renewed == "" {
+		return nil, err
+	}
+	return b.prepareOn(ctx, renewed)
+}
+
+// prepareOn prepares a container joined to the network namespace of holder network.
+func (b *dockerBackend) prepareOn(ctx context.Context, network string) (_ *prepared, err error) {
 	ctl, err := os.MkdirTemp(b.ctlRoot, "c-")
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
@@ -52,7 +101,7 @@ func (b *dockerBackend) prepare(ctx context.Context) (_ *prepared, err error) {
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
 	}
 	streams, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p := &prepared{ctl: ctl, stop: stop}
+	p := &prepared{ctl: ctl, stop: stop, network: network}
 	defer func() {
 		if err != nil {
 			b.discard(p)
@@ -61,7 +110,7 @@ func (b *dockerBackend) prepare(ctx context.Context) (_ *prepared, err error) {
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       b.containerName(),
 		Config:     b.containerConfig(),
-		HostConfig: b.hostConfig(ctl),
+		HostConfig: b.hostConfig(ctl, network),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: create container: %w", err)
@@ -82,17 +131,51 @@ func (b *dockerBackend) prepare(ctx context.Context) (_ *prepared, err error) {
 }
 
 // give writes the command's files and releases the launcher.
-func (p *prepared) give(command, dir, stdin string) error {
-	for name, content := range map[string]string{"command": command, "dir": dir + "\n", "stdin": stdin} {
+func (p *prepared) give(spec commandSpec) error {
+	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n"}
+	if !spec.streamStdin {
+		files["stdin"] = spec.stdin
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(p.ctl, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("docker backend: control file: %w", err)
+		}
+	}
+	if spec.terminable {
+		fifo := filepath.Join(p.ctl, "terminate")
+		// Readable by the command's user, writable by the server only; Chmod because Mkfifo is subject to umask.
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
+		}
+		if err := os.Chmod(fifo, 0o644); err != nil {
+			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
 		}
 	}
 	if _, err := p.att.Conn.Write([]byte("\n")); err != nil {
 		return fmt.Errorf("docker backend: start the command: %w", err)
 	}
+	if spec.streamStdin {
+		return nil
+	}
 	// With StdinOnce the container's stdin closes with ours; the command reads its input from the stdin file.
 	return p.att.CloseWrite()
+}
+
+// terminate asks the relay of a terminable command to send SIGTERM to all of the command's processes. The FIFO is
+// opened read-write, which on Linux never blocks: the line waits in the pipe for a relay not reading yet.
+func (p *prepared) terminate() error {
+	if p.term != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(p.ctl, "terminate"), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("docker backend: terminate: %w", err)
+	}
+	p.term = f
+	if _, err := f.Write([]byte("\n")); err != nil {
+		return fmt.Errorf("docker backend: terminate: %w", err)
+	}
+	return nil
 }
 
 // discard closes the streams and force-removes the container and its control folder, with a fresh context: the
@@ -101,12 +184,11 @@ func (b *dockerBackend) discard(p *prepared) {
 	p.att.Close()
 	p.stop()
 	if p.id != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := b.cli.ContainerRemove(ctx, p.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			// The next start removes it by label; say so now, since it may still be running.
-			b.log.Error("docker backend: remove container failed", "container", p.id[:12], "err", err)
-		}
+		// A failure is logged at ERROR: the container may still be running.
+		b.removeContainer(p.id)
+	}
+	if p.term != nil {
+		p.term.Close()
 	}
 	if err := os.RemoveAll(p.ctl); err != nil {
 		b.log.Warn("docker backend: remove control folder", "err", err)
@@ -123,6 +205,7 @@ func (b *dockerBackend) containerConfig() *container.Config {
 			"PIP_CACHE_DIR="+containerCache+"/pip",
 		)
 	}
+	// No Hostname: Docker refuses one with a joined network namespace; the network holder's ("sandbox") is used.
 	return &container.Config{
 		Image:        b.cfg.Image,
 		Entrypoint:   []string{"sh", "-c", launcher},
@@ -131,7 +214,6 @@ func (b *dockerBackend) containerConfig() *container.Config {
 		WorkingDir:   containerWorkspace,
 		Env:          env,
 		Labels:       b.labels,
-		Hostname:     "sandbox",
 		AttachStdin:  true,
 		OpenStdin:    true,
 		StdinOnce:    true,
@@ -140,7 +222,7 @@ func (b *dockerBackend) containerConfig() *container.Config {
 	}
 }
 
-func (b *dockerBackend) hostConfig(ctl string) *container.HostConfig {
+func (b *dockerBackend) hostConfig(ctl, network string) *container.HostConfig {
 	pids := b.cfg.PIDs
 	bind := func(src, dst string, ro bool) mount.Mount {
 		return mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro,
@@ -152,7 +234,7 @@ func (b *dockerBackend) hostConfig(ctl string) *container.HostConfig {
 	}
 	return &container.HostConfig{
 		Mounts:         mounts,
-		NetworkMode:    "none",
+		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (docker_network.go)
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": b.tmpfsOpts},
 		CapDrop:        []string{"ALL"},

@@ -65,14 +65,17 @@ func (b *dockerBackend) fill() {
 	}
 }
 
-// acquire takes a live container from the pool (pooled is true), or starts one now.
+// acquire takes a live container joined to the current network holder from the pool (pooled is true), or starts one
+// now.
 func (b *dockerBackend) acquire(ctx context.Context) (p *prepared, pooled bool, err error) {
 	if b.pool != nil {
 		for {
 			select {
 			case p := <-b.pool.ready:
 				b.pool.slots <- struct{}{}
-				if p.alive() {
+				// A container joined to a network holder that was since replaced would not share the
+				// loopback of the commands after it.
+				if p.alive() && p.network == b.net.current() {
 					return p, true, nil
 				}
 				b.discard(p)

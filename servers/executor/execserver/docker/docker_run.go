@@ -37,7 +37,9 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	// daemon, and then there would be no ID to remove it by. Cancellation is handled by killing (execution.kill).
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
-	p, err := b.launch(api, ctx, req.Command, workdir, req.Stdin)
+	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
+		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil}
+	p, err := b.launch(api, ctx, spec)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return execserver.Result{ExitCode: -1}, nil
 	}
@@ -54,7 +56,10 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	e.copyOutput(orDiscard(req.Stdout), stderr)
 	// The copy goroutine writes to the caller's writers: it must be finished before Run returns.
 	defer e.stopCopy()
-	res, err := e.wait(ctx, req.Timeout)
+	if req.StdinStream != nil {
+		e.feedStdin(req.StdinStream)
+	}
+	res, err := e.wait(ctx, req.Timeout, req.Terminate)
 	if err != nil || e.killed {
 		return res, err
 	}
@@ -90,6 +95,20 @@ func (e *execution) copyOutput(stdout, stderr io.Writer) {
 	}()
 }
 
+// feedStdin copies a streamed standard input to the container in a goroutine of its own, and closes the container's
+// stdin at EOF (the command then reads EOF). Run does not wait for it: a Read of the caller's reader may block for as
+// long as the caller likes, and only the caller can end it (by closing its pipe). Once the container is removed, the
+// next write fails and the goroutine ends; what it read is lost with the command.
+func (e *execution) feedStdin(r io.Reader) {
+	conn := e.p.att
+	go func() {
+		if _, err := io.Copy(conn.Conn, r); err != nil {
+			return // the container is gone, or the reader failed: the command's stdin ends with the container
+		}
+		_ = conn.CloseWrite()
+	}()
+}
+
 // stopCopy ends the copy of the output, if still running, and waits for it.
 func (e *execution) stopCopy() {
 	if e.copied != nil {
@@ -109,9 +128,18 @@ func (e *execution) kill() {
 	}
 }
 
-// wait waits until the command has exited and its output is read, killing it when ctx is done or timeout passes.
-// A killed command's result is exit code -1.
-func (e *execution) wait(ctx context.Context, timeout time.Duration) (execserver.Result, error) {
+// terminate sends SIGTERM to every process of the command, through the launcher's relay (docker_container.go).
+func (e *execution) terminate() {
+	if err := e.p.terminate(); err != nil {
+		// Cancelling ctx still kills; the caller's grace before it is all this costs.
+		e.b.log.Warn("docker backend: terminate failed", "container", e.p.id[:12], "err", err)
+	}
+}
+
+// wait waits until the command has exited and its output is read, killing it when ctx is done or timeout passes,
+// and sending SIGTERM to its processes when terminate is closed. A killed command's result is exit code -1; a
+// terminated one's is what its shell exits with (143 when SIGTERM ended it).
+func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <-chan struct{}) (execserver.Result, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var (
@@ -150,6 +178,9 @@ func (e *execution) wait(ctx context.Context, timeout time.Duration) (execserver
 			kill()
 		case <-cancelCh:
 			kill()
+		case <-terminate:
+			terminate = nil
+			e.terminate()
 		case <-grace:
 			// Output or exit status never came after the kill; the removal Run defers cleans up.
 			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
@@ -168,7 +199,7 @@ var errCancelledBeforeStart = errors.New("cancelled before the command started")
 // launch gives the command to a container from the pool or to one started now. A pooled container can die while
 // it waits (the Engine restarted, say); then a container started now is the fallback. api carries the Engine calls;
 // a cancelled req (checked once the container is ready) means the command is not started at all.
-func (b *dockerBackend) launch(api, req context.Context, command, dir, stdin string) (*prepared, error) {
+func (b *dockerBackend) launch(api, req context.Context, spec commandSpec) (*prepared, error) {
 	p, pooled, err := b.acquire(api)
 	if err != nil {
 		return nil, err
@@ -177,7 +208,7 @@ func (b *dockerBackend) launch(api, req context.Context, command, dir, stdin str
 		b.discard(p)
 		return nil, errCancelledBeforeStart
 	}
-	if err = p.give(command, dir, stdin); err == nil {
+	if err = p.give(spec); err == nil {
 		return p, nil
 	}
 	b.discard(p)
@@ -188,7 +219,7 @@ func (b *dockerBackend) launch(api, req context.Context, command, dir, stdin str
 	if p, err = b.prepare(api); err != nil {
 		return nil, err
 	}
-	if err = p.give(command, dir, stdin); err != nil {
+	if err = p.give(spec); err != nil {
 		b.discard(p)
 		return nil, err
 	}

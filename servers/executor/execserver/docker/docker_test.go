@@ -136,11 +136,12 @@ func newDockerTestBackend(t testing.TB, mutate func(*Config)) (*dockerBackend, s
 	return b.(*dockerBackend), ws
 }
 
-// dockerInstanceContainers lists this backend's containers, running or not.
+// dockerInstanceContainers lists this backend's command containers, running or not (not its network holder, which
+// lives as long as the backend: dockerNetworkHolders).
 func dockerInstanceContainers(t testing.TB, b *dockerBackend) []container.Summary {
 	t.Helper()
 	list, err := b.cli.ContainerList(context.Background(), client.ContainerListOptions{
-		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance),
+		All: true, Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance, labelRole+"="+roleCommand),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -519,19 +520,19 @@ func TestDockerCacheSurvives(t *testing.T) {
 func TestDockerConfinementReport(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.Memory = 300 << 20; c.PIDs = 99 })
 	c := b.Confinement()
-	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != "none" || !d.ReadOnlyRoot ||
+	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != networkText || !d.ReadOnlyRoot ||
 		c.Capabilities != "all dropped" || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
 		d.Image != dockerTestImage() || c.LocalConfinement != nil {
 		t.Errorf("Confinement() = %+v %+v", c, c.DockerConfinement)
 	}
 	// The report must match what a container really gets.
 	var out strings.Builder
-	res, err := b.Run(context.Background(), execserver.Request{Command: "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status",
+	res, err := b.Run(context.Background(), execserver.Request{Command: "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status; ls /sys/class/net",
 		Dir: ".", Timeout: time.Minute, Stdout: &out})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	want := fmt.Sprintf("99\n%d\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n", 300<<20)
+	want := fmt.Sprintf("99\n%d\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nlo\n", 300<<20)
 	if out.String() != want {
 		t.Errorf("inside the container:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -1,0 +1,66 @@
+//go:build linux
+
+package docker
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+)
+
+// dockerServeWorkspace is a command that serves the workspace (its folder) over HTTP on 127.0.0.1:port with the
+// first server the image has: python3's http.server (the executor's image), busybox's httpd (busybox) or an
+// HTTP/1.0 file server in perl, which Debian's minimal base has. It prints "serving" before it starts.
+func dockerServeWorkspace(port int) string {
+	return fmt.Sprintf(`if command -v python3 >/dev/null; then echo serving >&2; exec python3 -m http.server %[1]d --bind 127.0.0.1
+elif command -v httpd >/dev/null; then echo serving >&2; exec httpd -f -p 127.0.0.1:%[1]d -h .
+elif command -v perl >/dev/null; then echo serving >&2; exec perl -MIO::Socket::INET -e '
+	my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:%[1]d", Listen => 5, ReuseAddr => 1) or die "listen: $!";
+	while (my $c = $s->accept) {
+		my ($path) = (scalar <$c>) =~ m{^GET /(\S*)};
+		while (<$c>) { last if /^\r?$/ }
+		if (defined $path && open(my $f, "<", $path)) { local $/; print $c "HTTP/1.0 200 OK\r\n\r\n", <$f> }
+		else { print $c "HTTP/1.0 404 Not Found\r\n\r\n" }
+		close $c;
+	}'
+else echo "no HTTP server (python3, httpd, perl) in the image" >&2; exit 99; fi`, port)
+}
+
+// dockerFetch prints the body of http://127.0.0.1:port/path with what the image has (curl, bash's /dev/tcp or
+// nc), retrying while the server is not up yet; it fails unless the answer is a 200.
+func dockerFetch(port int, path string) string {
+	return fmt.Sprintf(`cr=$(printf '\r'); r=/tmp/fetched
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	if command -v curl >/dev/null; then curl -sf http://127.0.0.1:%[1]d%[2]s && exit 0
+	else
+		if command -v bash >/dev/null; then timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]d && printf "GET %[2]s HTTP/1.0\r\n\r\n" >&3 && cat <&3' > $r
+		else printf 'GET %[2]s HTTP/1.0\r\n\r\n' | timeout 5 nc 127.0.0.1 %[1]d > $r; fi
+		if head -n 1 $r | grep -q ' 200 '; then sed "1,/^$cr\$/d" $r; exit 0; fi
+	fi
+	sleep 1
+done
+exit 1`, port, path)
+}
+
+// TestDockerProcesses runs the process tools' contract (the same as the local backend's) over MCP on the docker
+// backend, cold and with a warm pool: a server started as a process answers sandbox_run_command over the backend's
+// shared loopback and the host does not reach it; output by offsets; stdin; stop and a closed session end the whole
+// tree (checked in the host's /proc); the cap; another session. Then no command container is left.
+func TestDockerProcesses(t *testing.T) {
+	for _, mode := range dockerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			b, ws := newDockerTestBackend(t, func(c *Config) { c.WarmPool = mode.pool })
+			const maxProcesses = 3
+			srv := sandboxtest.StartServer(t, b, ws, execserver.Config{MaxProcesses: maxProcesses}, nil)
+			sandboxtest.RunProcesses(t, srv, ws, sandboxtest.ProcessTarget{
+				Serve:        dockerServeWorkspace,
+				Fetch:        dockerFetch,
+				MaxProcesses: maxProcesses,
+			})
+			// Every process was stopped, ended or went with its session: its container is gone too.
+			dockerSettled(t, b)
+		})
+	}
+}
