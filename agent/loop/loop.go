@@ -114,7 +114,8 @@ type runner struct {
 	outcome    string
 	verifyRuns int
 	lastVerify *VerifyResult
-	err        error // first observer failure (the transcript could not be written)
+	started    []startedProcess // the model's processes not yet seen ended (processes.go)
+	err        error            // first observer failure (the transcript could not be written)
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
@@ -132,7 +133,7 @@ func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
 	if (cfg.Verify != "" || cfg.Approve != nil) && !r.toolSet[protocol.ToolRunCommand] {
 		return nil, fmt.Errorf("the sandbox offers no %s tool, which -verify and -approve need: is the executor server connected?", protocol.ToolRunCommand)
 	}
-	data := prompts.Data{Goal: cfg.Goal, TestCommand: cfg.Verify}
+	data := prompts.Data{Goal: cfg.Goal, TestCommand: cfg.Verify, Processes: r.toolSet[protocol.ToolStartProcess]}
 	sys, err := prompts.Render("system.md", data)
 	if err != nil {
 		return nil, err
@@ -201,6 +202,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 		// The model may have finished the work without saying so; the check, not the model, decides.
 		_, err = r.verify(ctx, false)
 	}
+	r.stopAtEnd(ctx)
 	res := Result{StopReason: stop, Turns: r.turns, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
 		Seconds: time.Since(r.start).Seconds(), ToolCalls: r.toolCalls, ToolErrors: r.toolErrors,
 		VerifyRuns: r.verifyRuns, LastVerify: r.lastVerify, Model: r.model.Name()}

@@ -40,6 +40,9 @@ func (p *Progress) Observe(ev Event) error {
 		}
 	case ev.Type == "tool":
 		fmt.Fprintf(p.w, "turn %d  %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), took)
+	case ev.Type == "stop_process":
+		fmt.Fprintf(p.w, "turn %d  agent stops %s (%s) %s  %s  %s\n", ev.Turn, argNote(*ev.Call), shorten(ev.Command, 60),
+			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
 	case ev.Type == "verify":
 		fmt.Fprintf(p.w, "turn %d  verify %q  exit %d  %s\n", ev.Turn, ev.Command, *ev.ExitCode, took)
 	case ev.Type == "error" && ev.Call != nil:
@@ -80,7 +83,7 @@ func argNote(tc ToolCall) string {
 	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
 		return "(bad arguments)"
 	}
-	for _, k := range []string{"command", "path", "source", "pattern"} {
+	for _, k := range []string{"command", "path", "source", "pattern", "process_id"} {
 		if s, ok := m[k].(string); ok {
 			return shorten(strings.ReplaceAll(s, "\n", " "), 60)
 		}
@@ -88,12 +91,25 @@ func argNote(tc ToolCall) string {
 	return ""
 }
 
+// stopWhen says in a progress line why the agent stopped a process.
+var stopWhen = map[string]string{StopBeforeVerify: "before verifying", StopAtEnd: "at the end of the run"}
+
+// resultNote is a short view of a call's result: a command's exit status, a process started or stopped.
 func resultNote(outcome string, res ToolResult) string {
 	if outcome == CallOK {
 		var o struct {
-			ExitCode *int `json:"exit_code"`
+			ExitCode  *int   `json:"exit_code"`
+			Killed    bool   `json:"killed"`
+			ProcessID string `json:"process_id"`
+			StartedAt string `json:"started_at"`
 		}
-		if json.Unmarshal(res.Structured, &o) == nil && o.ExitCode != nil {
+		switch {
+		case json.Unmarshal(res.Structured, &o) != nil:
+		case o.StartedAt != "":
+			return "started " + o.ProcessID
+		case o.Killed && o.ExitCode != nil:
+			return fmt.Sprintf("exit %d, killed", *o.ExitCode)
+		case o.ExitCode != nil:
 			return fmt.Sprintf("exit %d", *o.ExitCode)
 		}
 		return CallOK

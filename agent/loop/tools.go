@@ -39,6 +39,7 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 	if outcome != CallBadArguments && outcome != CallUnknownTool && outcome != CallRefused {
 		r.dirty = true
 	}
+	r.noteStart(tc, res, outcome)
 	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
 	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: &res, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
@@ -66,8 +67,10 @@ func (r *runner) dispatch(ctx context.Context, tc ToolCall) (ToolResult, string,
 		}
 		return toolError("the arguments of %s are not valid: %s. Send one JSON object that matches the tool's input schema.", tc.Name, msg), CallBadArguments, nil
 	}
-	if r.cfg.Approve != nil && tc.Name == protocol.ToolRunCommand {
-		var in protocol.RunCommandInput
+	if r.cfg.Approve != nil && (tc.Name == protocol.ToolRunCommand || tc.Name == protocol.ToolStartProcess) {
+		var in struct { // both tools name it so: a process's command is asked about as a command's is
+			Command string `json:"command"`
+		}
 		_ = json.Unmarshal([]byte(args), &in)
 		ok, reason, err := r.cfg.Approve.Approve(ctx, in.Command)
 		if err != nil {
@@ -95,9 +98,13 @@ func toolError(format string, a ...any) ToolResult {
 	return ToolResult{IsError: true, Text: fmt.Sprintf(format, a...)}
 }
 
-// verify runs the check command in the sandbox. On failure it returns false and, with handBack, adds the output
-// to the conversation for the model's next turn.
+// verify stops the model's processes, then runs the check command in the sandbox. On failure it returns false
+// and, with handBack, adds the output to the conversation for the model's next turn.
 func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
+	stopped, err := r.stopProcesses(ctx, StopBeforeVerify)
+	if err != nil {
+		return false, err
+	}
 	t0 := time.Now()
 	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
 	out, res, err := RunCommand(ctx, r.sb, in)
@@ -121,7 +128,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 		return false, nil
 	}
 	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
-		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes)})
+		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes), StoppedProcesses: stopped})
 	if err != nil {
 		return false, err
 	}

@@ -16,8 +16,10 @@ import (
 //	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason
 //	tool     Turn, Call, Result (in full, as the server sent it), Sent (what the model got), Outcome, DurationMs
 //	verify   Turn, Command, Result, ExitCode, DurationMs
+//	stop_process  Turn, Call (the agent's own sandbox_stop_process call), Result, Outcome, Command (the process's),
+//	              Reason (StopBeforeVerify, StopAtEnd), DurationMs: a process the model left running, stopped by the agent
 //	elide    Turn, SavedBytes (old outputs replaced in what the model is sent; the transcript keeps them)
-//	error    Turn, Error
+//	error    Turn, Error, Call (when a tool call failed)
 //	end      Summary
 type Event struct {
 	Type         string      `json:"type"`
@@ -39,6 +41,7 @@ type Event struct {
 	Outcome      string      `json:"outcome,omitempty"`
 	Command      string      `json:"command,omitempty"`
 	ExitCode     *int        `json:"exit_code,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
 	SavedBytes   int         `json:"saved_bytes,omitempty"`
 	DurationMs   int64       `json:"duration_ms,omitempty"`
 	Error        string      `json:"error,omitempty"`

@@ -19,13 +19,17 @@ type Data struct {
 	Goal string
 	// TestCommand is the one command that checks the goal (the -verify command), or "" when none was given.
 	TestCommand string
-	// Command and Output describe a failed verification (verify_failed.md).
-	Command  string
-	ExitCode int
-	Output   string
+	// Processes says the sandbox offers long-running processes (sandbox_start_process).
+	Processes bool
+	// Command and Output describe a failed verification (verify_failed.md); StoppedProcesses are the model's
+	// processes the agent stopped before it, each as "id (command)".
+	Command          string
+	ExitCode         int
+	Output           string
+	StoppedProcesses []string
 }
 
-var templates = template.Must(template.New("").Option("missingkey=error").ParseFS(files, "*.md"))
+var templates = template.Must(template.New("").Option("missingkey=error").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(files, "*.md"))
 
 // Render fills the named prompt file (e.g. "system.md") with d. Lines starting with "{{/*" comments are dropped by
 // the template itself; surrounding blank space is trimmed.
