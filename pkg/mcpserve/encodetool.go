@@ -3,38 +3,33 @@ package mcpserve
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// encodeToolResult encodes a tool result as the go-sdk would, in one pass over each large value: text contents
-// with their text escaped once, structuredContent encoded from its Go value (or copied, when it is already
-// json.RawMessage). The members the SDK may add around them (_meta, resultType and the rest) come from the SDK's
-// own MarshalJSON of the result without its content, which is short. ok is false for a content item other than
-// plain text, which the caller leaves to the SDK.
-// The JSON is in a buffer of encodeBufs, which the caller owns.
+// encodeToolResult encodes a tool result to the same bytes as the go-sdk, in one pass over each large value: text
+// contents with their text escaped once, structuredContent encoded from its Go value (or copied, when the SDK made
+// it json.RawMessage). The other members (_meta, isError, resultType and whatever a later SDK adds) and their order
+// come from the SDK's own MarshalJSON of the result without its content, which is short: the content takes the place
+// of its "content":null there. ok is false for a content item other than plain text, which the caller leaves to
+// the SDK. The JSON is in a buffer of encodeBufs, which the caller owns.
 func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 	for _, c := range r.Content {
 		if t, isText := c.(*mcp.TextContent); !isText || t.Meta != nil || t.Annotations != nil {
 			return nil, false
 		}
 	}
-	// The rest of the result, as the SDK encodes it: a copy without the two large members.
 	rest := *r
 	rest.Content, rest.StructuredContent = nil, nil
 	envelope, err := rest.MarshalJSON()
 	if err != nil {
 		return nil, false
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(envelope, &members); err != nil {
+	from, to, found := memberSpan(envelope, "content")
+	if !found {
 		return nil, false
 	}
-	delete(members, "content")
-	delete(members, "structuredContent")
 
 	buf := encodeBufs.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -42,9 +37,10 @@ func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 		encodeBufs.Put(buf)
 		return nil, false
 	}
-	// HTML characters are escaped, as the SDK's MarshalJSON of a result escapes them: the bytes are the same as before.
+	buf.Write(envelope[:from])
+	// HTML characters are escaped, as the SDK's MarshalJSON of a result escapes them.
 	enc := json.NewEncoder(buf)
-	buf.WriteString(`{"content":[`)
+	buf.WriteString(`"content":[`)
 	for i, c := range r.Content {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -60,10 +56,10 @@ func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 	if r.StructuredContent != nil {
 		buf.WriteString(`,"structuredContent":`)
 		if raw, isRaw := r.StructuredContent.(json.RawMessage); isRaw {
-			if !json.Valid(raw) {
+			// Compacted as the SDK would; it validates the JSON, which a copy would not.
+			if json.Compact(buf, raw) != nil {
 				return fail()
 			}
-			buf.Write(raw)
 		} else {
 			if enc.Encode(r.StructuredContent) != nil {
 				return fail()
@@ -71,15 +67,35 @@ func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 			trimNewline(buf)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(members)) {
-		buf.WriteByte(',')
-		key, _ := json.Marshal(k)
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(members[k])
-	}
-	buf.WriteByte('}')
+	buf.Write(envelope[to:])
 	return buf, true
+}
+
+// memberSpan finds the top-level member key of the JSON object obj: obj[from:to] is the member with its key, after
+// any comma before it.
+func memberSpan(obj []byte, key string) (from, to int, found bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, false
+	}
+	for dec.More() {
+		start := int(dec.InputOffset())
+		t, err := dec.Token()
+		if err != nil {
+			return 0, 0, false
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return 0, 0, false
+		}
+		if t == key {
+			if obj[start] == ',' {
+				start++
+			}
+			return start, int(dec.InputOffset()), true
+		}
+	}
+	return 0, 0, false
 }
 
 // encodeBufs are the buffers results are encoded and messages spliced in: a 16 KiB read then allocates none.
