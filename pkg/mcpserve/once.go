@@ -38,8 +38,12 @@ type onceEntry struct {
 }
 
 // onceStale is the age past which an encoded result is taken as one whose response will never be written (its
-// session closed between the marshal and the write) and dropped. A result is written just after it is marshaled.
+// POST's client went away between the marshal and the write) and dropped. A result is written just after it is
+// marshaled; the wait is for a lock at most, behind a write the stall timeout bounds.
 const onceStale = 2 * time.Minute
+
+// onceSweepAbove is how many pending results make put look for stale ones: calls in flight rarely reach it.
+const onceSweepAbove = 64
 
 var encodedOnce = &onceTable{pending: map[uint64]onceEntry{}}
 
@@ -50,7 +54,7 @@ func (t *onceTable) put(json *bytes.Buffer) []byte {
 	t.next++
 	n := t.next
 	t.pending[n] = onceEntry{json: json, made: now}
-	if n%1024 == 0 {
+	if len(t.pending) > onceSweepAbove {
 		for k, e := range t.pending {
 			if now.Sub(e.made) > onceStale {
 				delete(t.pending, k)

@@ -188,3 +188,19 @@ func TestSpliceReplacesOnlyAResponsesOwnToken(t *testing.T) {
 		t.Errorf("a token was spliced twice: %q", got)
 	}
 }
+
+// Results whose responses were never written (their clients went away) do not pile up.
+func TestStaleResultsAreDropped(t *testing.T) {
+	table := &onceTable{pending: map[uint64]onceEntry{}}
+	for range onceSweepAbove + 1 {
+		table.put(new(bytes.Buffer))
+	}
+	for k, e := range table.pending {
+		e.made = e.made.Add(-onceStale - time.Second)
+		table.pending[k] = e
+	}
+	table.put(new(bytes.Buffer))
+	if n := len(table.pending); n != 1 {
+		t.Errorf("%d results pending, want only the fresh one", n)
+	}
+}
