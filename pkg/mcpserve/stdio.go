@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // runStdio is srv.Run on a stdio transport, with the tool results of its one session encoded once.
@@ -205,7 +206,9 @@ func errorLine(id jsonrpc.ID, code int64, msg string) []byte {
 
 // decodeMessage decodes b as one JSON-RPC 2.0 message the go-sdk accepts, or returns nil.
 func decodeMessage(b []byte) jsonrpc.Message {
-	if !json.Valid(b) {
+	// segmentio's Valid, as the go-sdk decodes with segmentio: a few times faster than encoding/json's on a 4 KiB
+	// write, and the same judge as the decoder.
+	if !segjson.Valid(b) {
 		return nil // e.g. a message with more after it: the go-sdk's stream decoder would fail on the rest
 	}
 	msg, err := jsonrpc.DecodeMessage(b)
