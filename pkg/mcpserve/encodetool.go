@@ -8,18 +8,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// encodeToolResult encodes a tool result to the same bytes as the go-sdk, in one pass over each large value: text
-// contents with their text escaped once, structuredContent encoded from its Go value (or copied, when the SDK made
-// it json.RawMessage). The other members (_meta, isError, resultType and whatever a later SDK adds) and their order
-// come from the SDK's own MarshalJSON of the result without its content, which is short: the content takes the place
-// of its "content":null there. ok is false for a content item other than plain text, which the caller leaves to
-// the SDK. The JSON is in a buffer of encodeBufs, which the caller owns.
+// encodeToolResult encodes a tool result to the same bytes as the go-sdk, in one pass over each large value: plain
+// text contents with their text escaped once; any other content item (the image of a file read, a resource link)
+// as the SDK's encoder writes it, by its own MarshalJSON with HTML characters escaped; structuredContent copied when
+// it is a tool output whose JSON AddTool already made (jsonOutput), else encoded from its Go value (or compacted,
+// when the SDK made it json.RawMessage). The other members (_meta, isError, resultType and whatever a later SDK
+// adds) and their order come from the SDK's own MarshalJSON of the result without its content, which is short: the
+// content takes the place of its "content":null there. The JSON is in a buffer of encodeBufs, which the caller owns.
 func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
-	for _, c := range r.Content {
-		if t, isText := c.(*mcp.TextContent); !isText || t.Meta != nil || t.Annotations != nil {
-			return nil, false
-		}
-	}
 	rest := *r
 	rest.Content, rest.StructuredContent = nil, nil
 	envelope, err := rest.MarshalJSON()
@@ -45,17 +41,29 @@ func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.WriteString(`{"type":"text","text":`)
-		if enc.Encode(c.(*mcp.TextContent).Text) != nil {
+		if t, plain := c.(*mcp.TextContent); plain && t != nil && t.Meta == nil && t.Annotations == nil {
+			buf.WriteString(`{"type":"text","text":`)
+			if enc.Encode(t.Text) != nil {
+				return fail()
+			}
+			trimNewline(buf)
+			buf.WriteByte('}')
+			continue
+		}
+		// encoding/json calls the item's MarshalJSON and compacts its output, escaping HTML, as it does inside
+		// the SDK's MarshalJSON of the whole result.
+		if enc.Encode(c) != nil {
 			return fail()
 		}
 		trimNewline(buf)
-		buf.WriteByte('}')
 	}
 	buf.WriteByte(']')
 	if r.StructuredContent != nil {
 		buf.WriteString(`,"structuredContent":`)
-		if raw, isRaw := r.StructuredContent.(json.RawMessage); isRaw {
+		if out, made := r.StructuredContent.(jsonOutput); made {
+			// json.Marshal's own output: compact, HTML escaped, what the SDK's encoder would write for it.
+			buf.Write(out.json)
+		} else if raw, isRaw := r.StructuredContent.(json.RawMessage); isRaw {
 			// Compacted as the SDK would; it validates the JSON, which a copy would not.
 			if json.Compact(buf, raw) != nil {
 				return fail()

@@ -27,10 +27,37 @@ type bigOut struct {
 	Extra   map[string]any `json:"extra,omitempty"`
 }
 
+// imageOut is a tool output with more content, as a file read of an image returns: an image, and a resource link
+// and an annotated text (a tool of the executor's kind could add those), all with text that needs escaping.
+type imageOut struct {
+	Path string `json:"path"`
+	MIME string `json:"mime_type"`
+	data []byte
+}
+
+func (o imageOut) MoreContent() []mcp.Content {
+	return []mcp.Content{
+		&mcp.ImageContent{Data: o.data, MIMEType: o.MIME},
+		&mcp.ResourceLink{URI: "goalbox://out?a=<b>&c=1", Name: "out<1>", MIMEType: "text/plain"},
+		&mcp.TextContent{Text: awkwardText, Annotations: &mcp.Annotations{Priority: 0.5}},
+	}
+}
+
+func newImageOut() imageOut {
+	data := make([]byte, 20<<10)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	return imageOut{Path: "a/<b>.png", MIME: "image/png", data: data}
+}
+
 // newBigServer has "big", which returns awkwardText repeated to about 40 KB as structured content and as the text
 // of its JSON, with _meta, as the goalbox servers' tools do; "two", with two text contents and no structured one;
-// and "typed", added with mcp.AddTool, whose structured content the SDK hands on as json.RawMessage.
-func newBigServer() *mcp.Server {
+// "typed", added with mcp.AddTool, whose structured content the SDK hands on as json.RawMessage; and "image",
+// added with this package's AddTool, whose output has MoreContent. In the reference server (the go-sdk's own
+// encoding) "image" is a plain handler returning what AddTool returned before results were encoded once: the
+// output as the Go value, its JSON as text, then its more content.
+func newBigServer(reference bool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "test"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		out := bigOut{Content: strings.Repeat(awkwardText, 40<<10/len(awkwardText)), Lines: []int{1, 2, 3}, Extra: map[string]any{"z": 1, "a": "<b>"}}
@@ -43,6 +70,18 @@ func newBigServer() *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "typed"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, bigOut, error) {
 		return nil, bigOut{Content: awkwardText, Lines: []int{}}, nil
 	})
+	if reference {
+		srv.AddTool(&mcp.Tool{Name: "image", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out := newImageOut()
+			text, _ := json.Marshal(out)
+			content := append([]mcp.Content{&mcp.TextContent{Text: string(text)}}, out.MoreContent()...)
+			return &mcp.CallToolResult{StructuredContent: out, Content: content}, nil
+		})
+	} else {
+		AddTool(srv, nil, &mcp.Tool{Name: "image"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (imageOut, error) {
+			return newImageOut(), nil
+		})
+	}
 	return srv
 }
 
@@ -97,9 +136,9 @@ func tokensMade() uint64 {
 }
 
 func TestResultsEncodedOnceAreTheSDKsBytes(t *testing.T) {
-	for _, tool := range []string{"big", "two", "typed"} {
+	for _, tool := range []string{"big", "two", "typed", "image"} {
 		call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
-		want := sdkEncoded(t, newBigServer(), call)
+		want := sdkEncoded(t, newBigServer(true), call)
 
 		t.Run(tool+"/stdio", func(t *testing.T) {
 			made := tokensMade()
@@ -108,7 +147,7 @@ func TestResultsEncodedOnceAreTheSDKsBytes(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- ServeStdio(ctx, newBigServer(), inR, outW, Config{}) }()
+			go func() { done <- ServeStdio(ctx, newBigServer(false), inR, outW, Config{}) }()
 			lines := bufio.NewReaderSize(outR, 1<<20)
 			io.WriteString(inW, initBody+"\n")
 			lines.ReadBytes('\n')
@@ -129,7 +168,7 @@ func TestResultsEncodedOnceAreTheSDKsBytes(t *testing.T) {
 
 		t.Run(tool+"/http", func(t *testing.T) {
 			made := tokensMade()
-			r := start(t, newBigServer(), Config{})
+			r := start(t, newBigServer(false), Config{})
 			c := newRawClient(t, r.URL)
 			sid := c.initialize()
 			resp, err := c.do(context.Background(), "POST", sid, call)
