@@ -3,7 +3,8 @@
 # anchor", installed with npm into the cache folder on first use) in one run, and prints the figures, their ratios
 # and the targets of issue 11: 16 KiB reads over stdio (one caller) and streamable HTTP (8 callers), 4 KiB durable
 # writes beside the kernel alone, the servers' CPU time per call from /proc, and the agent's CPU per tool call.
-# Writes results.json, chart.svg and table.md into OUT (default docs/bench). See docs/BENCHMARKS.md.
+# Writes results.json, chart.svg and table.md into OUT (default docs/bench), and with perf installed the profiles of
+# goalbox's server under the reads, profile-stdio-read.txt and profile-http-read.txt. See docs/BENCHMARKS.md.
 #
 #	scripts/bench.sh [OUT]
 set -euo pipefail
@@ -50,3 +51,17 @@ echo "bench: the servers, side by side (about a minute)" >&2
 mkdir -p "$out"
 cp "$work/table.md" "$out/table.md"
 echo "bench: wrote $out/results.json, $out/table.md and $out/chart.svg" >&2
+
+# Where the server's CPU goes: goalbox alone, one round, under perf (BENCH_PROFILE=0 skips it). The server is started
+# through a wrapper that records each run into perf-N.data: 0 is the stdio reads, 1 the stdio writes, 2 the HTTP reads.
+if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
+	echo "bench: profiling goalbox's server under perf" >&2
+	printf '#!/bin/sh\nn=$(ls %s/perf-*.data 2>/dev/null | wc -l)\nexec perf record -q -g -F 1999 -o %s/perf-$n.data -- %s/filesystem "$@"\n' \
+		"$work" "$work" "$work" >"$work/fs-perf"
+	chmod +x "$work/fs-perf"
+	"$work/mcpbench" -fs "$work/fs-perf" -rounds 1 -http-calls 8000 -out "$work/profiled" >/dev/null
+	top() { perf report -i "$1" --no-children --sort sym --stdio 2>/dev/null | awk '/%/ && n++ < 25'; }
+	top "$work/perf-0.data" >"$out/profile-stdio-read.txt"
+	top "$work/perf-2.data" >"$out/profile-http-read.txt"
+	echo "bench: wrote $out/profile-stdio-read.txt and $out/profile-http-read.txt" >&2
+fi
