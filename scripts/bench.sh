@@ -53,7 +53,8 @@ cp "$work/table.md" "$out/table.md"
 echo "bench: wrote $out/results.json, $out/table.md and $out/chart.svg" >&2
 
 # Where the server's CPU goes: goalbox alone, one round, under perf (BENCH_PROFILE=0 skips it). The server is started
-# through a wrapper that records each run into perf-N.data: 0 is the stdio reads, 1 the stdio writes, 2 the HTTP reads.
+# through a wrapper that records each run into perf-N.data: 0 is the 16 KiB stdio reads, 1 the 1-byte ones, 2 the
+# stdio writes, 3 the HTTP reads.
 if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
 	echo "bench: profiling goalbox's server under perf" >&2
 	printf '#!/bin/sh\nn=$(ls %s/perf-*.data 2>/dev/null | wc -l)\nexec perf record -q -g -F 1999 -o %s/perf-$n.data -- %s/filesystem "$@"\n' \
@@ -62,6 +63,6 @@ if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
 	"$work/mcpbench" -fs "$work/fs-perf" -rounds 1 -http-calls 8000 -out "$work/profiled" >/dev/null
 	top() { perf report -i "$1" --no-children --sort sym --stdio 2>/dev/null | awk '/%/ && n++ < 25'; }
 	top "$work/perf-0.data" >"$out/profile-stdio-read.txt"
-	top "$work/perf-2.data" >"$out/profile-http-read.txt"
+	top "$work/perf-3.data" >"$out/profile-http-read.txt"
 	echo "bench: wrote $out/profile-stdio-read.txt and $out/profile-http-read.txt" >&2
 fi

@@ -1,9 +1,10 @@
 // Command mcpbench measures goalbox's filesystem server beside the official one (@modelcontextprotocol/server-filesystem,
 // "the anchor") in one run, with a lean raw JSON-RPC client whose own cost per call is a few microseconds: 16 KiB
-// reads over stdio with one caller and over streamable HTTP with several, 4 KiB writes over stdio beside what the
-// kernel alone takes for the same durable write, and the server's CPU time per call from /proc. It prints the
-// figures as a table with ratios and the targets of issue 11, and writes results.json and chart.svg. scripts/bench.sh
-// builds the server, installs the anchor and runs it; see docs/BENCHMARKS.md.
+// reads over stdio with one caller and over streamable HTTP with several, 1-byte reads over stdio (the floor under
+// any call), 4 KiB writes over stdio beside what the kernel alone takes for the same durable write, and the server's
+// CPU time per call from /proc. It prints the figures as a table with ratios and the targets of issue 11, and writes
+// results.json and chart.svg. scripts/bench.sh builds the server, installs the anchor and runs it; see
+// docs/BENCHMARKS.md.
 //
 //	mcpbench -fs ./filesystem [-anchor .../mcp-server-filesystem] [-agent agent-bench.txt] [-out DIR]
 package main
@@ -55,6 +56,9 @@ func run(o options) error {
 	if err := os.WriteFile(filepath.Join(ws, "read16k.txt"), []byte(content), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(ws, "read1b.txt"), []byte("x"), 0o644); err != nil {
+		return err
+	}
 	write4k := sourceText(4 << 10)
 
 	servers := []server{goalbox(o.fs, ws)}
@@ -62,7 +66,7 @@ func run(o options) error {
 		servers = append(servers, anchor(o.anchor, ws))
 	}
 	var figs []figure
-	for _, w := range []workload{readWorkload(), writeWorkload(write4k)} {
+	for _, w := range []workload{readWorkload(), tinyReadWorkload(), writeWorkload(write4k)} {
 		for _, s := range servers {
 			var rounds []figure
 			for r := range o.rounds {

@@ -114,6 +114,14 @@ func (r report) markdown() string {
 		check(g.P99Ms < 1, "16 KiB reads over stdio: goalbox p99 = %.3f ms (target < 1 ms)", g.P99Ms)
 		check(g.ServerCPUs <= 100, "server CPU per 16 KiB read over stdio: %.0f µs (target ≤ 100 µs)", g.ServerCPUs)
 	}
+	if t, ok := r.find("goalbox", "read 1 B", "stdio"); ok && gok {
+		fmt.Fprintf(&b, "- a 1-byte read over stdio, the floor under any call: goalbox %.0f calls/s, server CPU %.0f µs/call (the 16 KiB read: %.0f µs)",
+			t.CallsPerS, t.ServerCPUs, g.ServerCPUs)
+		if at, ok := r.find("official (Node)", "read 1 B", "stdio"); ok {
+			fmt.Fprintf(&b, "; official %.0f calls/s, %.0f µs/call: 10× its 16 KiB reads asks for %.0f calls/s", at.CallsPerS, at.ServerCPUs, 10*a.CallsPerS)
+		}
+		b.WriteString("\n")
+	}
 	if h, ok := r.find("goalbox", "read 16 KiB", "HTTP"); ok {
 		check(h.CallsPerS >= 5000, "16 KiB reads over HTTP, %d callers: %.0f calls/s (target ≥ 5,000 on 2 cores); server CPU %.0f µs/call",
 			h.Callers, h.CallsPerS, h.ServerCPUs)

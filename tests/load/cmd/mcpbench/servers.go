@@ -28,6 +28,17 @@ func readWorkload() workload {
 	}}
 }
 
+// tinyReadWorkload reads a one-byte file: what a call costs a server whatever its result (the protocol, the
+// runtime, the pipes), the floor under the 16 KiB read.
+func tinyReadWorkload() workload {
+	return workload{name: "read 1 B", call: func(s server) (string, string) {
+		if s.goalbox {
+			return "sandbox_read_file", `{"path":"read1b.txt"}`
+		}
+		return "read_text_file", jsonArgs(map[string]string{"path": filepath.Join(s.ws, "read1b.txt")})
+	}}
+}
+
 func writeWorkload(content string) workload {
 	return workload{name: "write 4 KiB", call: func(s server) (string, string) {
 		if s.goalbox {
