@@ -4,7 +4,7 @@
 # and the targets of issue 11: 16 KiB reads over stdio (one caller) and streamable HTTP (8 callers), 4 KiB durable
 # writes beside the kernel alone, the servers' CPU time per call from /proc, and the agent's CPU per tool call.
 # Writes results.json, chart.svg and table.md into OUT (default docs/bench), and with perf installed the profiles of
-# goalbox's server under the reads, profile-stdio-read.txt and profile-http-read.txt. See docs/BENCHMARKS.md.
+# goalbox's server, profile-stdio-read.txt, profile-stdio-write.txt and profile-http-read.txt. See docs/BENCHMARKS.md.
 #
 #	scripts/bench.sh [OUT]
 set -euo pipefail
@@ -61,8 +61,15 @@ if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
 		"$work" "$work" "$work" >"$work/fs-perf"
 	chmod +x "$work/fs-perf"
 	"$work/mcpbench" -fs "$work/fs-perf" -rounds 1 -http-calls 8000 -out "$work/profiled" >/dev/null
-	top() { perf report -i "$1" --no-children --sort sym --stdio 2>/dev/null | awk '/%/ && n++ < 25'; }
+	top() {
+		echo "# self time by symbol (perf report --no-children)"
+		perf report -i "$1" --no-children --sort sym --stdio -g none 2>/dev/null | awk '/%/ && n++ < 25'
+		echo
+		echo "# time with callees, by symbol (perf report --children): total, then self"
+		perf report -i "$1" --children --sort sym --stdio -g none 2>/dev/null | awk '/%/ && n++ < 60'
+	}
 	top "$work/perf-0.data" >"$out/profile-stdio-read.txt"
+	top "$work/perf-2.data" >"$out/profile-stdio-write.txt"
 	top "$work/perf-3.data" >"$out/profile-http-read.txt"
-	echo "bench: wrote $out/profile-stdio-read.txt and $out/profile-http-read.txt" >&2
+	echo "bench: wrote $out/profile-stdio-read.txt, $out/profile-stdio-write.txt and $out/profile-http-read.txt" >&2
 fi
