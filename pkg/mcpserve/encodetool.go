@@ -14,7 +14,8 @@ import (
 // it is a tool output whose JSON AddTool already made (jsonOutput), else encoded from its Go value (or compacted,
 // when the SDK made it json.RawMessage). The other members (_meta, isError, resultType and whatever a later SDK
 // adds) and their order come from the SDK's own MarshalJSON of the result without its content, which is short: the
-// content takes the place of its "content":null there. The JSON is in a buffer of encodeBufs, which the caller owns.
+// content takes the place of its "content":null there. The JSON is in a buffer of encodeBufs, which the caller owns;
+// ok is false when a value does not encode, and the caller leaves the result to the SDK, which reports the error.
 func encodeToolResult(r *mcp.CallToolResult) (_ *bytes.Buffer, ok bool) {
 	rest := *r
 	rest.Content, rest.StructuredContent = nil, nil
