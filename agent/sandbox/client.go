@@ -33,6 +33,7 @@ type Endpoint struct {
 
 // Client routes tool calls to the MCP servers that offer them. It is a loop.Sandbox.
 type Client struct {
+	results  *resultTaker
 	sessions []*mcp.ClientSession
 	tools    []loop.Tool
 	owner    map[string]*mcp.ClientSession
@@ -76,12 +77,12 @@ func (s *Client) progress(_ context.Context, req *mcp.ProgressNotificationClient
 // Connect opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
 // error: a call could not be routed.
 func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
-	s := &Client{owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
+	s := &Client{results: newResultTaker(http.DefaultTransport), owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: mcpserve.Version()}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
 	for _, ep := range endpoints {
-		hc := &http.Client{Transport: http.DefaultTransport}
+		hc := &http.Client{Transport: s.results}
 		if ep.Token != "" {
-			hc.Transport = bearerTransport{token: ep.Token, next: http.DefaultTransport}
+			hc.Transport = bearerTransport{token: ep.Token, next: s.results}
 		}
 		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
@@ -147,6 +148,14 @@ func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (l
 		}
 		return loop.ToolResult{}, fmt.Errorf("call %s: %w", name, err)
 	}
+	if len(res.Content) == 1 && res.StructuredContent == nil {
+		if t, ok := res.Content[0].(*mcp.TextContent); ok {
+			if r, ok := s.results.take(t.Text); ok {
+				return loop.ToolResult{IsError: r.isError, Text: r.text, Structured: r.structured}, nil
+			}
+		}
+	}
+	// A result the transport left to the SDK (content other than text).
 	out := loop.ToolResult{IsError: res.IsError, Text: resultText(res)}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {

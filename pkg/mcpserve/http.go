@@ -82,6 +82,11 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		cancel:   cancel,
 	}
 	srv.AddReceivingMiddleware(s.middleware)
+	// Outermost: a tool result is encoded once when the POST that carried its call is there to write it (once.go).
+	srv.AddReceivingMiddleware(encodeOnce(func(req mcp.Request) bool {
+		call, ours := s.calls.find(req)
+		return ours && call != nil
+	}))
 	reapCtx, stop := context.WithCancel(context.Background())
 	s.stopReaper = stop
 	go s.sessions.reap(reapCtx)
@@ -170,6 +175,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		tok, call := s.calls.add(r.Context())
 		r.Header.Set(callHeader, tok)
+		w = splicingWriter{w}
 		defer func() {
 			s.calls.remove(tok)
 			if created := call.created.Load(); created != nil {

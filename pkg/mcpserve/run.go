@@ -101,7 +101,7 @@ func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Write
 			return next(context.WithValue(ctx, sessionKey{}, context.Context(base)), method, req)
 		}
 	})
-	err := srv.Run(ctx, stdioTransport(in, out, cfg.MaxRequestBytes))
+	err := runStdio(ctx, srv, in, out, cfg.MaxRequestBytes)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

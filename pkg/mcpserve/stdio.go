@@ -3,65 +3,166 @@ package mcpserve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
-// stdioTransport is mcp.StdioTransport, except that an input line the go-sdk would end the session on is answered
-// with a JSON-RPC error and dropped: a line longer than maxLine, one that is not a JSON-RPC message (as the go-sdk
-// decodes it), and a batch. The go-sdk ends the session on each of these — a batch under the protocol versions it
-// negotiates (2025-06-18 on dropped batching), or with a repeated ID — and with the session a stdio server.
-func stdioTransport(in io.Reader, out io.Writer, maxLine int64) mcp.Transport {
-	w := &lockedWriter{w: out}
+// runStdio is srv.Run on a stdio transport, with the tool results of its one session encoded once.
+func runStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, maxLine int64) error {
+	var session atomic.Pointer[mcp.ServerSession]
+	srv.AddReceivingMiddleware(encodeOnce(func(req mcp.Request) bool {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		return ss != nil && ss == session.Load()
+	}))
+	ss, err := srv.Connect(ctx, stdioTransport{in: in, out: out, maxLine: maxLine}, nil)
+	if err != nil {
+		return err
+	}
+	session.Store(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
+}
+
+// stdioTransport serves one client on in and out, newline-delimited, as mcp.StdioTransport does, except that an
+// input line the go-sdk would end the session on is answered with a JSON-RPC error and dropped: a line longer than
+// maxLine, one that is not a JSON-RPC message (as the go-sdk decodes it), and a batch. The go-sdk ends the session
+// on each of these — a batch under the protocol versions it negotiates (2025-06-18 on dropped batching), or with a
+// repeated ID — and with the session a stdio server. Each line is decoded once, here, and handed to the SDK as a
+// message (no pipe to the SDK's own decoder); each message is written with its tool result encoded once (once.go).
+type stdioTransport struct {
+	in      io.Reader
+	out     io.Writer
+	maxLine int64
+}
+
+func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{out: &lockedWriter{w: t.out}, incoming: make(chan stdioRead), closed: make(chan struct{})}
+	go c.readLines(t.in, t.maxLine)
+	return c, nil
+}
+
+// stdioConn is the mcp.Connection of a stdio session.
+type stdioConn struct {
+	out       *lockedWriter
+	incoming  chan stdioRead
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// stdioRead is a message read, or the error that ended the input.
+type stdioRead struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// readLines reads the input a line at a time, answers the lines the SDK must not see, and hands on the messages,
+// until the input ends or the connection is closed.
+func (c *stdioConn) readLines(in io.Reader, maxLine int64) {
 	reply := func(code int, msg string) {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-		w.Write(append(b, '\n'))
+		c.out.Write(append(b, '\n'))
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
-		var line []byte
-		tooLong := false
-		for {
-			chunk, err := r.ReadSlice('\n')
-			if !tooLong {
-				line = append(line, chunk...)
-				if int64(len(line)) > maxLine {
-					tooLong, line = true, line[:0]
-				}
+	hand := func(r stdioRead) bool {
+		select {
+		case c.incoming <- r:
+			return true
+		case <-c.closed:
+			return false
+		}
+	}
+	r := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			line = append(line, chunk...)
+			if int64(len(line)) > maxLine {
+				tooLong, line = true, line[:0]
 			}
-			if err == bufio.ErrBufferFull {
-				continue
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		switch t := bytes.TrimSpace(line); {
+		case tooLong:
+			reply(-32600, fmt.Sprintf("message longer than %d bytes: refused", maxLine))
+		case len(t) == 0:
+		case t[0] == '[':
+			if b := refuseBatch(t); b != nil {
+				c.out.Write(append(b, '\n'))
 			}
-			switch t := bytes.TrimSpace(line); {
-			case tooLong:
-				reply(-32600, fmt.Sprintf("message longer than %d bytes: refused", maxLine))
-			case len(t) == 0:
-			case t[0] == '[':
-				if b := refuseBatch(t); b != nil {
-					w.Write(append(b, '\n'))
-				}
-			case isMessage(t):
-				if _, werr := pw.Write(append(t, '\n')); werr != nil {
-					return
-				}
-			default:
+		default:
+			msg := decodeMessage(t)
+			if msg == nil {
 				reply(-32700, "parse error: each line must be one JSON-RPC 2.0 message")
+				break
 			}
-			line, tooLong = line[:0], false
-			if err != nil {
-				pw.CloseWithError(err)
+			if !hand(stdioRead{msg: msg}) {
 				return
 			}
 		}
-	}()
-	return &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{w}, MaxLineLength: -1}
+		line, tooLong = line[:0], false
+		if err != nil {
+			hand(stdioRead{err: err})
+			return
+		}
+	}
 }
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-c.incoming:
+		return r.msg, r.err
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write writes msg as one line, with a tool result the SDK was handed as a token in its place.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	buf := encodeBufs.Get().(*bytes.Buffer)
+	defer encodeBufs.Put(buf)
+	buf.Reset()
+	encodedOnce.spliceTo(buf, data)
+	buf.WriteByte('\n')
+	_, err = c.out.Write(buf.Bytes())
+	return err
+}
+
+// Close stops handing on input; the reader ends at its next line or at the end of the input. The output belongs to
+// the caller of ServeStdio, which closes it.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *stdioConn) SessionID() string { return "" }
 
 // batchRefusal is the error each call of a batch gets.
 const batchRefusal = "JSON-RPC batches are not accepted on stdio (MCP 2025-06-18 dropped them): send one message per line"
@@ -103,22 +204,28 @@ func errorLine(id jsonrpc.ID, code int64, msg string) []byte {
 	return b
 }
 
-// isMessage reports whether b is one JSON-RPC 2.0 message the go-sdk decodes.
-func isMessage(b []byte) bool {
-	if !json.Valid(b) {
-		return false // e.g. a message with more after it: the go-sdk's stream decoder would fail on the rest
+// decodeMessage decodes b as one JSON-RPC 2.0 message the go-sdk accepts, or returns nil.
+func decodeMessage(b []byte) jsonrpc.Message {
+	// segmentio's Valid, as the go-sdk decodes with segmentio: a few times faster than encoding/json's on a 4 KiB
+	// write, and the same judge as the decoder.
+	if !segjson.Valid(b) {
+		return nil // e.g. a message with more after it: the go-sdk's stream decoder would fail on the rest
 	}
 	msg, err := jsonrpc.DecodeMessage(b)
 	if err != nil {
-		return false
+		return nil
 	}
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
-		return m.Method != ""
+		if m.Method != "" {
+			return m
+		}
 	case *jsonrpc.Response:
-		return m.ID.IsValid()
+		if m.ID.IsValid() {
+			return m
+		}
 	}
-	return false
+	return nil
 }
 
 // lockedWriter makes each Write whole, so the SDK's replies and the filter's errors never interleave (the SDK
@@ -133,7 +240,3 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

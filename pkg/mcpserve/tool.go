@@ -96,13 +96,22 @@ func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, fmt.Errorf("marshaling the result of %s: %w", tool, err)
 	}
-	// structuredContent is the Go value itself: encoded with the response, it comes out as the same JSON as text.
 	content := []mcp.Content{&mcp.TextContent{Text: string(text)}}
 	if more, ok := any(out).(MoreContent); ok {
 		content = append(content, more.MoreContent()...)
 	}
-	return &mcp.CallToolResult{StructuredContent: out, Content: content}, nil
+	return &mcp.CallToolResult{StructuredContent: jsonOutput{Value: out, json: text}, Content: content}, nil
 }
+
+// jsonOutput is a tool's output as the structuredContent of its result: the Go value and its JSON, made once for
+// the text content. It marshals to that JSON, so the output is not encoded a second time with the result (the
+// SDK's encoder still checks and compacts it; the results encoded once copy it, encodetool.go).
+type jsonOutput struct {
+	Value any
+	json  []byte
+}
+
+func (o jsonOutput) MarshalJSON() ([]byte, error) { return o.json, nil }
 
 // MoreContent is implemented by a tool's output that carries content its JSON cannot: the image a file read
 // returns, say. Its items follow the JSON text in the result's content (so the first item is always that text,
