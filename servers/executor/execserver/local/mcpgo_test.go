@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,13 +43,17 @@ func TestMCPGoClient(t *testing.T) {
 		t.Fatalf("initialize: %v %+v", err, init)
 	}
 	tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
-	if err != nil || len(tools.Tools) != 1 {
-		t.Fatalf("tools: %v %+v", err, tools)
+	if err != nil || len(tools.Tools) != 6 {
+		t.Fatalf("tools: %v, want sandbox_run_command and the five process tools: %+v", err, tools)
 	}
-	tool := tools.Tools[0]
+	i := slices.IndexFunc(tools.Tools, func(t mcpgo.Tool) bool { return t.Name == protocol.ToolRunCommand })
+	if i < 0 {
+		t.Fatalf("no %s in %+v", protocol.ToolRunCommand, tools)
+	}
+	tool := tools.Tools[i]
 	a := tool.Annotations
 	if tool.Name != protocol.ToolRunCommand || a.ReadOnlyHint == nil || *a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint ||
-		a.IdempotentHint == nil || *a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || len(tool.OutputSchema.Properties) != 7 {
+		a.IdempotentHint == nil || *a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || len(tool.OutputSchema.Properties) != 9 {
 		t.Errorf("tool: %+v", tool)
 	}
 
