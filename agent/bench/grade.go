@@ -55,9 +55,21 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if why != "" {
 		return GradeResult{Ungradable: why}, nil
 	}
+	// A remote sandbox's workspace is brought back to the copy, restored there, and sent again: the one Restore.
+	m, remote := sb.(mirror)
+	if remote {
+		if err := m.pull(ctx, ex, ws); err != nil {
+			return GradeResult{}, fmt.Errorf("%s: %w", ex.ID(), err)
+		}
+	}
 	restored, err := Restore(ex, ws)
 	if err != nil {
 		return GradeResult{}, err
+	}
+	if remote {
+		if err := m.push(ctx, ws); err != nil {
+			return GradeResult{}, fmt.Errorf("%s: %w", ex.ID(), err)
+		}
 	}
 	timeout := g.Timeout
 	if timeout <= 0 {

@@ -38,6 +38,7 @@ type ExerciseResult struct {
 	Lang       string      `json:"language"`
 	Slug       string      `json:"slug"`
 	Model      string      `json:"model,omitempty"`
+	Sandbox    string      `json:"sandbox,omitempty"` // the pool's sandbox that ran and graded it (local-N for a local run)
 	Tries      []TryResult `json:"tries"`
 	Ungradable string      `json:"ungradable,omitempty"` // set when the exercise could not be graded here; no tries then
 	StartedAt  time.Time   `json:"started_at"`

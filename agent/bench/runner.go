@@ -26,7 +26,7 @@ type RunOptions struct {
 	Exercises []Exercise
 	RunDir    string // results/, transcripts/ and work/ go here
 	Tries     int    // tries per exercise; 2 when zero
-	Workers   int    // exercises at once; 1 when zero
+	Workers   int    // exercises at once; the pool's size when zero (1 without a pool)
 	// Resume keeps the finished result files already in RunDir and runs only the rest; without it a RunDir that
 	// holds results for any of the exercises is refused, so two runs never mix.
 	Resume bool
@@ -34,7 +34,9 @@ type RunOptions struct {
 	Limits loop.Limits // per try
 	Price  loop.Price
 	Grader *Grader
-	// GradeSandbox is where the tests run; AgentSandbox where the model works. Both are required.
+	// Pool is the sandboxes the exercises are worked on and graded in. Without one, the run is local: a pool of
+	// Workers in-process sandboxes whose tests run in GradeSandbox and whose model works in AgentSandbox.
+	Pool         *Pool
 	GradeSandbox SandboxFactory
 	AgentSandbox SandboxFactory
 	// Progress, when set, is told about every exercise that is resumed or finished.
@@ -106,6 +108,12 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 	}
 	if o.Workers == 0 {
 		o.Workers = 1
+		if o.Pool != nil {
+			o.Workers = o.Pool.Size()
+		}
+	}
+	if o.Pool == nil {
+		o.Pool = LocalPool(o.Workers, o.GradeSandbox, o.AgentSandbox)
 	}
 	return o, nil
 }
@@ -129,30 +137,35 @@ func (o RunOptions) loadFinished() (results []*ExerciseResult, todo []int, err e
 	return results, todo, nil
 }
 
-// runAll runs the exercises at the todo indexes on o.Workers workers and saves each result as it comes. No more
-// work is handed out once ctx ends, or once cancel was called: a result could not be saved, or maxConsecutiveErrors
-// exercises in a row failed on infrastructure.
+// runAll runs the exercises at the todo indexes on o.Workers workers, each on a sandbox of the pool, and saves
+// each result as it comes. No more work is handed out once ctx ends, or once cancel was called: a result could not
+// be saved, maxConsecutiveErrors exercises in a row failed on infrastructure, or every sandbox failed.
 func (o RunOptions) runAll(ctx context.Context, cancel context.CancelCauseFunc, todo []int, results []*ExerciseResult) {
 	stopTicker := o.Progress.tick(time.Second)
 	var mu sync.Mutex
 	streak := 0
 	parallel(ctx, o.Workers, todo, func(i int) {
 		o.Progress.started()
-		r, ok := o.exercise(ctx, o.Exercises[i])
-		if !ok {
+		r, err := onPool(ctx, o.Pool, func(sb *PoolSandbox) (*ExerciseResult, error) {
+			return o.exercise(ctx, sb, o.Exercises[i])
+		})
+		if err != nil && ctx.Err() == nil {
+			cancel(err) // the pool is empty
+		}
+		if r == nil {
 			return // interrupted: no result, a resume runs it
 		}
-		if err := SaveResult(o.RunDir, r); err != nil {
+		if err := SaveResult(o.RunDir, *r); err != nil {
 			cancel(fmt.Errorf("saving the result of %s: %w", r.ID, err))
 			return
 		}
 		mu.Lock()
-		results[i] = &r
-		if streak = errorStreak(streak, r); streak >= maxConsecutiveErrors {
-			cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(r)))
+		results[i] = r
+		if streak = errorStreak(streak, *r); streak >= maxConsecutiveErrors {
+			cancel(fmt.Errorf("%d exercises in a row failed with an infrastructure error; the last: %s: %s", streak, r.ID, resultError(*r)))
 		}
 		mu.Unlock()
-		o.Progress.add(r, false)
+		o.Progress.add(*r, false)
 	})
 	stopTicker()
 	o.Progress.finish()
@@ -190,8 +203,8 @@ func (o RunOptions) check() error {
 		return errors.New("no results folder given")
 	case o.Tries < 0 || o.Workers < 0:
 		return errors.New("tries and workers must be positive")
-	case o.Model == nil || o.Grader == nil || o.GradeSandbox == nil || o.AgentSandbox == nil:
-		return errors.New("a benchmark run needs a model, a grader, a grading sandbox and an agent sandbox")
+	case o.Model == nil || o.Grader == nil || (o.Pool == nil && (o.GradeSandbox == nil || o.AgentSandbox == nil)):
+		return errors.New("a benchmark run needs a model, a grader, and a pool of sandboxes or a grading sandbox and an agent sandbox")
 	}
 	return nil
 }
@@ -261,24 +274,29 @@ func TranscriptPath(runDir, id string, try int) string {
 	return filepath.Join(runDir, "transcripts", filepath.FromSlash(id), fmt.Sprintf("try-%d.jsonl", try))
 }
 
-// exercise runs the tries of one exercise. ok is false when the run was interrupted before the exercise ended;
-// an infrastructure failure is recorded in the result (as a try's Error) so the summary and a resume see it.
-func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResult, ok bool) {
+// exercise runs the tries of one exercise on sb. The result is nil when the run was interrupted before the
+// exercise ended. A SandboxFailure is returned as the error (no result: the exercise starts again on another
+// sandbox); any other infrastructure failure is recorded in the result (as a try's Error) so the summary and a
+// resume see it.
+func (o RunOptions) exercise(ctx context.Context, sb *PoolSandbox, ex Exercise) (*ExerciseResult, error) {
 	start := time.Now()
-	res = ExerciseResult{ID: ex.ID(), Lang: ex.Lang, Slug: ex.Slug, Model: o.Model.Name(), StartedAt: start.UTC()}
-	fail := func(err error) (ExerciseResult, bool) {
+	res := ExerciseResult{ID: ex.ID(), Lang: ex.Lang, Slug: ex.Slug, Model: o.Model.Name(), Sandbox: sb.Name, StartedAt: start.UTC()}
+	fail := func(err error) (*ExerciseResult, error) {
 		if ctx.Err() != nil {
-			return res, false
+			return nil, nil
+		}
+		if sf := asSandboxFailure(err); sf != nil {
+			return nil, sf
 		}
 		res.Tries = append(res.Tries, TryResult{Try: len(res.Tries) + 1, Error: err.Error()})
 		res.Seconds = time.Since(start).Seconds()
-		return res, true
+		return &res, nil
 	}
 	ws, err := Prepare(ex, o.RunDir)
 	if err != nil {
 		return fail(err)
 	}
-	gsb, closeG, err := o.GradeSandbox(ctx, ws.Root)
+	gsb, closeG, err := sb.Grade(ctx, ws.Root)
 	if err != nil {
 		return fail(fmt.Errorf("opening the grading sandbox: %w", err))
 	}
@@ -291,9 +309,9 @@ func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResu
 		// Known before any model call: no money is spent on an exercise that cannot be graded here.
 		res.Ungradable = ungradable
 		res.Seconds = time.Since(start).Seconds()
-		return res, true
+		return &res, nil
 	}
-	asb, closeA, err := o.AgentSandbox(ctx, ws.Root)
+	asb, closeA, err := sb.Agent(ctx, ws.Root)
 	if err != nil {
 		return fail(fmt.Errorf("opening the agent's sandbox: %w", err))
 	}
@@ -305,7 +323,10 @@ func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResu
 	for try := 1; try <= o.Tries; try++ {
 		tr, grade, err := o.try(ctx, ex, ws, gsb, asb, goal, try)
 		if ctx.Err() != nil {
-			return res, false
+			return nil, nil
+		}
+		if sf := asSandboxFailure(err); sf != nil {
+			return nil, sf
 		}
 		if err != nil {
 			tr.Error = err.Error()
@@ -327,7 +348,7 @@ func (o RunOptions) exercise(ctx context.Context, ex Exercise) (res ExerciseResu
 		goal += "\n\n---\n\n" + retry
 	}
 	res.Seconds = time.Since(start).Seconds()
-	return res, true
+	return &res, nil
 }
 
 // try is one agent run and its grade. The returned error is an infrastructure failure of the model server, the

@@ -22,9 +22,10 @@ import (
 type SelfTestOptions struct {
 	Exercises []Exercise
 	RunDir    string         // where the copies go; each exercise's copy is removed when it is done unless Keep
-	Workers   int            // parallel exercises; 2 when zero
+	Workers   int            // parallel exercises; the pool's size when zero (2 without a pool)
 	Keep      bool           // keep the workspaces for inspection
-	Sandbox   SandboxFactory // required
+	Pool      *Pool          // the sandboxes to grade in; without one, Workers in-process sandboxes from Sandbox
+	Sandbox   SandboxFactory // required without a Pool
 	Grader    *Grader        // required
 	// Progress, when set, is called after each exercise (from the worker that finished it).
 	Progress func(done, total int, r SelfTestResult)
@@ -43,27 +44,45 @@ type SelfTestResult struct {
 	Lang    string      `json:"language"`
 	Status  string      `json:"status"`
 	Reason  string      `json:"reason,omitempty"`
+	Sandbox string      `json:"sandbox,omitempty"` // the pool's sandbox that graded it
 	Ref     GradeResult `json:"reference"`
 	Stub    GradeResult `json:"stub"`
 	Seconds float64     `json:"seconds"`
 }
 
-// SelfTest grades every exercise twice, reference and stub, on opts.Workers workers, and returns the results in
-// the exercises' order. An error is returned only when the run itself breaks (context cancelled, run folder not
-// writable); a sandbox failure on one exercise is that exercise's problem.
+// SelfTest grades every exercise twice, reference and stub, on opts.Workers workers, each exercise in one sandbox
+// of the pool, and returns the results in the exercises' order. An error is returned only when the run itself
+// breaks (context cancelled, every sandbox of the pool failed); any other failure on one exercise is that
+// exercise's problem. An exercise whose sandbox failed (a SandboxFailure) is graded again on another.
 func SelfTest(ctx context.Context, opts SelfTestOptions) ([]SelfTestResult, error) {
-	if opts.Sandbox == nil || opts.Grader == nil {
-		return nil, errors.New("selftest needs a sandbox factory and a grader")
+	if (opts.Sandbox == nil && opts.Pool == nil) || opts.Grader == nil {
+		return nil, errors.New("selftest needs a pool of sandboxes or a sandbox factory, and a grader")
 	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 2
+		if opts.Pool != nil {
+			workers = opts.Pool.Size()
+		}
 	}
+	pool := opts.Pool
+	if pool == nil {
+		pool = LocalPool(workers, opts.Sandbox, nil)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	results := make([]SelfTestResult, len(opts.Exercises))
 	var mu sync.Mutex
 	done := 0
 	parallel(ctx, workers, indexes(len(opts.Exercises)), func(i int) {
-		results[i] = selfTestOne(ctx, opts, opts.Exercises[i])
+		r, err := onPool(ctx, pool, func(sb *PoolSandbox) (SelfTestResult, error) {
+			return selfTestOne(ctx, opts, sb, opts.Exercises[i])
+		})
+		if err != nil {
+			cancel(err) // the pool is empty, or ctx ended
+			return
+		}
+		results[i] = r
 		if opts.Progress != nil {
 			mu.Lock()
 			done++
@@ -71,23 +90,31 @@ func SelfTest(ctx context.Context, opts SelfTestOptions) ([]SelfTestResult, erro
 			mu.Unlock()
 		}
 	})
-	return results, ctx.Err()
+	return results, context.Cause(ctx)
 }
 
-func selfTestOne(ctx context.Context, opts SelfTestOptions, ex Exercise) (res SelfTestResult) {
+// selfTestOne grades ex's reference and stub in sb. The error is a SandboxFailure, for the exercise to be graded
+// again elsewhere; anything else that goes wrong is the result's problem.
+func selfTestOne(ctx context.Context, opts SelfTestOptions, sb *PoolSandbox, ex Exercise) (res SelfTestResult, _ error) {
 	start := time.Now()
-	res = SelfTestResult{ID: ex.ID(), Lang: ex.Lang}
+	res = SelfTestResult{ID: ex.ID(), Lang: ex.Lang, Sandbox: sb.Name}
 	defer func() { res.Seconds = time.Since(start).Seconds() }()
-	problem := func(format string, args ...any) SelfTestResult {
+	problem := func(format string, args ...any) (SelfTestResult, error) {
 		res.Status, res.Reason = SelfProblem, fmt.Sprintf(format, args...)
-		return res
+		return res, nil
 	}
 
-	ref, err := gradeCopy(ctx, opts, ex, true)
+	ref, err := gradeCopy(ctx, opts, sb, ex, true)
+	if sf := asSandboxFailure(err); sf != nil {
+		return res, sf
+	}
 	if err != nil {
 		return problem("reference: %v", err)
 	}
-	stub, err := gradeCopy(ctx, opts, ex, false)
+	stub, err := gradeCopy(ctx, opts, sb, ex, false)
+	if sf := asSandboxFailure(err); sf != nil {
+		return res, sf
+	}
 	if err != nil {
 		return problem("stub: %v", err)
 	}
@@ -114,7 +141,7 @@ func selfTestOne(ctx context.Context, opts SelfTestOptions, ex Exercise) (res Se
 	default:
 		res.Status = SelfOK
 	}
-	return res
+	return res, nil
 }
 
 func timedOutNote(r GradeResult) string {
@@ -126,7 +153,7 @@ func timedOutNote(r GradeResult) string {
 
 // gradeCopy prepares a fresh copy of ex, puts the reference solution in place when reference is set, and grades
 // it in a sandbox of its own.
-func gradeCopy(ctx context.Context, opts SelfTestOptions, ex Exercise, reference bool) (GradeResult, error) {
+func gradeCopy(ctx context.Context, opts SelfTestOptions, pool *PoolSandbox, ex Exercise, reference bool) (GradeResult, error) {
 	ws, err := Prepare(ex, opts.RunDir)
 	if err != nil {
 		return GradeResult{}, err
@@ -139,7 +166,7 @@ func gradeCopy(ctx context.Context, opts SelfTestOptions, ex Exercise, reference
 			return GradeResult{}, err
 		}
 	}
-	sb, closeSB, err := opts.Sandbox(ctx, ws.Root)
+	sb, closeSB, err := pool.Grade(ctx, ws.Root)
 	if err != nil {
 		return GradeResult{}, fmt.Errorf("opening a sandbox: %w", err)
 	}
