@@ -42,22 +42,31 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	}
 	grader := bench.NewGrader()
 	grader.Timeout = o.GradeTimeout
-	// The model's commands keep their caches in the run folder, apart from the grader's: nothing a model leaves
-	// in a cache reaches the grading, so the grader may keep its compiler cache.
-	grader.Toolchains.CompilerCache = true
+	// Locally, the model's commands keep their caches in the run folder, apart from the grader's: nothing a model
+	// leaves in a cache reaches the grading, so the grader may keep its compiler cache. A remote sandbox's model
+	// and grader share the executor's home, so there it does without.
+	if o.SandboxPool != "" {
+		grader.Toolchains = bench.ImageToolchains()
+	} else {
+		grader.Toolchains.CompilerCache = true
+	}
+	pool, threads, err := benchPool(o, stderr,
+		bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
+		bench.LocalSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil))
+	if err != nil {
+		return fail("%v", err)
+	}
 	progress := bench.NewProgress(stderr, len(exercises), isTerminal(stderr))
-	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, results in %s\n",
-		filepath.Base(dir), len(exercises), o.Model, o.Tries, o.Threads, results)
+	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, %s, results in %s\n",
+		filepath.Base(dir), len(exercises), o.Model, o.Tries, threads, poolNote(o, pool), results)
 	if !o.price().Known() {
 		fmt.Fprintf(stderr, "agent: no price known for %s: costs are reported as 0 (give -price-in/-price-out, USD per million tokens)\n", o.Model)
 	}
 	report, runErr := bench.Run(ctx, bench.RunOptions{
-		Exercises: exercises, RunDir: results, Tries: o.Tries, Workers: o.Threads, Resume: o.Resume,
-		Model: model, Limits: o.Limits, Price: o.price(), Grader: grader,
-		GradeSandbox: bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
-		AgentSandbox: bench.LocalSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil),
-		Progress:     progress,
-		Info:         bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: redactArgs(args)},
+		Exercises: exercises, RunDir: results, Tries: o.Tries, Workers: threads, Resume: o.Resume,
+		Model: model, Limits: o.Limits, Price: o.price(), Grader: grader, Pool: pool,
+		Progress: progress,
+		Info:     bench.RunInfo{Benchmark: filepath.Base(dir), BenchmarkCommit: benchmarkCommit(dir), Command: redactArgs(args)},
 	})
 	if len(report.Results) > 0 {
 		fmt.Fprint(stdout, report.Summary.Table())
@@ -94,13 +103,22 @@ func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(runDir)
 	grader := bench.NewGrader()
 	grader.Timeout = o.GradeTimeout
+	if o.SandboxPool != "" {
+		grader.Toolchains = bench.ImageToolchains()
+	}
 	grader.Toolchains.CompilerCache = true // no model runs: nothing can poison the cache
+	pool, threads, err := benchPool(o, stderr, bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil), nil)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if o.SandboxPool != "" {
+		fmt.Fprintf(stderr, "agent: selftest of %d exercises, %d threads, %s\n", len(exercises), threads, poolNote(o, pool))
+	}
 	start := time.Now()
 	results, err := bench.SelfTest(ctx, bench.SelfTestOptions{
-		Exercises: exercises, RunDir: runDir, Workers: o.Threads, Grader: grader,
-		Sandbox: bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
+		Exercises: exercises, RunDir: runDir, Workers: threads, Grader: grader, Pool: pool,
 		Progress: func(done, total int, r bench.SelfTestResult) {
-			fmt.Fprintf(stderr, "selftest %d/%d  %s  %s  %.1fs  %s\n", done, total, r.ID, r.Status, r.Seconds, r.Reason)
+			fmt.Fprintf(stderr, "selftest %d/%d  %s  %s  %.1fs  %s  [%s]\n", done, total, r.ID, r.Status, r.Seconds, r.Reason, r.Sandbox)
 		},
 	})
 	sums := bench.SummarizeSelfTest(results)
@@ -119,6 +137,36 @@ func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitMet
+}
+
+// benchPool is the sandboxes a benchmark mode works in and how many exercises run at once: the -sandbox-pool
+// file's remote sandboxes (-threads defaults to their number), or -threads in-process ones that open grade and
+// agent over each exercise. Drained sandboxes are reported on stderr as they go.
+func benchPool(o options, stderr io.Writer, grade, agent bench.SandboxFactory) (*bench.Pool, int, error) {
+	if o.SandboxPool == "" {
+		return bench.LocalPool(o.Threads, grade, agent), o.Threads, nil
+	}
+	sbs, err := bench.ReadPoolFile(o.SandboxPool, o.FSToken, o.ExecToken)
+	if err != nil {
+		return nil, 0, err
+	}
+	pool := bench.NewPool(sbs...)
+	pool.OnDrain = func(name string, err error, left int) {
+		fmt.Fprintf(stderr, "agent: sandbox %s taken out of the pool (%d left); its exercise starts again on another: %v\n", name, left, err)
+	}
+	threads := o.Threads
+	if !o.threadsGiven {
+		threads = pool.Size()
+	}
+	return pool, threads, nil
+}
+
+// poolNote says where the exercises run, for the start line.
+func poolNote(o options, pool *bench.Pool) string {
+	if o.SandboxPool == "" {
+		return "in-process sandboxes"
+	}
+	return fmt.Sprintf("a pool of %d sandboxes from %s", pool.Size(), o.SandboxPool)
 }
 
 func writeReport(path string, v any) error {

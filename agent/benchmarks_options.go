@@ -17,11 +17,14 @@ type BenchOptions struct {
 	Languages    string        `env:"GOALBOX_LANGUAGES" flag:"languages" usage:"comma-separated tracks: cpp,go,java,javascript,python,rust; default all"`
 	Keywords     string        `env:"GOALBOX_KEYWORDS" flag:"keywords" usage:"comma-separated words; take exercises whose name contains any of them"`
 	Tries        int           `env:"GOALBOX_TRIES" flag:"tries" usage:"tries per exercise; each try after the first sees the previous test output"`
-	Threads      int           `env:"GOALBOX_THREADS" flag:"threads" usage:"exercises worked on at once"`
+	Threads      int           `env:"GOALBOX_THREADS" flag:"threads" usage:"exercises worked on at once; default 1, or the pool's size with -sandbox-pool"`
+	SandboxPool  string        `env:"GOALBOX_SANDBOX_POOL" flag:"sandbox-pool" usage:"file of remote sandboxes, one \"FS_URL EXEC_URL [FS_TOKEN EXEC_TOKEN]\" a line: exercises are spread over them instead of in-process servers"`
 	Results      string        `env:"GOALBOX_RESULTS" flag:"results" usage:"results folder; default results/<UTC time>--<model>"`
 	Resume       bool          `env:"GOALBOX_RESUME" flag:"resume" usage:"continue the run in -results: skip exercises with a finished result file"`
 	Seed         int64         `env:"GOALBOX_SEED" flag:"seed" usage:"shuffle the exercises with this seed before -benchmarks-limit; 0 keeps language/name order"`
 	GradeTimeout time.Duration `env:"GOALBOX_GRADE_TIMEOUT" flag:"grade-timeout" usage:"time one test run of the grader may take, build included"`
+
+	threadsGiven bool // -threads or GOALBOX_THREADS was given: a pool does not set the default
 }
 
 func defaultBenchOptions() BenchOptions {
@@ -39,7 +42,7 @@ func (b BenchOptions) check(o options) error {
 	case o.Goal != "":
 		return fmt.Errorf("-goal and the benchmark modes exclude each other: each exercise is the goal")
 	case o.FSURL != "" || o.ExecURL != "":
-		return fmt.Errorf("the benchmark modes start their own sandbox over each exercise; -fs-url/-exec-url cannot be used")
+		return fmt.Errorf("the benchmark modes start their own sandbox over each exercise; -fs-url/-exec-url cannot be used (give running sandboxes in a -sandbox-pool file)")
 	case o.Verify != "" || o.Approve || o.Transcript != "":
 		return fmt.Errorf("-verify, -approve and -transcript belong to the goal mode: the benchmark grades each exercise itself and writes a transcript per try")
 	case b.Tries < 1:

@@ -95,6 +95,14 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 		}
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "threads" {
+			o.threadsGiven = true
+		}
+	})
+	if environ["GOALBOX_THREADS"] != "" {
+		o.threadsGiven = true
+	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q: every option is a flag (quote the goal: -goal \"...\")", errUsage, fs.Args())
 	}
@@ -112,6 +120,8 @@ func (o options) check() error {
 		}
 	}
 	switch {
+	case o.SandboxPool != "" && !o.benchMode():
+		return bad("-sandbox-pool belongs to -benchmarks and -selftest; the goal mode takes one sandbox's -fs-url and -exec-url")
 	case o.Goal == "" && !o.benchMode():
 		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL)")
 	case (o.FSURL == "") != (o.ExecURL == ""):

@@ -89,6 +89,9 @@ type Server struct {
 	BaseURL string
 	// Repeat answers requests past the end of the script.
 	Repeat *Step
+	// Respond, when set, answers requests past the end of the script from what they say (before Repeat): for
+	// workers in parallel, whose requests come in no fixed order. It is called with the server's lock held.
+	Respond func(Request) Step
 
 	t        testing.TB
 	mu       sync.Mutex
@@ -145,6 +148,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case s.next < len(s.steps):
 		st = s.steps[s.next]
 		s.next++
+	case s.Respond != nil:
+		st = s.Respond(req)
 	case s.Repeat != nil:
 		st = *s.Repeat
 	default:
