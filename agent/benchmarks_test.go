@@ -137,10 +137,17 @@ func TestBenchmarkOptions(t *testing.T) {
 func TestBenchmarkConfigurationErrorsExit2(t *testing.T) {
 	dir := benchtest.Dir(t)
 	model := looptest.New(t)
+	badPool := filepath.Join(t.TempDir(), "pool.txt")
+	if err := os.WriteFile(badPool, []byte("# one field\nhttp://127.0.0.1:1/mcp\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
 	}{
+		{[]string{"-selftest", "-benchmarks-dir", dir, "-sandbox-pool", badPool}, "pool.txt:2: 1 fields; each line is FS_URL EXEC_URL"},
+		{[]string{"-benchmarks", "-benchmarks-dir", dir, "-sandbox-pool", filepath.Join(dir, "no-pool.txt")}, "-sandbox-pool: open"},
+		{[]string{"-goal", "x", "-sandbox-pool", badPool}, "-sandbox-pool belongs to -benchmarks and -selftest"},
 		{[]string{"-benchmarks", "-goal", "x"}, "exclude each other"},
 		{[]string{"-benchmarks", "-selftest"}, "not both"},
 		{[]string{"-benchmarks", "-tries", "0"}, "-tries must be 1 or more"},
