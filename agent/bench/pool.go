@@ -132,9 +132,18 @@ func (p *Pool) signal() {
 	p.wake = make(chan struct{})
 }
 
+// maxSandboxFailures is how many sandboxes one exercise may take down before it is given up (ErrGaveUp): an
+// exercise whose model's commands kill every sandbox they run in must not empty the pool.
+const maxSandboxFailures = 2
+
+// ErrGaveUp is the error of an exercise during which maxSandboxFailures sandboxes failed.
+var ErrGaveUp = errors.New("given up")
+
 // onPool runs work on free sandboxes until it ends without a SandboxFailure: a failed sandbox is drained and the
-// work starts again on another. The error is the pool's being empty, or ctx's end.
+// work starts again on another, up to maxSandboxFailures times. The error is then ErrGaveUp, or the pool's being
+// empty, or ctx's end; or work's own error that is not a SandboxFailure.
 func onPool[T any](ctx context.Context, p *Pool, work func(sb *PoolSandbox) (T, error)) (T, error) {
+	var failed []string
 	for {
 		sb, err := p.take(ctx)
 		if err != nil {
@@ -144,6 +153,11 @@ func onPool[T any](ctx context.Context, p *Pool, work func(sb *PoolSandbox) (T, 
 		v, err := work(sb)
 		if sf := asSandboxFailure(err); sf != nil && ctx.Err() == nil {
 			p.drain(sb, sf.Err)
+			failed = append(failed, sf.Error())
+			if len(failed) >= maxSandboxFailures {
+				var zero T
+				return zero, fmt.Errorf("%w after %d sandboxes failed while they ran it (%s)", ErrGaveUp, len(failed), strings.Join(failed, "; "))
+			}
 			continue
 		}
 		p.put(sb)

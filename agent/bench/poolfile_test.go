@@ -52,22 +52,33 @@ func TestParsePoolErrors(t *testing.T) {
 }
 
 // The pool hands out sandboxes first in, first out, waits while all are busy, and fails only once every sandbox
-// has been drained; a failed sandbox's work starts again on another.
+// has been drained; a failed sandbox's work starts again on another, but an exercise that takes down two
+// sandboxes is given up rather than let empty the pool.
 func TestPoolDrainsAndRetries(t *testing.T) {
 	ctx := context.Background()
-	p := NewPool(PoolSandbox{Name: "a"}, PoolSandbox{Name: "b"}, PoolSandbox{Name: "c"})
+	p := NewPool(PoolSandbox{Name: "a"}, PoolSandbox{Name: "b"}, PoolSandbox{Name: "c"}, PoolSandbox{Name: "d"})
 	var drained []string
 	p.OnDrain = func(name string, err error, left int) { drained = append(drained, name) }
 	var ran []string
-	got, err := onPool(ctx, p, func(sb *PoolSandbox) (string, error) {
-		ran = append(ran, sb.Name)
-		if sb.Name != "c" {
-			return "", &SandboxFailure{Sandbox: sb.Name, Err: errors.New("down")}
+	failOn := func(bad ...string) func(sb *PoolSandbox) (string, error) {
+		return func(sb *PoolSandbox) (string, error) {
+			ran = append(ran, sb.Name)
+			for _, b := range bad {
+				if sb.Name == b {
+					return "", &SandboxFailure{Sandbox: sb.Name, Err: errors.New("down")}
+				}
+			}
+			return "done on " + sb.Name, nil
 		}
-		return "done on " + sb.Name, nil
-	})
-	if err != nil || got != "done on c" || strings.Join(ran, ",") != "a,b,c" || strings.Join(drained, ",") != "a,b" {
+	}
+	got, err := onPool(ctx, p, failOn("a"))
+	if err != nil || got != "done on b" || strings.Join(ran, ",") != "a,b" || strings.Join(drained, ",") != "a" {
 		t.Errorf("got %q, %v; ran on %v, drained %v", got, err, ran, drained)
+	}
+	// c and d fail under the same work: it is given up, and b is left.
+	ran = nil
+	if _, err := onPool(ctx, p, failOn("b", "c", "d")); !errors.Is(err, ErrGaveUp) || !strings.Contains(err.Error(), "sandbox d: down") || strings.Join(ran, ",") != "c,d" {
+		t.Errorf("err %v, ran on %v", err, ran)
 	}
 	// An error that is not the sandbox's is the work's own: the sandbox goes back.
 	if _, err := onPool(ctx, p, func(*PoolSandbox) (int, error) { return 0, errors.New("solution broke") }); err == nil || err.Error() != "solution broke" {
@@ -75,7 +86,7 @@ func TestPoolDrainsAndRetries(t *testing.T) {
 	}
 	// A taker waits for a busy sandbox to come back.
 	sb, err := p.take(ctx)
-	if err != nil || sb.Name != "c" {
+	if err != nil || sb.Name != "b" {
 		t.Fatalf("take: %v %v", sb, err)
 	}
 	back := make(chan *PoolSandbox)
@@ -88,8 +99,15 @@ func TestPoolDrainsAndRetries(t *testing.T) {
 	if got := <-back; got != sb {
 		t.Errorf("the waiting taker got %v", got)
 	}
+	// A taker waiting when the last sandbox is drained is told the pool is empty.
+	go func() {
+		_, err := p.take(ctx)
+		if !errors.Is(err, ErrPoolEmpty) || !strings.Contains(err.Error(), "b: gone") {
+			t.Errorf("an empty pool: %v", err)
+		}
+		back <- nil
+	}()
+	time.Sleep(20 * time.Millisecond)
 	p.drain(sb, errors.New("gone"))
-	if _, err := p.take(ctx); !errors.Is(err, ErrPoolEmpty) || !strings.Contains(err.Error(), "c: gone") {
-		t.Errorf("an empty pool: %v", err)
-	}
+	<-back
 }

@@ -146,10 +146,17 @@ func (o RunOptions) runAll(ctx context.Context, cancel context.CancelCauseFunc, 
 	streak := 0
 	parallel(ctx, o.Workers, todo, func(i int) {
 		o.Progress.started()
+		start := time.Now()
 		r, err := onPool(ctx, o.Pool, func(sb *PoolSandbox) (*ExerciseResult, error) {
 			return o.exercise(ctx, sb, o.Exercises[i])
 		})
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case errors.Is(err, ErrGaveUp):
+			// Recorded as an infrastructure error: a resume runs it again.
+			ex := o.Exercises[i]
+			r = &ExerciseResult{ID: ex.ID(), Lang: ex.Lang, Slug: ex.Slug, Model: o.Model.Name(), StartedAt: start.UTC(),
+				Seconds: time.Since(start).Seconds(), Tries: []TryResult{{Try: 1, Error: err.Error()}}}
+		case err != nil && ctx.Err() == nil:
 			cancel(err) // the pool is empty
 		}
 		if r == nil {

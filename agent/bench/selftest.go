@@ -75,9 +75,13 @@ func SelfTest(ctx context.Context, opts SelfTestOptions) ([]SelfTestResult, erro
 	var mu sync.Mutex
 	done := 0
 	parallel(ctx, workers, indexes(len(opts.Exercises)), func(i int) {
+		ex := opts.Exercises[i]
 		r, err := onPool(ctx, pool, func(sb *PoolSandbox) (SelfTestResult, error) {
-			return selfTestOne(ctx, opts, sb, opts.Exercises[i])
+			return selfTestOne(ctx, opts, sb, ex)
 		})
+		if errors.Is(err, ErrGaveUp) {
+			r, err = SelfTestResult{ID: ex.ID(), Lang: ex.Lang, Status: SelfProblem, Reason: err.Error()}, nil
+		}
 		if err != nil {
 			cancel(err) // the pool is empty, or ctx ended
 			return
