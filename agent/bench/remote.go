@@ -187,20 +187,33 @@ func (b *remoteBox) load(ctx context.Context, root string) error {
 	})
 }
 
-// pull replaces the exercise folder of the copy ws with the sandbox's: every regular file the model left there
-// except those Restore would delete (and folders it would delete, unread). A file the server will not read whole
-// (over its size cap) is left out, as is a symlink: neither can be a solution the tests load.
+// pull replaces the exercise folder of the copy ws with the sandbox's: every regular file the model left there.
+// What Restore deletes (an added test, a conftest.py, node_modules, target/) is not read: an empty file or folder
+// stands in for it, so that Restore deletes and reports it as it does locally. A file the server will not read
+// whole (over its size cap) is left out, as is a symlink: neither can be a solution the tests load.
 func (b *remoteBox) pull(ctx context.Context, ex Exercise, ws Workspace) error {
 	files := map[string][]byte{}
+	var dirs []string // stand-ins for intruding folders
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		entries, err := b.list(ctx, dir)
+		if dir == ws.Rel && errors.Is(err, errTool) {
+			return nil // the model deleted the exercise folder: nothing of its own to bring back
+		}
 		if err != nil {
 			return err
 		}
 		for _, e := range entries {
 			rel := strings.TrimPrefix(e.Path, ws.Rel+"/")
-			if rel == e.Path || intruder(ex.Lang, rel, listedEntry{e}) {
+			if rel == e.Path {
+				continue
+			}
+			if intruder(ex.Lang, rel, listedEntry{e}) {
+				if e.Type == protocol.EntryDir {
+					dirs = append(dirs, rel)
+				} else {
+					files[rel] = nil
+				}
 				continue
 			}
 			switch e.Type {
@@ -240,6 +253,11 @@ func (b *remoteBox) pull(ctx context.Context, ex Exercise, ws Workspace) error {
 		return err
 	}
 	defer r.Close()
+	for _, d := range dirs {
+		if err := realDirs(r, d); err != nil {
+			return err
+		}
+	}
 	for rel, data := range files {
 		if err := writeInto(r, rel, data, 0o644); err != nil {
 			return fmt.Errorf("%s: keeping %s: %w", ex.ID(), rel, err)
