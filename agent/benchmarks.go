@@ -152,7 +152,7 @@ func benchPool(o options, stderr io.Writer, grade, agent bench.SandboxFactory) (
 	}
 	pool := bench.NewPool(sbs...)
 	pool.OnDrain = func(name string, err error, left int) {
-		fmt.Fprintf(stderr, "agent: sandbox %s taken out of the pool (%d left); its exercise starts again on another: %v\n", name, left, err)
+		fmt.Fprintf(stderr, "agent: sandbox %s taken out of the pool (%d left): %v\n", name, left, err)
 	}
 	threads := o.Threads
 	if !o.threadsGiven {

@@ -23,6 +23,11 @@ import (
 // ErrUnknownTool is returned by Call for a name no server offers.
 var ErrUnknownTool = errors.New("unknown tool")
 
+// codeRejectedByTransport is the go-sdk's JSON-RPC code for a request that did not reach the server or whose
+// answer was lost on the way (its internal jsonrpc2.ErrRejected): the server is gone or refusing connections. It
+// is the sandbox failing, not an answer about the call, so Call returns it as an error.
+const codeRejectedByTransport = -32005
+
 // Endpoint is one MCP server to connect to over streamable HTTP.
 type Endpoint struct {
 	// URL is the MCP endpoint, e.g. http://127.0.0.1:7101/mcp.
@@ -143,7 +148,7 @@ func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (l
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		var wire *jsonrpc.Error
-		if errors.As(err, &wire) && ctx.Err() == nil {
+		if errors.As(err, &wire) && ctx.Err() == nil && wire.Code != codeRejectedByTransport {
 			return loop.ToolResult{IsError: true, Text: wire.Message}, nil
 		}
 		return loop.ToolResult{}, fmt.Errorf("call %s: %w", name, err)

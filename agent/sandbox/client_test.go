@@ -54,3 +54,30 @@ func TestClientRoutesByDiscoveredTools(t *testing.T) {
 		t.Errorf("a token the server does not ask for is harmless: %v", err)
 	}
 }
+
+// A server that goes away mid-session is the sandbox failing: Call returns an error, not a tool error the model
+// would be shown, so the caller (the loop, the benchmark's pool) can tell.
+func TestClientServerGoneIsAnError(t *testing.T) {
+	local, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := sandbox.Connect(ctx, local.Endpoints...)
+	if err != nil {
+		local.Close()
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	// A call the server answers with a JSON-RPC error is still about the call: a tool error.
+	if res, err := sb.Call(ctx, protocol.ToolReadFile, json.RawMessage(`{"path":7}`)); err != nil || !res.IsError {
+		t.Errorf("bad arguments: %v %+v", err, res)
+	}
+	local.Close()
+	for _, tool := range []string{protocol.ToolWriteFile, protocol.ToolRunCommand} {
+		res, err := sb.Call(ctx, tool, json.RawMessage(`{"path":"x.txt","content":"x","command":"true"}`))
+		if err == nil {
+			t.Errorf("%s on a stopped server: no error, result %+v", tool, res)
+		}
+	}
+}
