@@ -9,7 +9,8 @@
 #	scripts/compose-pool.sh config N           print each project's resolved configuration (docker compose config)
 #
 # Stack i (1-based) publishes the filesystem server on GOALBOX_POOL_PORT+2(i-1) and the executor on the port after
-# it; GOALBOX_POOL_PORT defaults to 7201, away from the single stack's 7101/7102. Then:
+# it; GOALBOX_POOL_PORT defaults to 7201, away from the single stack's 7101/7102. GOALBOX_POOL_BUILD=0 skips the
+# build and runs the goalbox/* images already there. Then:
 #
 #	go run ./agent -benchmarks -sandbox-pool deploy/pool.txt -languages go,python -model ...
 set -euo pipefail
@@ -19,7 +20,7 @@ compose_file=$repo/deploy/compose.yaml
 base=${GOALBOX_POOL_PORT:-7201}
 
 usage() {
-	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 [ $# -ge 2 ] || usage
@@ -53,8 +54,10 @@ wait_healthy() {
 
 case $cmd in
 up)
-	# One build for all stacks: they run the same images.
-	stack 1 build
+	# One build for all stacks: they run the same images (GOALBOX_POOL_BUILD=0 uses the images already there).
+	if [ "${GOALBOX_POOL_BUILD:-1}" != 0 ]; then
+		stack 1 build
+	fi
 	umask 077
 	tmp=$pool_file.tmp
 	{
