@@ -10,7 +10,7 @@
 #
 # Stack i (1-based) publishes the filesystem server on GOALBOX_POOL_PORT+2(i-1) and the executor on the port after
 # it; GOALBOX_POOL_PORT defaults to 7201, away from the single stack's 7101/7102. GOALBOX_POOL_BUILD=0 skips the
-# build and runs the goalbox/* images already there. Then:
+# build and runs the goalbox/* images already there; GOALBOX_POOL_PROJECT changes the projects' prefix. Then:
 #
 #	go run ./agent -benchmarks -sandbox-pool deploy/pool.txt -languages go,python -model ...
 set -euo pipefail
@@ -28,7 +28,7 @@ cmd=$1 n=$2
 case $n in '' | *[!0-9]* | 0) echo "compose-pool: N must be a whole number of stacks, 1 or more, not '$n'" >&2; exit 2 ;; esac
 pool_file=${3:-$repo/deploy/pool.txt}
 
-project() { echo "goalbox-pool-$1"; }
+project() { echo "${GOALBOX_POOL_PROJECT:-goalbox-pool}-$1"; }
 fs_port() { echo $((base + 2 * ($1 - 1))); }
 exec_port() { echo $((base + 2 * ($1 - 1) + 1)); }
 
