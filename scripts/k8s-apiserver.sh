@@ -9,7 +9,7 @@
 # The versions come from the build module tests/k8s/build/go.mod (k8s.io/kubernetes and the etcd it requires); it is
 # not in go.work, so it is built with GOWORK=off. The binaries go to $CACHE_DIR/k8s/<kubernetes version>/ (CACHE_DIR:
 # scripts/lib.sh, /var/cache/goalbox for root, as Docker Compose's binary), where tests/k8s looks for them.
-# Cold: about 19 minutes on a loaded 2-core machine (docs/deploy.md has the figures). Needs Go only, not root.
+# Cold: 10 to 19 minutes on 2 cores, by the load (docs/deploy.md has the figures). Needs Go only, not root.
 #
 # Environment: GOALBOX_CACHE_DIR (the cache folder).
 set -euo pipefail

@@ -16,7 +16,7 @@ if [ "${GOALBOX_SKIP_SETUP:-}" != 1 ]; then
   scripts/setup.sh
 fi
 # The Kubernetes control plane tests/k8s applies deploy/kubernetes to (kube-apiserver, etcd, kubectl): built from the
-# Go module proxy once into the cache, like Compose (about 19 minutes cold on 2 loaded cores, instant when cached). Needs
+# Go module proxy once into the cache, like Compose (10 to 19 minutes cold on 2 cores, instant when cached). Needs
 # no root. GOALBOX_K8S_TEST=0 skips the build and the test.
 if [ "${GOALBOX_K8S_TEST:-}" != 0 ]; then
   echo "== Kubernetes control plane for tests/k8s"
