@@ -17,6 +17,7 @@ COPY pkg/go.mod pkg/go.sum pkg/
 COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
+COPY tests/k8s/go.mod tests/k8s/
 COPY tests/load/go.mod tests/load/
 COPY examples/go.mod examples/go.sum examples/
 # Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
