@@ -152,7 +152,9 @@ func testDockerContainment(t *testing.T, pool int) {
 				}
 			}},
 		{"fork bomb",
-			protocol.RunCommandInput{Command: `f() { f | f & }; f; sleep 3; echo survived`, TimeoutSeconds: 6},
+			// until: the container lives on while the bomb holds every pid (sleep cannot fork), so the sampler sees
+			// it; the bomb once ended in 0.2 s, between two samples.
+			protocol.RunCommandInput{Command: `f() { f | f & }; f; until sleep 3; do :; done; echo survived`, TimeoutSeconds: 6},
 			func(t *testing.T, out protocol.RunCommandOutput) {
 				// The shell reports failed forks: the pids limit is what stopped the bomb.
 				if !strings.Contains(out.Stderr, "fork") {
