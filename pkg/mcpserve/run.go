@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -61,8 +62,16 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 	defer audit.Close()
 
 	if cfg.Stdio {
-		logger.Info("serving on stdio", "server", name)
-		return ServeStdio(ctx, srv, os.Stdin, os.Stdout, cfg)
+		// One client, whose calls come mostly one after another: on one P a call is read, handled and answered by
+		// one thread without waking another, which halves the CPU of a small call (docs/BENCHMARKS.md). A
+		// GOMAXPROCS in the environment is the user's choice and is kept.
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(1)
+		}
+		in, out, restore := stdioFiles()
+		defer restore()
+		logger.Info("serving on stdio", "server", name, "gomaxprocs", runtime.GOMAXPROCS(0))
+		return ServeStdio(ctx, srv, in, out, cfg)
 	}
 
 	r, err := Start(srv, cfg, health, logger)
