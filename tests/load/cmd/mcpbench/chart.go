@@ -20,7 +20,7 @@ func chart(figs []figure) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">calls/s per server and transport (longer is better)</text>`+"\n")
-	colors := map[string]string{"goalbox": "#2b7bb9", "official (Node)": "#e08a1e", "kernel alone": "#8a8a8a"}
+	colors := map[string]string{"goalbox": "#2b7bb9", "official (Node)": "#e08a1e", "kernel alone": "#8a8a8a", "pipe floor": "#b0b0b0"}
 	scale := float64(width-left-110) / maxRate
 	for i, f := range figs {
 		y := top + i*(barH+gap)

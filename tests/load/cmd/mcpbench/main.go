@@ -26,6 +26,13 @@ type options struct {
 }
 
 func main() {
+	if file := os.Getenv(echoEnv); file != "" {
+		if err := serveEcho(file); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpbench (pipe floor):", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.fs, "fs", "", "goalbox filesystem server binary (required)")
 	flag.StringVar(&o.anchor, "anchor", "", "the official server's command (mcp-server-filesystem); empty skips its rows")
@@ -79,6 +86,11 @@ func run(o options) error {
 			figs = append(figs, median(rounds))
 		}
 	}
+	pf, err := pipeFloor(servers[0], readWorkload(), o.calls, ws)
+	if err != nil {
+		return fmt.Errorf("the pipe floor: %w", err)
+	}
+	figs = append(figs, pf)
 	f, err := servers[0].http(readWorkload(), o.httpCalls, o.httpCallers)
 	if err != nil {
 		return fmt.Errorf("goalbox, read over HTTP: %w", err)

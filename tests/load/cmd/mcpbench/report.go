@@ -122,6 +122,14 @@ func (r report) markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	if pf, ok := r.find("pipe floor", "read 16 KiB", "stdio"); ok && gok {
+		fmt.Fprintf(&b, "- the pipe floor (a process that only answers with goalbox's reply): %.0f calls/s, p99 %.3f ms, %.0f µs CPU/call; goalbox reaches %.0f%% of it",
+			pf.CallsPerS, pf.P99Ms, pf.ServerCPUs, 100*g.CallsPerS/pf.CallsPerS)
+		if aok {
+			fmt.Fprintf(&b, "; the floor itself is %.1f× the official server", pf.CallsPerS/a.CallsPerS)
+		}
+		b.WriteString("\n")
+	}
 	if h, ok := r.find("goalbox", "read 16 KiB", "HTTP"); ok {
 		check(h.CallsPerS >= 5000, "16 KiB reads over HTTP, %d callers: %.0f calls/s (target ≥ 5,000 on 2 cores); server CPU %.0f µs/call",
 			h.Callers, h.CallsPerS, h.ServerCPUs)
