@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/caarlos0/env/v11"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 )
 
 // Exit statuses.
@@ -28,6 +29,7 @@ const (
 )
 
 func main() {
+	mcpserve.TuneGC() // as the filesystem server: a small live heap, and each tool call churns through JSON
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], env.ToMap(os.Environ()), os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/sandbox"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,7 +23,12 @@ import (
 // did before it took tool results apart itself. With GOALBOX_BENCH_FS_URL naming a filesystem server running in
 // another process (scripts/bench.sh starts one), this process's CPU time per call is the client's alone and is
 // reported as agent-cpu-us/op; without it the servers run in this process and process-cpu-us/op counts both sides.
+//
+// Each runs with the collector as its agent did: "go-sdk" at Go's default (GOGC 100, the agent before), "agent"
+// and "agent-1B" at mcpserve.GCPercent, which the agent's main sets; "go-sdk-tuned" is the go-sdk client at that
+// setting too, for the ratio of the decoding alone.
 func BenchmarkCallRead16K(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	ctx := context.Background()
 	endpoints, metric := benchEndpoints(b)
 	sb, err := sandbox.Connect(ctx, endpoints...)
@@ -37,22 +44,28 @@ func BenchmarkCallRead16K(b *testing.B) {
 	}
 	read := json.RawMessage(`{"path":"bench/read16k.txt"}`)
 
-	b.Run("go-sdk", func(b *testing.B) {
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoints[0].URL, DisableStandaloneSSE: true}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cs.Close()
-		benchCalls(b, metric, 16<<10, func() (int, int, error) {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolReadFile, Arguments: read})
-			if err != nil || res.IsError {
-				return 0, 0, fmt.Errorf("read: %v %v", err, res)
+	goSDK := func(gcPercent int) func(b *testing.B) {
+		return func(b *testing.B) {
+			debug.SetGCPercent(gcPercent)
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoints[0].URL, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-			structured, err := json.Marshal(res.StructuredContent)
-			return len(structured), len(res.Content[0].(*mcp.TextContent).Text), err
-		})
-	})
+			defer cs.Close()
+			benchCalls(b, metric, 16<<10, func() (int, int, error) {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolReadFile, Arguments: read})
+				if err != nil || res.IsError {
+					return 0, 0, fmt.Errorf("read: %v %v", err, res)
+				}
+				structured, err := json.Marshal(res.StructuredContent)
+				return len(structured), len(res.Content[0].(*mcp.TextContent).Text), err
+			})
+		}
+	}
+	b.Run("go-sdk", goSDK(100))
+	b.Run("go-sdk-tuned", goSDK(mcpserve.GCPercent))
+	debug.SetGCPercent(mcpserve.GCPercent)
 	b.Run("agent", func(b *testing.B) {
 		benchCalls(b, metric, 16<<10, func() (int, int, error) {
 			res, err := sb.Call(ctx, protocol.ToolReadFile, read)
