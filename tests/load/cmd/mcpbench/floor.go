@@ -39,14 +39,7 @@ func durableWriteFloor(dir, content string, n int) (figure, error) {
 		}
 		lat = append(lat, time.Since(t))
 	}
-	wall := time.Since(start)
-	slices.Sort(lat)
-	f.Calls = n
-	f.CallsPerS = float64(n) / wall.Seconds()
-	f.P50Ms = float64(lat[n/2].Microseconds()) / 1000
-	f.P99Ms = float64(lat[n*99/100].Microseconds()) / 1000
-	f.ServerCPUs = float64((selfCPU() - cpu0).Microseconds()) / float64(n)
-	return f, nil
+	return f.finish(lat, time.Since(start), selfCPU()-cpu0), nil
 }
 
 // selfCPU is the user plus system CPU time of this process.
@@ -56,4 +49,35 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// readFloor is what the kernel alone takes to read the 16 KiB file the read workload reads (open, read, close),
+// in this process: with the pipe floor's CPU per call, the floor under a server's CPU per 16 KiB read over stdio.
+func readFloor(dir string, n int) (figure, error) {
+	f := figure{Server: "kernel alone", Workload: "read 16 KiB", Transport: "syscalls", Callers: 1, Load1: load1(),
+		Note: "open, read, close of the file: the floor under a read tool"}
+	path := filepath.Join(dir, "read16k.txt")
+	lat := make([]time.Duration, 0, n)
+	cpu0 := selfCPU()
+	start := time.Now()
+	for range n {
+		t := time.Now()
+		if _, err := os.ReadFile(path); err != nil {
+			return f, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return f.finish(lat, time.Since(start), selfCPU()-cpu0), nil
+}
+
+// finish fills in the figure of calls timed in this process: their latencies, the wall time and the CPU they took.
+func (f figure) finish(lat []time.Duration, wall, cpu time.Duration) figure {
+	n := len(lat)
+	slices.Sort(lat)
+	f.Calls = n
+	f.CallsPerS = float64(n) / wall.Seconds()
+	f.P50Ms = float64(lat[n/2].Microseconds()) / 1000
+	f.P99Ms = float64(lat[n*99/100].Microseconds()) / 1000
+	f.ServerCPUs = float64(cpu.Microseconds()) / float64(n)
+	return f
 }

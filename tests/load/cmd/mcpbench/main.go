@@ -100,7 +100,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	figs = append(figs, floor)
+	rf, err := readFloor(ws, o.calls)
+	if err != nil {
+		return err
+	}
+	figs = append(figs, floor, rf)
 	var agent []agentFigure
 	if o.agent != "" {
 		if agent, err = readAgentBench(o.agent); err != nil {

@@ -129,6 +129,10 @@ func (r report) markdown() string {
 			fmt.Fprintf(&b, "; the floor itself is %.1f× the official server", pf.CallsPerS/a.CallsPerS)
 		}
 		b.WriteString("\n")
+		if rf, ok := r.find("kernel alone", "read 16 KiB", "syscalls"); ok {
+			fmt.Fprintf(&b, "- CPU under any 16 KiB read over stdio, before JSON or MCP: the pipes' %.0f µs + the file's %.0f µs (open, read, close) = %.0f µs; goalbox %.0f µs\n",
+				pf.ServerCPUs, rf.ServerCPUs, pf.ServerCPUs+rf.ServerCPUs, g.ServerCPUs)
+		}
 	}
 	if h, ok := r.find("goalbox", "read 16 KiB", "HTTP"); ok {
 		check(h.CallsPerS >= 5000, "16 KiB reads over HTTP, %d callers: %.0f calls/s (target ≥ 5,000 on 2 cores); server CPU %.0f µs/call",
