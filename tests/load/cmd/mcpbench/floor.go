@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 )
 
@@ -47,13 +46,4 @@ func durableWriteFloor(dir, content string, n int) (figure, error) {
 	f.P99Ms = float64(lat[n*99/100].Microseconds()) / 1000
 	f.ServerCPUs = float64((selfCPU() - cpu0).Microseconds()) / float64(n)
 	return f, nil
-}
-
-// selfCPU is the user plus system CPU time of this process.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
