@@ -138,7 +138,7 @@ func (g *Guard) Clean(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
-	if err := portable(p); err != nil {
+	if err := portable(p, g.opts.AdvertisedRoot); err != nil {
 		return "", err
 	}
 	orig := p

@@ -26,12 +26,13 @@ import (
 // "." and ".." are path syntax, not names, and are left to Clean. The rules apply to client paths only: names that
 // commands made on disk are still listed (and followed through symlinks); a tool call that names one is refused.
 
-// portable checks the client path p (NUL bytes already refused) for UNC, drive and backslash spellings.
-func portable(p string) error {
+// portable checks the client path p (NUL bytes already refused) for UNC, drive and backslash spellings; root is the
+// advertised root, for the message.
+func portable(p, root string) error {
 	refuse := func(detail string) error {
 		return &Error{Path: printable(p), Reason: ReasonInvalid, Detail: detail}
 	}
-	const allowed = `paths are relative to the workspace with "/" between names (e.g. "src/main.go"), or absolute under the workspace root`
+	allowed := `paths are relative to the workspace with "/" between names (e.g. "src/main.go"), or absolute under ` + root
 	switch {
 	case len(p) >= 2 && isSlash(p[0]) && isSlash(p[1]):
 		return refuse(`a path that starts with two slashes is a UNC or device path on Windows (\\server\share, \\?\C:\...); ` + allowed)
