@@ -138,7 +138,7 @@ func (g *Guard) open(op, rel string, allowDir bool) (*os.File, fs.FileInfo, erro
 	if err := check(fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := g.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := g.root.OpenFile(rel, openReadFlags, 0)
 	if err != nil {
 		return nil, nil, wrap(op, rel, err)
 	}

@@ -5,6 +5,7 @@ package pathguard
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -69,3 +70,7 @@ func sysReason(err error) (reason, detail string, ok bool) { return "", "", fals
 func notEmpty(err error) bool {
 	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
+
+// openReadFlags opens a file for reading without blocking on a FIFO and without making a terminal the controlling
+// one; the type is checked on the opened descriptor before any read.
+const openReadFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY

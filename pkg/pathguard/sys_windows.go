@@ -80,3 +80,7 @@ func sysReason(err error) (reason, detail string, ok bool) {
 func notEmpty(err error) bool {
 	return errors.Is(err, errorDirNotEmpty) || errors.Is(err, syscall.ENOTEMPTY)
 }
+
+// openReadFlags is a plain read-only open: Windows has no FIFOs or terminals in a folder to block on or adopt (the
+// type is still checked on the opened handle before any read), and os.Root's open takes no O_NONBLOCK there.
+const openReadFlags = os.O_RDONLY

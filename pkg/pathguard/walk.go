@@ -61,7 +61,7 @@ func (e *Entry) Open() (*os.File, error) {
 	// than the one listed, or a newer one still by the time it is looked at again: take the file the name holds
 	// when it holds the same regular file twice in a row (never a symlink swapped in), trying a few times.
 	for attempt := 1; ; attempt++ {
-		f, err := e.dir.OpenFile(e.Name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		f, err := e.dir.OpenFile(e.Name, openReadFlags, 0)
 		if err != nil {
 			return nil, wrap("open", e.Path(), err)
 		}
