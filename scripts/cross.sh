@@ -9,8 +9,10 @@
 #   scripts/cross.sh windows/amd64 darwin/arm64   # some
 #
 # Binaries are built with CGO_ENABLED=0 (as the images build them; a cross build has no C toolchain) into a
-# temporary folder that is removed afterwards; the build cache makes a second run take seconds. scripts/test.sh runs
-# this beside its go vet step.
+# temporary folder that is removed afterwards. With a warm build cache all five platforms take about 1.5 minutes on
+# 2 cores after a change in pkg (15-20 s a platform, most of it linking three binaries); the first run, which
+# builds the standard library for each platform, took about 5 minutes here. scripts/test.sh runs this after its go
+# vet step (GOALBOX_CROSS=0 skips it there).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
