@@ -39,6 +39,14 @@ for m in "${modules[@]}"; do pkgs+=("./$m/..."); done
 echo "== go vet"
 go vet "${pkgs[@]}"
 
+# The three commands cross-compiled, and go vet, for linux/amd64, linux/arm64, darwin/arm64, darwin/amd64 and
+# windows/amd64: the filesystem server, the Docker backend and the agent run on macOS and Windows too.
+# GOALBOX_CROSS=0 skips it.
+if [ "${GOALBOX_CROSS:-}" != 0 ]; then
+  echo "== cross-compile and go vet per platform"
+  scripts/cross.sh
+fi
+
 # The compose end-to-end test (agent/compose_test.go) builds both images, minutes the first time: it runs wherever
 # setup could install Docker (root), and always in CI. GOALBOX_COMPOSE_TEST=0 turns it off.
 if [ "$(id -u)" = 0 ] || [ "${CI:-}" = true ]; then

@@ -128,9 +128,9 @@ func (g *Guard) AdvertisedRoot() string { return g.opts.AdvertisedRoot }
 func (g *Guard) Options() Options { return g.opts }
 
 // Clean turns a client path into a clean workspace-relative path ("." for the workspace itself; an empty path means
-// the workspace too, and operations that need a file refuse "." themselves). It refuses NUL bytes, absolute paths
-// outside the advertised root and the workspace's real path, and ".." that climbs out lexically. Clean does not
-// touch the file system: symlinks are judged when the path is opened.
+// the workspace too, and operations that need a file refuse "." themselves). It refuses NUL bytes, Windows-style
+// paths and names (names.go), absolute paths outside the advertised root and the workspace's real path, and ".." that
+// climbs out lexically. Clean does not touch the file system: symlinks are judged when the path is opened.
 func (g *Guard) Clean(p string) (string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", &Error{Path: printable(p), Reason: ReasonInvalid, Detail: "the path contains a NUL byte"}
@@ -138,6 +138,10 @@ func (g *Guard) Clean(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
+	if err := portable(p, g.opts.AdvertisedRoot); err != nil {
+		return "", err
+	}
+	orig := p
 	if path.IsAbs(p) {
 		rel, ok := g.underRoot(p)
 		if !ok {
@@ -145,6 +149,9 @@ func (g *Guard) Clean(p string) (string, error) {
 				Detail: fmt.Sprintf("absolute paths must be under %s", g.opts.AdvertisedRoot)}
 		}
 		p = rel
+	}
+	if err := portableNames(orig, p); err != nil {
+		return "", err
 	}
 	c := path.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {

@@ -3,7 +3,6 @@ package pathguard
 import (
 	"fmt"
 	"sync/atomic"
-	"syscall"
 )
 
 // handles caps the folder handles that the walks and deletes of one guard hold at once. A walk holds a handle per
@@ -12,16 +11,6 @@ import (
 type handles struct {
 	used atomic.Int64
 	max  int64
-}
-
-// handleBudget is half the process's open-file limit (Go raises the soft limit to the hard one at start), leaving
-// the other half to connections, files being read and written, and everything else.
-func handleBudget() int64 {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
-		return 512
-	}
-	return int64(min(lim.Cur/2, 1<<20))
 }
 
 // acquireHandles takes n handles from the budget, or says why it cannot.

@@ -41,6 +41,10 @@ func wrap(op, rel string, err error) error {
 		return err
 	}
 	e := &Error{Op: op, Path: rel}
+	if reason, detail, ok := sysReason(err); ok {
+		e.Reason, e.Detail = reason, detail
+		return e
+	}
 	switch {
 	case strings.Contains(err.Error(), "path escapes from parent"):
 		e.Reason, e.Detail = ReasonOutside, "it, or a symlink on the way, leads out of the workspace; absolute symlinks are never followed"
@@ -134,7 +138,7 @@ func (g *Guard) open(op, rel string, allowDir bool) (*os.File, fs.FileInfo, erro
 	if err := check(fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := g.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := g.root.OpenFile(rel, openReadFlags, 0)
 	if err != nil {
 		return nil, nil, wrap(op, rel, err)
 	}
@@ -351,7 +355,7 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 	if err == nil && fi.Mode().IsRegular() {
 		g.freed(fi)
 	}
-	if fi.IsDir() && err != nil && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
+	if fi.IsDir() && err != nil && notEmpty(err) {
 		return rel, false, &Error{Op: "delete", Path: rel, Reason: ReasonNotEmpty, Detail: "set recursive to delete a folder and everything in it"}
 	}
 	return rel, err == nil, wrap("delete", rel, err)

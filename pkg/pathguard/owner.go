@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 )
 
 // owner is who the files and folders a guard creates belong to. A server running as root over a workspace that
@@ -18,21 +17,21 @@ type owner struct{ uid, gid int }
 // server is not root (it cannot give files away, and what it creates is its user's already) or the workspace
 // itself is root's.
 func workspaceOwner(fi fs.FileInfo) *owner {
-	if os.Geteuid() != 0 {
+	if !hasOwners || os.Geteuid() != 0 {
 		return nil
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Uid == 0 {
+	st, ok := sysInfoOf(fi)
+	if !ok || st.uid == 0 {
 		return nil
 	}
-	return &owner{int(st.Uid), int(st.Gid)}
+	return &owner{st.uid, st.gid}
 }
 
 // ownerFor is the owner for a file that replaces old (nil when there was none).
 func (g *Guard) ownerFor(old fs.FileInfo) *owner {
-	if old != nil && os.Geteuid() == 0 {
-		if st, ok := old.Sys().(*syscall.Stat_t); ok {
-			return &owner{int(st.Uid), int(st.Gid)}
+	if hasOwners && old != nil && os.Geteuid() == 0 {
+		if st, ok := sysInfoOf(old); ok {
+			return &owner{st.uid, st.gid}
 		}
 	}
 	return g.owner

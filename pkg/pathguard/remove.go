@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"syscall"
 )
 
 // maxRemoveLevels is how many levels of folders a delete holds open at once. A folder deeper than that is moved up
@@ -169,9 +168,4 @@ func (r *remover) closeAll() {
 		l.dir.Close()
 	}
 	r.levels = nil
-}
-
-// notEmpty reports whether err says a folder still has entries.
-func notEmpty(err error) bool {
-	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }

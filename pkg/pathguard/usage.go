@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -46,10 +45,10 @@ type usage struct {
 // count walks the workspace and adds up the blocks of its entries. The caller holds u.mu.
 func (g *Guard) count(u *usage) {
 	total := g.root.allocated(".")
-	linked := map[[2]uint64]bool{} // files with more than one link, counted once
+	linked := map[fileID]bool{} // files with more than one link, counted once
 	err := g.Walk(context.Background(), ".", WalkOptions{Unsorted: true, NoEntryCap: true, SkipUnreadable: true}, func(e *Entry) error {
 		if e.nlink > 1 && !e.IsDir() {
-			key := [2]uint64{e.dev, e.ino}
+			key := e.id
 			if linked[key] {
 				return nil
 			}
@@ -67,29 +66,21 @@ func (g *Guard) count(u *usage) {
 // diskBytes is what a file of size bytes will take on disk: whole blocks of the file system's block size.
 func diskBytes(size int64, old fs.FileInfo) int64 {
 	block := int64(4096)
-	if st, ok := sysStat(old); ok && st.Blksize > 0 {
-		block = int64(st.Blksize)
+	if st, ok := sysInfoOf(old); ok && st.blksize > 0 {
+		block = st.blksize
 	}
 	return (size + block - 1) / block * block
 }
 
 // allocatedBytes is what the file old takes on disk (0 for none).
 func allocatedBytes(old fs.FileInfo) int64 {
-	if st, ok := sysStat(old); ok {
-		return st.Blocks * 512
+	if st, ok := sysInfoOf(old); ok {
+		return st.blocks * 512
 	}
 	if old != nil {
 		return old.Size()
 	}
 	return 0
-}
-
-func sysStat(fi fs.FileInfo) (*syscall.Stat_t, bool) {
-	if fi == nil {
-		return nil, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return st, ok
 }
 
 // reserveSpace checks that a write of rel of size bytes, over the file old (nil when there is none), keeps the
@@ -146,7 +137,7 @@ func (g *Guard) freed(fi fs.FileInfo) {
 	if g.opts.MaxWorkspaceBytes <= 0 || fi == nil {
 		return
 	}
-	if st, ok := sysStat(fi); ok && st.Nlink > 1 {
+	if st, ok := sysInfoOf(fi); ok && st.nlink > 1 {
 		return
 	}
 	g.usage.mu.Lock()

@@ -32,8 +32,7 @@ type Entry struct {
 	// Allocated is what the entry's blocks take on disk (st_blocks × 512): a sparse file counts what it holds, a
 	// file with space reserved by fallocate what it reserves.
 	Allocated int64
-	dev       uint64
-	ino       uint64
+	id        fileID // its identity, to tell that a name still holds it
 	nlink     uint64
 	w         *walker
 	dir       root // the folder that holds it
@@ -62,7 +61,7 @@ func (e *Entry) Open() (*os.File, error) {
 	// than the one listed, or a newer one still by the time it is looked at again: take the file the name holds
 	// when it holds the same regular file twice in a row (never a symlink swapped in), trying a few times.
 	for attempt := 1; ; attempt++ {
-		f, err := e.dir.OpenFile(e.Name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		f, err := e.dir.OpenFile(e.Name, openReadFlags, 0)
 		if err != nil {
 			return nil, wrap("open", e.Path(), err)
 		}
@@ -94,11 +93,9 @@ func (e *Entry) Readlink() (string, error) {
 	return link, wrap("readlink", e.Path(), err)
 }
 
-// same reports whether fi describes the entry itself (same device and inode).
-func (e *Entry) same(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && uint64(st.Dev) == e.dev && st.Ino == e.ino
-}
+// same reports whether fi, the stat of an opened descriptor, describes the entry itself (on Unix: same device and
+// inode).
+func (e *Entry) same(fi fs.FileInfo) bool { return sameFile(e.id, fi, e.dir, e.Name) }
 
 // WalkOptions say how Walk goes.
 type WalkOptions struct {
@@ -276,9 +273,10 @@ func (w *walker) more(f *frame) error {
 			if fi.Mode().IsRegular() {
 				e.Size = fi.Size()
 			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				e.dev, e.ino, e.nlink, e.Allocated = uint64(st.Dev), st.Ino, uint64(st.Nlink), st.Blocks*512
+			if st, ok := sysInfoOf(fi); ok {
+				e.nlink, e.Allocated = st.nlink, st.blocks*512
 			}
+			e.id, _ = idOf(fi)
 			f.entries = append(f.entries, e)
 		}
 		w.read += len(batch)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -45,7 +44,7 @@ func TestWalk(t *testing.T) {
 	}
 	f.link(t, "b", "link-to-b")
 	f.link(t, "../outside", "link-out")
-	must(t, syscall.Mkfifo(filepath.Join(f.ws, "b", "pipe"), 0o644))
+	must(t, mkfifoAt(filepath.Join(f.ws, "b", "pipe"), 0o644))
 	must(t, os.WriteFile(filepath.Join(f.ws, "b", tempPrefix+"x"), []byte("tmp"), 0o644))
 
 	// Sorted, depth first, symlinks reported and never followed, temporary files left out.
@@ -239,7 +238,7 @@ func TestWalkOpenAfterReplace(t *testing.T) {
 			return os.Rename(p+".tmp", p)
 		},
 		"symlinked": func(p string) error { os.Remove(p); return os.Symlink("other", p) },
-		"fifo":      func(p string) error { os.Remove(p); return syscall.Mkfifo(p, 0o644) },
+		"fifo":      func(p string) error { os.Remove(p); return mkfifoAt(p, 0o644) },
 	}
 	got := map[string]string{}
 	err = g.Walk(context.Background(), ".", WalkOptions{}, func(e *Entry) error {

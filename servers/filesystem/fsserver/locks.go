@@ -1,11 +1,9 @@
 package fsserver
 
 import (
-	"fmt"
 	"hash/maphash"
 	"path"
 	"slices"
-	"syscall"
 )
 
 // The tools that change files take the locks of the names they change, so that an edit's read-modify-write cannot
@@ -35,12 +33,13 @@ func (s *server) lockFiles(ps ...string) (unlock func()) {
 }
 
 // nameKey names the entry rel: its folder by device and inode, and its name. A folder that does not exist (yet)
-// is named by its path.
+// is named by its path, and so is every folder on Windows, where a stat gives no key (locks_windows.go): there two
+// spellings of one file through a symlinked folder take different locks.
 func (s *server) nameKey(rel string) string {
 	dir, name := path.Split(rel)
 	if _, fi, err := s.g.Stat(dir); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			return fmt.Sprintf("%d:%d/%s", uint64(st.Dev), uint64(st.Ino), name)
+		if id, ok := folderID(fi); ok {
+			return id + "/" + name
 		}
 	}
 	return "path:" + rel

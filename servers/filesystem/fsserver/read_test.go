@@ -39,7 +39,7 @@ func TestRead(t *testing.T) {
 			"long.txt":     strings.Repeat("é", 800) + "\nnext\n",
 			"dir/b.txt":    "in dir\n",
 			"utf8.txt":     "héllo wörld ✓\n",
-			"nul.bin":      "text\x00more",
+			"has_nul.bin":  "text\x00more",
 			"latin1.txt":   "caf\xe9\n",
 			"late-bad.txt": strings.Repeat("ok\n", 3000) + "bad \xff\n", // past the 8 KiB head that is sniffed
 		})
@@ -108,7 +108,7 @@ func TestRead(t *testing.T) {
 			{map[string]any{"path": "dir"}, []string{"folder"}},
 			{map[string]any{"path": ""}, []string{"path is required"}},
 			{map[string]any{}, []string{"path"}},
-			{map[string]any{"path": "nul.bin"}, []string{"binary", "9 bytes", "NUL"}},
+			{map[string]any{"path": "has_nul.bin"}, []string{"binary", "9 bytes", "NUL"}},
 			{map[string]any{"path": "latin1.txt"}, []string{"binary", "5 bytes", "UTF-8"}},
 			{map[string]any{"path": "late-bad.txt", "offset": 2990}, []string{"not text", "UTF-8", "2990-3001"}},
 			{map[string]any{"path": "a.txt", "offset": 4}, []string{"offset 4 is past the end", "3 lines"}},

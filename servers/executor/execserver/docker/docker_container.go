@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -144,11 +143,16 @@ func (p *prepared) give(spec commandSpec) error {
 	if spec.terminable {
 		fifo := filepath.Join(p.ctl, "terminate")
 		// Readable by the command's user, writable by the server only; Chmod because Mkfifo is subject to umask.
-		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		switch err := mkfifo(fifo, 0o644); {
+		case errors.Is(err, errors.ErrUnsupported):
+			// No FIFOs on this host (Windows): the launcher starts no relay, and a stop kills the command without a
+			// SIGTERM first (terminate reports that it could not send one).
+		case err != nil:
 			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
-		}
-		if err := os.Chmod(fifo, 0o644); err != nil {
-			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
+		default:
+			if err := os.Chmod(fifo, 0o644); err != nil {
+				return fmt.Errorf("docker backend: terminate FIFO: %w", err)
+			}
 		}
 	}
 	if _, err := p.att.Conn.Write([]byte("\n")); err != nil {

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -36,19 +35,18 @@ func diskUsage(dirs ...string) int64 {
 			if err != nil {
 				return nil
 			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
+			key, nlink, blocks, ok := fileBlocks(fi)
 			if !ok {
 				total += fi.Size()
 				return nil
 			}
-			if st.Nlink > 1 {
-				key := [2]uint64{uint64(st.Dev), st.Ino}
+			if nlink > 1 {
 				if seen[key] {
 					return nil
 				}
 				seen[key] = true
 			}
-			total += st.Blocks * 512
+			total += blocks * 512
 			return nil
 		})
 	}

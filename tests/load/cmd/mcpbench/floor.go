@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 )
 
@@ -40,15 +39,6 @@ func durableWriteFloor(dir, content string, n int) (figure, error) {
 		lat = append(lat, time.Since(t))
 	}
 	return f.finish(lat, time.Since(start), selfCPU()-cpu0), nil
-}
-
-// selfCPU is the user plus system CPU time of this process.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readFloor is what the kernel alone takes to read the 16 KiB file the read workload reads (open, read, close),
