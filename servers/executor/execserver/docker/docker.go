@@ -49,8 +49,12 @@ const (
 
 // Config configures the docker backend. Zero values take the defaults documented on each field.
 type Config struct {
-	// Image every command runs in. Required. It must exist locally: the backend never pulls.
+	// Image every command runs in. Default DefaultImage (goalbox/executor:latest, built from
+	// deploy/Dockerfile.exec). It must exist locally: the backend never pulls.
 	Image string
+	// Host is the Docker Engine's address (unix:///..., tcp://..., npipe://...). Default: EngineHost, which is
+	// DOCKER_HOST, else the current docker context's endpoint, else the platform's default socket.
+	Host string
 	// WorkspaceHostDir is the workspace's real path on the Docker host, bind-mounted read-write at /workspace
 	// (the server's pathguard Guard.Dir()). Required.
 	WorkspaceHostDir string
@@ -104,7 +108,7 @@ type dockerBackend struct {
 	closeErr  error
 }
 
-// New connects to the Docker Engine named by the environment (DOCKER_HOST, default the local socket),
+// New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
 // checks the image exists, and removes containers left by an earlier server of the same instance.
 func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
@@ -121,9 +125,7 @@ func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: open workspace: %w", err)
 	}
-	// API-version negotiation is on by default in moby/client v0.6 (WithAPIVersionNegotiation is a deprecated no-op):
-	// the client talks the daemon's version, 1.41 for Debian's Docker 20.10.
-	cli, err := client.New(client.FromEnv)
+	cli, err := newClient(cfg.Host)
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("docker backend: %w", err)
@@ -138,7 +140,7 @@ func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 
 func (cfg *Config) setDefaults() error {
 	if cfg.Image == "" {
-		return errors.New("docker backend: no image configured; set the image commands run in (e.g. debian:bookworm-slim)")
+		cfg.Image = DefaultImage
 	}
 	if cfg.WorkspaceHostDir == "" || !filepath.IsAbs(cfg.WorkspaceHostDir) {
 		return errors.New("docker backend: the workspace must be an absolute host path")
@@ -249,7 +251,8 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	defer cancel()
 	ping, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	if err != nil {
-		return fmt.Errorf("docker backend: the Docker Engine does not answer at %s (%v); start dockerd, e.g. with scripts/setup-docker.sh", b.cli.DaemonHost(), err)
+		return fmt.Errorf("docker backend: the Docker Engine does not answer at %s (%v); start it (Docker Desktop, Colima, "+
+			"or dockerd: scripts/setup-docker.sh on Debian), or point DOCKER_HOST at one", b.cli.DaemonHost(), err)
 	}
 	b.api = b.cli.ClientVersion()
 	if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
@@ -259,7 +262,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	}
 	if _, err := b.cli.ImageInspect(ctx, b.cfg.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("docker backend: image %s not found locally; build it with scripts/setup-docker.sh (nothing is pulled)", b.cfg.Image)
+			return imageMissing(b.cfg.Image)
 		}
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}

@@ -466,8 +466,7 @@ func TestDockerConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{"missing image", func(c *Config) { c.Image = "goalbox/no-such-image:never" },
-			"image goalbox/no-such-image:never not found locally; build it with scripts/setup-docker.sh"},
-		{"no image", func(c *Config) { c.Image = "" }, "no image configured"},
+			"image goalbox/no-such-image:never not found locally; images are never pulled: `docker pull goalbox/no-such-image:never`"},
 		{"root user", func(c *Config) { c.User = "0:0" }, "is root"},
 		{"named user", func(c *Config) { c.User = "nobody" }, "not a numeric uid"},
 		{"relative workspace", func(c *Config) { c.WorkspaceHostDir = "ws" }, "absolute host path"},
