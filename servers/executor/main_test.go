@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
+		setLocalForTest(os.Getenv(testLocalEnv))
 		os.Exit(run(args))
 	}
 	os.Exit(m.Run())
@@ -49,7 +50,7 @@ func TestMainRefusesBadConfiguration(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use local or docker`},
+		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use auto, local or docker`},
 		{[]string{"-backend", "local"}, "no workspace"},
 		{[]string{"-workspace", ws, "-output-cap", "5000000"}, "must be between"},
 		{[]string{"-workspace", ws, "-output-budget", "1000"}, "output budget 1000 bytes: must be at least 2097152 (2 MiB), or -1"},

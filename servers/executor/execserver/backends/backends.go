@@ -221,7 +221,7 @@ func localDetail(err error) string {
 
 // installHint says what to install for a backend to run here.
 func installHint() string {
-	build := "then build the commands' image once, in the repository's root: " + docker.BuildDefaultImage
+	build := "then build the commands' image once, in the repository's root: `" + docker.BuildDefaultImage + "`"
 	switch runtime.GOOS {
 	case "darwin":
 		return "Install and start Docker Desktop (https://docs.docker.com/desktop/setup/install/mac-install/) or Colima (brew install colima docker && colima start); " + build + "."
