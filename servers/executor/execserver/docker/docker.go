@@ -193,8 +193,7 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
 	if cfg.Instance == "" {
-		sum := sha256.Sum256([]byte(wsDir))
-		cfg.Instance = hex.EncodeToString(sum[:6])
+		cfg.Instance = instanceOf(wsDir)
 	}
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
@@ -213,6 +212,21 @@ func (cfg *Config) setDefaults() error {
 		cfg.Logger = slog.Default()
 	}
 	return nil
+}
+
+// DefaultInstance is the instance (the goalbox.executor.instance label of its containers) of a backend over the
+// workspace at dir when none is configured: a hash of the workspace's real path.
+func DefaultInstance(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	return instanceOf(real), nil
+}
+
+func instanceOf(realDir string) string {
+	sum := sha256.Sum256([]byte(realDir))
+	return hex.EncodeToString(sum[:6])
 }
 
 // parseDockerUser accepts "uid" or "uid:gid" (execserver.ParseRunAs): names would be looked up in the image's /etc/passwd,
