@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +74,7 @@ func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time
 	cmd.Dir = filepath.Join(s.root, filepath.FromSlash(cwd))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = newGroup()
 	if err := cmd.Start(); err != nil {
 		return 0, "", err
 	}
@@ -92,7 +91,7 @@ func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time
 		}
 		return 0, out.String(), err
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 		<-done
 		return -1, out.String(), nil
 	}
