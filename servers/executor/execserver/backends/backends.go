@@ -158,7 +158,8 @@ func choose(ctx context.Context, cfg Config) (execserver.Backend, Choice, error)
 			return fallback, choice, nil
 		} else {
 			_ = fallback.Close()
-			localErr = errors.New("it has no namespaces here and its fallback does not confine: " + why)
+			localErr = errors.New("it has no namespaces here and its fallback does not confine: " + why +
+				" (-backend local takes the fallback as it is, with the gaps /healthz lists)")
 		}
 	}
 	return nil, choice, fmt.Errorf("%w: the local backend %s, and no Docker Engine answers at %s (%s: %v). %s",
