@@ -197,8 +197,21 @@ func TestMainAutoChoosesDocker(t *testing.T) {
 			}
 		})
 	}
+	// The engine answers but the image is missing: the docker backend's error (how to get the image) is the
+	// message when nothing else confines; the local fallback, which does, is taken with that error in the reason.
+	missing := "goalbox/no-such-image:never"
+	_, cs, code, out := startAuto(t, plainWorkspace(t), []string{testLocalEnv + "=unusable"}, "-image", missing)
+	if cs != nil || code != 2 || !strings.Contains(out, "no backend can run commands here") ||
+		!strings.Contains(out, "image "+missing+" not found locally") || !strings.Contains(out, "docker pull "+missing) {
+		t.Errorf("local unusable, image missing: want exit 2 with the docker backend's error, got %d:\n%s", code, out)
+	}
+	h, cs, code, out := startAuto(t, openDir(t), []string{testLocalEnv + "=no-namespaces"}, "-image", missing)
+	if cs == nil || h.Backend != "local" || !strings.Contains(h.BackendReason, "answers but the docker backend cannot start") ||
+		!strings.Contains(h.BackendReason, "not found locally") {
+		t.Errorf("local without namespaces, image missing: want the fallback, got exit %d, health %+v\n%s", code, h, out)
+	}
 	// -no-namespaces given with auto is the user's choice of the local fallback, even with Docker there.
-	h, cs, code, out := startAuto(t, openDir(t), nil, "-no-namespaces", "-image", image)
+	h, cs, code, out = startAuto(t, openDir(t), nil, "-no-namespaces", "-image", image)
 	if cs == nil || h.Backend != "local" || !strings.Contains(h.BackendReason, "-no-namespaces was given") {
 		t.Errorf("-no-namespaces: exit %d, health %+v\n%s", code, h, out)
 	}

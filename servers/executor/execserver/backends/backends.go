@@ -11,10 +11,12 @@
 //     Docker Desktop, Colima, OrbStack — or the default socket): always so on macOS and Windows, where the local
 //     backend cannot run, and on Linux where namespaces are not permitted (a container, a locked-down kernel),
 //     because a container per command confines more than the local backend's fallback.
-//  3. local in its fallback mode (a subreaper init per command, no namespaces), when no engine answers and the
-//     fallback still confines: Landlock enforced (files) and seccomp on (no Internet sockets). What it lacks is in
-//     the reason, the log and /healthz.
-//  4. otherwise none: Open fails with ErrNoBackend and a message that says what to install.
+//  3. local in its fallback mode (a subreaper init per command, no namespaces), when no engine answers (or one
+//     answers but the docker backend cannot start, e.g. its image was never built) and the fallback still
+//     confines: Landlock enforced (files) and seccomp on (no Internet sockets). What it lacks, and the docker
+//     backend's error, are in the reason, the log and /healthz.
+//  4. otherwise none: Open fails with ErrNoBackend and a message that says what to install, or the docker
+//     backend's own error (naming the command that builds the image) when the engine answered.
 package backends
 
 import (
@@ -131,39 +133,46 @@ func choose(ctx context.Context, cfg Config) (execserver.Backend, Choice, error)
 	}
 
 	engine, pingErr := docker.Ping(ctx, cfg.Docker.Host, cfg.PingTimeout)
+	var dockerErr error
 	if pingErr == nil {
-		if fallback != nil {
-			_ = fallback.Close()
-		}
 		cfg.Docker.Host = engine.Host
 		db, err := docker.New(ctx, cfg.Docker)
-		if err != nil {
-			// The engine answers but the backend cannot start (most often: the image was never built). That
-			// is the error to show: falling back to something weaker would hide it.
-			return nil, choice, fmt.Errorf("the automatic choice took the docker backend (%s) but it cannot start: %w",
-				whyNotLocal(localErr), err)
+		if err == nil {
+			if fallback != nil {
+				_ = fallback.Close()
+			}
+			choice.Backend = Docker
+			choice.Reason = fmt.Sprintf("%s; a Docker Engine answers at %s (%s): %s", whyNotLocal(localErr), engine.Host, engine.Source, dockerReport(db))
+			return db, choice, nil
 		}
-		choice.Backend = Docker
-		choice.Reason = fmt.Sprintf("%s; a Docker Engine answers at %s (%s): %s", whyNotLocal(localErr), engine.Host, engine.Source, dockerReport(db))
-		return db, choice, nil
+		// The engine answers but the backend cannot start (most often: the image was never built).
+		dockerErr = err
+		cfg.Logger.Warn("automatic backend choice: a Docker Engine answers but the docker backend cannot start", "host", engine.Host, "error", err)
+	} else {
+		cfg.Logger.Info("automatic backend choice: no Docker Engine answers", "host", engine.Host, "error", pingErr)
 	}
-	cfg.Logger.Info("automatic backend choice: no Docker Engine answers", "host", engine.Host, "error", pingErr)
+	noDocker := fmt.Sprintf("no Docker Engine answers at %s (%s: %v)", engine.Host, engine.Source, pingErr)
+	if dockerErr != nil {
+		noDocker = fmt.Sprintf("the Docker Engine at %s answers but the docker backend cannot start (%v)", engine.Host, dockerErr)
+	}
 
 	if fallback != nil {
-		if why := fallbackGap(fallback); why == "" {
+		why := fallbackGap(fallback)
+		if why == "" {
 			choice.Backend = Local
-			choice.Reason = fmt.Sprintf("the local backend has no namespaces here and no Docker Engine answers at %s (%v), "+
-				"so the local backend's fallback, which still confines files (Landlock) and the network (seccomp): %s",
-				engine.Host, pingErr, localMode(fallback))
+			choice.Reason = fmt.Sprintf("the local backend has no namespaces here and %s, so the local backend's fallback, "+
+				"which still confines files (Landlock) and the network (seccomp): %s", noDocker, localMode(fallback))
 			return fallback, choice, nil
-		} else {
-			_ = fallback.Close()
-			localErr = errors.New("it has no namespaces here and its fallback does not confine: " + why +
-				" (-backend local takes the fallback as it is, with the gaps /healthz lists)")
 		}
+		_ = fallback.Close()
+		localErr = errors.New("it has no namespaces here and its fallback does not confine: " + why +
+			" (-backend local takes the fallback as it is, with the gaps /healthz lists)")
 	}
-	return nil, choice, fmt.Errorf("%w: the local backend %s, and no Docker Engine answers at %s (%s: %v). %s",
-		ErrNoBackend, localDetail(localErr), engine.Host, engine.Source, pingErr, installHint())
+	if dockerErr != nil {
+		// The docker backend's own error says what to do (build the image, fix the user): it is the one to show.
+		return nil, choice, fmt.Errorf("%w: the local backend %s, and %w", ErrNoBackend, localDetail(localErr), dockerErr)
+	}
+	return nil, choice, fmt.Errorf("%w: the local backend %s, and %s. %s", ErrNoBackend, localDetail(localErr), noDocker, installHint())
 }
 
 // namespaced says the local backend gives every command namespaces of its own.
