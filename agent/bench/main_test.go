@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time
 	cmd.Dir = filepath.Join(s.root, filepath.FromSlash(cwd))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = newGroup()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, "", err
 	}
@@ -91,7 +92,7 @@ func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time
 		}
 		return 0, out.String(), err
 	case <-ctx.Done():
-		killGroup(cmd)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		return -1, out.String(), nil
 	}

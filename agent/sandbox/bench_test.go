@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -108,4 +110,13 @@ func benchEndpoints(b *testing.B) ([]sandbox.Endpoint, string) {
 	}
 	b.Cleanup(func() { local.Close() })
 	return local.Endpoints, "process-cpu-us/op"
+}
+
+// processCPU is the user plus system CPU time of this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -157,17 +158,12 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: workspace %s is not a folder", wsDir)
 	}
 	if cfg.User == "" {
-		uid, gid, ok := fileOwner(fi)
-		switch {
-		case !ok && defaultUserWithoutOwner != "":
-			uid, gid = -1, -1
-			cfg.User = defaultUserWithoutOwner
-		case !ok:
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
 			return errors.New("docker backend: cannot find the workspace's owner; set the user explicitly")
-		default:
-			cfg.User = fmt.Sprintf("%d:%d", uid, gid)
 		}
-		if uid == 0 {
+		cfg.User = fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+		if st.Uid == 0 {
 			return fmt.Errorf("docker backend: the workspace %s is owned by root and commands never run as root; "+
 				"give it to an unprivileged user (chown -R 1000:1000 %s) or configure a non-root uid:gid", wsDir, wsDir)
 		}
@@ -255,7 +251,7 @@ func prepareCacheDir(dir string, uid, gid int) error {
 	if err != nil {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}
-	if u, g, ok := fileOwner(fi); ok && (u != uid || g != gid) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return fmt.Errorf("docker backend: give the cache folder %s to %d:%d: %w", dir, uid, gid, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -143,17 +144,10 @@ func (p *prepared) give(spec commandSpec) error {
 	if spec.terminable {
 		fifo := filepath.Join(p.ctl, "terminate")
 		// Readable by the command's user, writable by the server only; Chmod because Mkfifo is subject to umask.
-		err := mkfifo(fifo, 0o644)
-		switch {
-		case errors.Is(err, errNoFIFO):
-			// No relay (the launcher starts one only beside a FIFO): a stop ends the command with SIGKILL after its
-			// grace instead of SIGTERM (Windows).
-		case err != nil:
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
-		default:
-			err = os.Chmod(fifo, 0o644)
 		}
-		if err != nil {
+		if err := os.Chmod(fifo, 0o644); err != nil {
 			return fmt.Errorf("docker backend: terminate FIFO: %w", err)
 		}
 	}
@@ -255,6 +249,3 @@ func (b *dockerBackend) hostConfig(ctl, network string) *container.HostConfig {
 		},
 	}
 }
-
-// errNoFIFO is mkfifo's error where the platform has no FIFOs.
-var errNoFIFO = errors.New("no FIFOs on this platform")

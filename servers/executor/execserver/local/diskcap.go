@@ -1,5 +1,3 @@
-//go:build linux
-
 package local
 
 // The disk cap of the local backend: while a command runs, the server measures the workspace and the command's
