@@ -57,7 +57,7 @@ func TestMainRefusesBadConfiguration(t *testing.T) {
 		{[]string{"-workspace", ws, "-output-budget", "8388608", "-output-total", "4194304"}, "must be at least the per-session output budget, 8388608 bytes"},
 		{[]string{"-workspace", ws, "-timeout-default", "1h", "-timeout-max", "10m"}, "at least the default timeout"},
 		{[]string{"-workspace", ws, "-allow", "("}, "allow pattern"},
-		{[]string{"-workspace", ws, "-backend", "docker"}, "docker backend"},
+		{[]string{"-workspace", ws, "-backend", "docker", "-image", "goalbox/no-such-image:never"}, "docker backend"},
 		{[]string{"-workspace", ws, "-backend", "docker", "-image", "busybox:latest", "-docker-user", "0"}, `user "0" is root`},
 		{[]string{"-workspace", ws, "stray"}, "unexpected arguments"},
 	}
