@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,9 @@ import (
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // summary is summary.json: the loop's result and where to find the rest.
@@ -94,14 +98,20 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws})
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal})
 	if err != nil {
 		return nil, "", nil, err
 	}
 	showProgress(h.Client)
-	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: %s\n", ws, confinementNote(h.Local.Health()))
+	c := h.Local.Choice
+	fmt.Fprintf(stderr, "agent: sandbox in-process over %s; commands: backend %s (%s: %s); %s\n", ws, c.Backend, c.Requested, c.Reason,
+		confinementNote(h.Local.Health()))
 	return h, ws, func() { h.Close() }, nil
 }
+
+// newLocal builds the in-process executor's local backend; nil means local.New. Tests make it fail, as the local
+// backend does on macOS and Windows.
+var newLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
 
 // runFiles picks the transcript and summary paths: -transcript FILE puts the summary beside it as
 // FILE-without-extension.summary.json; otherwise both go into a new folder <runs-dir>/<UTC time>.
@@ -167,6 +177,9 @@ func printSummary(w io.Writer, s summary, path string) {
 func confinementNote(health map[string]any) string {
 	exec, _ := health["executor"].(protocol.ExecutorHealth)
 	local := exec.Confinement.LocalConfinement
+	if d := exec.Confinement.DockerConfinement; local == nil && d != nil {
+		return fmt.Sprintf("image=%s, user=%s, network=%s", d.Image, d.User, exec.Confinement.Network)
+	}
 	if local == nil {
 		return "backend " + exec.Backend
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/pkg/envflag"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 )
 
 // options is everything the command takes. Each field is read from its environment variable first; a flag given
@@ -34,6 +35,10 @@ type options struct {
 	ExecURL   string `env:"GOALBOX_EXEC_URL" flag:"exec-url" usage:"MCP endpoint of a running executor server"`
 	FSToken   string `env:"GOALBOX_FS_TOKEN"`
 	ExecToken string `env:"GOALBOX_EXEC_TOKEN"`
+	// Backend and Image configure the in-process executor, with the executor's own names (-backend, -image and
+	// GOALBOX_EXEC_BACKEND, GOALBOX_EXEC_IMAGE) and its automatic choice.
+	Backend string `env:"GOALBOX_EXEC_BACKEND" flag:"backend" usage:"in-process executor: where commands run: auto (local where it confines with namespaces, i.e. Linux; else docker when a Docker Engine answers, e.g. Docker Desktop on macOS or Windows), local or docker"`
+	Image   string `env:"GOALBOX_EXEC_IMAGE" flag:"image" usage:"in-process executor, docker backend: the image commands run in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
 
 	// The run.
 	Verify        string        `env:"GOALBOX_VERIFY" flag:"verify" usage:"command run in the sandbox when the model stops; the goal is met only if it exits 0"`
@@ -61,6 +66,7 @@ func defaultOptions() options {
 		Retries:       4,
 		AttemptTimout: 5 * time.Minute,
 		Workspace:     "workspace",
+		Backend:       backends.Auto,
 		RunsDir:       "runs",
 		VerifyTimeout: 10 * time.Minute,
 		Limits:        loop.DefaultLimits(),
@@ -128,6 +134,8 @@ func (o options) check() error {
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")
 	case o.FSURL == "" && o.Workspace == "":
 		return bad("no workspace: give -workspace DIR")
+	case o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker:
+		return bad("unknown backend %q: use %s", o.Backend, backends.Names)
 	case o.Retries < 0:
 		return bad("-retries must be 0 or more, got %d", o.Retries)
 	case o.PriceIn < 0 || o.PriceOut < 0:

@@ -21,10 +21,13 @@ type clientConfig struct {
 	} `json:"mcpServers"`
 }
 
-// TestClientConfigs starts every server of the Claude Desktop and the Cursor config as those clients do (the command
-// with its args and env, MCP over stdin/stdout), with the binaries built into a home folder made for the test and
-// the placeholders the client would fill in replaced: the filesystem server writes a file and the executor's
-// command reads it from the same workspace.
+// TestClientConfigs starts every server of the Claude Desktop configs (Linux, macOS, Windows) and the Cursor config
+// as those clients do (the command with its args and env, MCP over stdin/stdout), with the binaries built into a
+// home folder made for the test and the placeholders the client would fill in replaced: the filesystem server
+// writes a file and the executor's command reads it from the same workspace. The macOS and Windows files run here
+// with their home folder mapped onto the test's (and, for Windows, C:\Users\me\...\x.exe onto HOME/.../x), so
+// what is checked is their shape — the same servers, flags and workspace — and, for Windows, that the JSON holds
+// Windows paths with escaped backslashes.
 func TestClientConfigs(t *testing.T) {
 	home := t.TempDir()
 	buildServers(t, filepath.Join(home, "bin"))
@@ -34,10 +37,12 @@ func TestClientConfigs(t *testing.T) {
 		fill      []string
 	}{
 		{"claude-desktop/claude_desktop_config.json", "sandbox", []string{"/home/me", home}},
+		{"claude-desktop/claude_desktop_config.macos.json", "sandbox", []string{"/Users/me", home}},
+		{"claude-desktop/claude_desktop_config.windows.json", "sandbox", []string{`C:\\Users\\me`, home, `\\`, "/", `.exe"`, `"`}},
 		// Cursor fills in ${userHome} and ${workspaceFolder} (the project open in it) itself.
 		{"cursor/mcp.json", "project", []string{"${userHome}", home, "${workspaceFolder}", filepath.Join(home, "project")}},
 	} {
-		t.Run(filepath.Dir(c.file), func(t *testing.T) {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
 			ws := filepath.Join(home, c.workspace)
 			if err := os.MkdirAll(ws, 0o755); err != nil {
 				t.Fatal(err)
@@ -45,6 +50,9 @@ func TestClientConfigs(t *testing.T) {
 			raw, err := os.ReadFile(c.file)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if strings.HasSuffix(c.file, ".windows.json") {
+				checkWindowsConfig(t, raw)
 			}
 			var cfg clientConfig
 			if err := json.Unmarshal([]byte(strings.NewReplacer(c.fill...).Replace(string(raw))), &cfg); err != nil {
@@ -85,4 +93,34 @@ func connectStdio(t *testing.T, cfg clientConfig, name string) *mcp.ClientSessio
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// checkWindowsConfig: every command and workspace is an absolute Windows path (drive letter, backslashes, escaped
+// in the JSON), the commands are .exe files, and both servers get the same workspace.
+func checkWindowsConfig(t *testing.T, raw []byte) {
+	t.Helper()
+	var cfg clientConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	winAbs := func(p string) bool {
+		return len(p) > 3 && p[1] == ':' && p[2] == '\\' && !strings.Contains(p, "/")
+	}
+	var workspaces []string
+	for name, srv := range cfg.MCPServers {
+		if !winAbs(srv.Command) || !strings.HasSuffix(srv.Command, ".exe") {
+			t.Errorf("%s: command %q is not an absolute Windows path to an .exe", name, srv.Command)
+		}
+		for i, a := range srv.Args {
+			if a == "-workspace" && i+1 < len(srv.Args) {
+				if !winAbs(srv.Args[i+1]) {
+					t.Errorf("%s: workspace %q is not an absolute Windows path", name, srv.Args[i+1])
+				}
+				workspaces = append(workspaces, srv.Args[i+1])
+			}
+		}
+	}
+	if len(workspaces) != 2 || workspaces[0] != workspaces[1] {
+		t.Errorf("both servers need the same -workspace, got %q", workspaces)
+	}
 }

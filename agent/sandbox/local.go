@@ -9,6 +9,8 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
@@ -17,9 +19,20 @@ import (
 type LocalOptions struct {
 	// Workspace is the folder both servers are confined to; created if missing.
 	Workspace string
+	// Backend is where commands run, as the executor's -backend: "auto" lets the executor's automatic choice pick
+	// (package execserver/backends: local with namespaces, else docker when an engine answers, else local's
+	// fallback where it still confines, else an error saying what to install); "docker" the docker backend;
+	// "local", or empty, the local backend.
+	Backend string
 	// Commands configures the local backend that runs the commands (its Workspace is filled in): the zero value
 	// takes its defaults, the benchmark names cache folders of its own and the shared JavaScript modules.
 	Commands local.Config
+	// Docker configures the docker backend (its WorkspaceHostDir is filled in): the zero value takes its defaults,
+	// image docker.DefaultImage included.
+	Docker docker.Config
+	// NewLocal builds the local backend; nil means local.New. Tests replace it to make the local backend unusable
+	// on a machine where it is not, as it is on macOS.
+	NewLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
 	// Exec tunes the executor (timeouts, output cap); zero values take its defaults.
 	Exec execserver.Config
 	// Logger receives the servers' logs; nil discards them.
@@ -32,7 +45,9 @@ type Local struct {
 	// Endpoints are the filesystem server's and the executor's MCP endpoints.
 	Endpoints []Endpoint
 	// Health reports both servers' state, confinement included.
-	Health  func() map[string]any
+	Health func() map[string]any
+	// Choice is the executor's backend and why it was chosen.
+	Choice  backends.Choice
 	closers []func() error
 }
 
@@ -52,14 +67,23 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	l.closers = append(l.closers, g.Close)
-	commands := opts.Commands
-	commands.Workspace = g.Dir()
-	backend, err := local.New(commands, opts.Logger)
-	if err != nil {
-		return nil, fmt.Errorf("executor backend: %w", err)
+	name := opts.Backend
+	if name == "" {
+		name = backends.Local
 	}
+	backend, choice, err := backends.Open(context.Background(), g.Dir(), backends.Config{
+		Backend: name, Local: opts.Commands, Docker: opts.Docker, Logger: opts.Logger, NewLocal: opts.NewLocal})
+	if err != nil {
+		return nil, fmt.Errorf("executor backend (%s): %w", name, err)
+	}
+	l.Choice = choice
 	l.closers = append(l.closers, backend.Close)
-	exec, err := execserver.New(opts.Exec, backend, g, opts.Logger)
+	execCfg := opts.Exec
+	execCfg.BackendChoice, execCfg.BackendReason = "explicit", choice.Reason
+	if choice.Requested == backends.Auto {
+		execCfg.BackendChoice = "auto"
+	}
+	exec, err := execserver.New(execCfg, backend, g, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}

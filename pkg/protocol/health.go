@@ -31,10 +31,14 @@ type FilesystemLimits struct {
 
 // ExecutorHealth is the executor's report: its backend, the confinement in force and its limits.
 type ExecutorHealth struct {
-	Server         string        `json:"server"`
-	Version        string        `json:"version"`
-	Workspace      string        `json:"workspace"`
-	Backend        string        `json:"backend"`
+	Server    string `json:"server"`
+	Version   string `json:"version"`
+	Workspace string `json:"workspace"`
+	Backend   string `json:"backend"`
+	// BackendChoice is how Backend was chosen: "auto" (the executor chose it: -backend auto, the default) or
+	// "explicit" (named by -backend). BackendReason says why this backend, in words a person can check.
+	BackendChoice  string        `json:"backend_choice,omitempty"`
+	BackendReason  string        `json:"backend_reason,omitempty"`
 	Confinement    Confinement   `json:"confinement"`
 	Policy         CommandPolicy `json:"policy"`
 	TimeoutDefault int           `json:"timeout_default"` // seconds

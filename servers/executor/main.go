@@ -1,7 +1,8 @@
 // Command executor is goalbox's command executor MCP server: one tool, sandbox_run_command, that runs shell commands
-// confined to a workspace, on the local machine (default) or in Docker containers.
+// confined to a workspace, on the local machine or in Docker containers (by default the executor chooses: see
+// package execserver/backends).
 //
-//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend local|docker] [-stdio] ...
+//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] ...
 //
 // Every flag has an environment variable GOALBOX_EXEC_<NAME>; flags win.
 package main
@@ -21,15 +22,16 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 )
 
 const envPrefix = "GOALBOX_EXEC_"
 
 // options are the executor's own settings, besides mcpserve.Config.
 type options struct {
-	Backend         string        `env:"BACKEND" flag:"backend" usage:"where commands run: local or docker"`
+	Backend         string        `env:"BACKEND" flag:"backend" usage:"where commands run: auto (local where it confines with namespaces, else docker when a Docker Engine answers, else local's fallback where it still confines; see /healthz backend_reason), local or docker"`
 	AdvertisedRoot  string        `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace, as given to the filesystem server"`
-	Image           string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in"`
+	Image           string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
 	TimeoutDefault  time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
 	TimeoutMax      time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
 	OutputCap       int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
@@ -85,12 +87,16 @@ func serve(args []string) error {
 	}
 	defer g.Close()
 	ctx := context.Background()
-	backend, err := newBackend(ctx, opts, g, logger)
+	backend, choice, err := newBackend(ctx, opts, g, logger)
 	if err != nil {
+		if opts.Backend == backends.Auto {
+			return mcpserve.ConfigError(fmt.Errorf("-backend auto: %w", err))
+		}
 		return mcpserve.ConfigError(fmt.Errorf("%s backend: %s", opts.Backend, strings.TrimPrefix(err.Error(), opts.Backend+" backend: ")))
 	}
 	defer backend.Close()
-	ex, err := newExecutor(opts, backend, g, logger)
+	logger.Info("backend chosen", "backend", choice.Backend, "requested", choice.Requested, "reason", choice.Reason)
+	ex, err := newExecutor(opts, choice, backend, g, logger)
 	if err != nil {
 		return mcpserve.ConfigError(err)
 	}
@@ -110,7 +116,7 @@ type settings struct {
 func configure(args []string) (mcpserve.Config, settings, error) {
 	cfg := mcpserve.Config{Addr: protocol.DefaultExecutorAddr}
 	s := settings{options: options{
-		Backend:        "local",
+		Backend:        backends.Auto,
 		TimeoutDefault: execserver.DefaultTimeout,
 		TimeoutMax:     execserver.DefaultMaxTimeout,
 		OutputCap:      execserver.DefaultOutputCap,
@@ -124,8 +130,8 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 	if _, err := mcpserve.Load(&cfg, envPrefix, args, func(fs *flag.FlagSet) { envflag.Register(fs, &s.options, o) }); err != nil {
 		return cfg, s, err
 	}
-	if s.Backend != "local" && s.Backend != "docker" {
-		return cfg, s, mcpserve.ConfigError(fmt.Errorf("unknown backend %q: use %s", s.Backend, backendNames))
+	if s.Backend != backends.Auto && s.Backend != backends.Local && s.Backend != backends.Docker {
+		return cfg, s, mcpserve.ConfigError(fmt.Errorf("unknown backend %q: use %s", s.Backend, backends.Names))
 	}
 	var err error
 	if s.policy, err = execserver.NewPolicy(s.Allow, s.Deny); err != nil {
@@ -135,7 +141,11 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 }
 
 // newExecutor is the tool server over backend.
-func newExecutor(s settings, backend execserver.Backend, g *pathguard.Guard, logger *slog.Logger) (*execserver.Executor, error) {
+func newExecutor(s settings, choice backends.Choice, backend execserver.Backend, g *pathguard.Guard, logger *slog.Logger) (*execserver.Executor, error) {
+	how := "explicit"
+	if choice.Requested == backends.Auto {
+		how = "auto"
+	}
 	return execserver.New(execserver.Config{
 		DefaultTimeout:  s.TimeoutDefault,
 		MaxTimeout:      s.TimeoutMax,
@@ -146,5 +156,7 @@ func newExecutor(s settings, backend execserver.Backend, g *pathguard.Guard, log
 		ProcessLifetime: s.ProcessLifetime,
 		OutputBudget:    s.OutputBudget,
 		OutputTotal:     s.OutputTotal,
+		BackendChoice:   how,
+		BackendReason:   choice.Reason,
 	}, backend, g, logger)
 }

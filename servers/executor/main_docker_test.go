@@ -15,6 +15,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 	"github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,32 +24,7 @@ import (
 // CI=true) when there is no Engine or no image.
 func dockerForMain(t *testing.T) (*client.Client, string) {
 	t.Helper()
-	image := os.Getenv("GOALBOX_DOCKER_IMAGE")
-	if image == "" {
-		image = "debian:bookworm-slim"
-	}
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the docker backend cannot be tested: %s", msg)
-		}
-		t.Skipf("docker backend not tested: %s (run scripts/setup-docker.sh)", msg)
-	}
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		unavailable("docker client: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		unavailable("no Docker Engine answers: %v", err)
-	}
-	if _, err := cli.ImageInspect(ctx, image); err != nil {
-		unavailable("image %s: %v", image, err)
-	}
-	return cli, image
+	return dockertest.Require(t)
 }
 
 // TestMainDockerRestartRemovesLeftovers kills a docker-backend executor with SIGKILL while a process runs. Its

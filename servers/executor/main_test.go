@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
+		setLocalForTest(os.Getenv(testLocalEnv))
 		os.Exit(run(args))
 	}
 	os.Exit(m.Run())
@@ -49,14 +50,14 @@ func TestMainRefusesBadConfiguration(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use local or docker`},
+		{[]string{"-workspace", ws, "-backend", "chroot"}, `unknown backend "chroot": use auto, local or docker`},
 		{[]string{"-backend", "local"}, "no workspace"},
 		{[]string{"-workspace", ws, "-output-cap", "5000000"}, "must be between"},
 		{[]string{"-workspace", ws, "-output-budget", "1000"}, "output budget 1000 bytes: must be at least 2097152 (2 MiB), or -1"},
 		{[]string{"-workspace", ws, "-output-budget", "8388608", "-output-total", "4194304"}, "must be at least the per-session output budget, 8388608 bytes"},
 		{[]string{"-workspace", ws, "-timeout-default", "1h", "-timeout-max", "10m"}, "at least the default timeout"},
 		{[]string{"-workspace", ws, "-allow", "("}, "allow pattern"},
-		{[]string{"-workspace", ws, "-backend", "docker"}, "docker backend"},
+		{[]string{"-workspace", ws, "-backend", "docker", "-image", "goalbox/no-such-image:never"}, "docker backend"},
 		{[]string{"-workspace", ws, "-backend", "docker", "-image", "busybox:latest", "-docker-user", "0"}, `user "0" is root`},
 		{[]string{"-workspace", ws, "stray"}, "unexpected arguments"},
 	}

@@ -58,6 +58,9 @@ type Config struct {
 	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
 	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
 	OutputTotal int64
+	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
+	// the health report: "auto" or "explicit", and a sentence.
+	BackendChoice, BackendReason string
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -172,6 +175,8 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		Version:        mcpserve.Version(),
 		Workspace:      e.guard.AdvertisedRoot(),
 		Backend:        e.backend.Name(),
+		BackendChoice:  e.cfg.BackendChoice,
+		BackendReason:  advertise(e.cfg.BackendReason, e.guard.Dir(), e.guard.AdvertisedRoot()).(string),
 		Confinement:    e.confinement(),
 		Policy:         e.cfg.Policy.Describe(),
 		TimeoutDefault: int(e.cfg.DefaultTimeout.Seconds()),

@@ -48,8 +48,12 @@ const (
 
 // Config configures the docker backend. Zero values take the defaults documented on each field.
 type Config struct {
-	// Image every command runs in. Required. It must exist locally: the backend never pulls.
+	// Image every command runs in. Default DefaultImage (goalbox/executor:latest, built from
+	// deploy/Dockerfile.exec). It must exist locally: the backend never pulls.
 	Image string
+	// Host is the Docker Engine's address (unix:///..., tcp://..., npipe://...). Default: EngineHost, which is
+	// DOCKER_HOST, else the current docker context's endpoint, else the platform's default socket.
+	Host string
 	// WorkspaceHostDir is the workspace's real path on the Docker host, bind-mounted read-write at /workspace
 	// (the server's pathguard Guard.Dir()). Required.
 	WorkspaceHostDir string
@@ -103,7 +107,7 @@ type dockerBackend struct {
 	closeErr  error
 }
 
-// New connects to the Docker Engine named by the environment (DOCKER_HOST, default the local socket),
+// New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
 // checks the image exists, and removes containers left by an earlier server of the same instance.
 func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
@@ -120,9 +124,7 @@ func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: open workspace: %w", err)
 	}
-	// API-version negotiation is on by default in moby/client v0.6 (WithAPIVersionNegotiation is a deprecated no-op):
-	// the client talks the daemon's version, 1.41 for Debian's Docker 20.10.
-	cli, err := client.New(client.FromEnv)
+	cli, err := newClient(cfg.Host)
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("docker backend: %w", err)
@@ -137,7 +139,7 @@ func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 
 func (cfg *Config) setDefaults() error {
 	if cfg.Image == "" {
-		return errors.New("docker backend: no image configured; set the image commands run in (e.g. debian:bookworm-slim)")
+		cfg.Image = DefaultImage
 	}
 	if cfg.WorkspaceHostDir == "" || !filepath.IsAbs(cfg.WorkspaceHostDir) {
 		return errors.New("docker backend: the workspace must be an absolute host path")
@@ -190,8 +192,7 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
 	if cfg.Instance == "" {
-		sum := sha256.Sum256([]byte(wsDir))
-		cfg.Instance = hex.EncodeToString(sum[:6])
+		cfg.Instance = instanceOf(wsDir)
 	}
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
@@ -210,6 +211,21 @@ func (cfg *Config) setDefaults() error {
 		cfg.Logger = slog.Default()
 	}
 	return nil
+}
+
+// DefaultInstance is the instance (the goalbox.executor.instance label of its containers) of a backend over the
+// workspace at dir when none is configured: a hash of the workspace's real path.
+func DefaultInstance(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	return instanceOf(real), nil
+}
+
+func instanceOf(realDir string) string {
+	sum := sha256.Sum256([]byte(realDir))
+	return hex.EncodeToString(sum[:6])
 }
 
 // parseDockerUser accepts "uid" or "uid:gid" (execserver.ParseRunAs): names would be looked up in the image's /etc/passwd,
@@ -248,7 +264,8 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	defer cancel()
 	ping, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	if err != nil {
-		return fmt.Errorf("docker backend: the Docker Engine does not answer at %s (%v); start dockerd, e.g. with scripts/setup-docker.sh", b.cli.DaemonHost(), err)
+		return fmt.Errorf("docker backend: the Docker Engine does not answer at %s (%v); start it (Docker Desktop, Colima, "+
+			"or dockerd: scripts/setup-docker.sh on Debian), or point DOCKER_HOST at one", b.cli.DaemonHost(), err)
 	}
 	b.api = b.cli.ClientVersion()
 	if v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
@@ -258,7 +275,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	}
 	if _, err := b.cli.ImageInspect(ctx, b.cfg.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("docker backend: image %s not found locally; build it with scripts/setup-docker.sh (nothing is pulled)", b.cfg.Image)
+			return imageMissing(b.cfg.Image)
 		}
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}

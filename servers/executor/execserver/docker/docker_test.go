@@ -20,6 +20,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -31,38 +32,13 @@ import (
 const dockerTestUID = 4242
 
 // dockerTestImage is the image the tests run commands in; scripts/setup-docker.sh builds it.
-func dockerTestImage() string {
-	if img := os.Getenv("GOALBOX_DOCKER_IMAGE"); img != "" {
-		return img
-	}
-	return "debian:bookworm-slim"
-}
+func dockerTestImage() string { return dockertest.Image() }
 
 // dockerRequire returns a client to the Engine, or skips the test (fails it when CI=true) when there is no Engine
 // or no test image.
 func dockerRequire(t testing.TB) *client.Client {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the docker backend cannot be tested: %s", msg)
-		}
-		t.Skipf("docker backend not tested: %s (run scripts/setup-docker.sh)", msg)
-	}
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		unavailable("docker client: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		unavailable("no Docker Engine answers: %v", err)
-	}
-	if _, err := cli.ImageInspect(ctx, dockerTestImage()); err != nil {
-		unavailable("image %s: %v", dockerTestImage(), err)
-	}
+	cli, _ := dockertest.Require(t)
 	return cli
 }
 
@@ -466,8 +442,7 @@ func TestDockerConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{"missing image", func(c *Config) { c.Image = "goalbox/no-such-image:never" },
-			"image goalbox/no-such-image:never not found locally; build it with scripts/setup-docker.sh"},
-		{"no image", func(c *Config) { c.Image = "" }, "no image configured"},
+			"image goalbox/no-such-image:never not found locally; images are never pulled: `docker pull goalbox/no-such-image:never`"},
 		{"root user", func(c *Config) { c.User = "0:0" }, "is root"},
 		{"named user", func(c *Config) { c.User = "nobody" }, "not a numeric uid"},
 		{"relative workspace", func(c *Config) { c.WorkspaceHostDir = "ws" }, "absolute host path"},

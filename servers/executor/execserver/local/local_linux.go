@@ -376,7 +376,7 @@ func (b *localBackend) modeText() string {
 	if b.ns == nil {
 		return "subreaper-init (NO namespaces)"
 	}
-	return "pid-namespace"
+	return ModeNamespaces
 }
 
 func (b *localBackend) processesText() string {

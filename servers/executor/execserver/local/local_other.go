@@ -3,13 +3,14 @@
 package local
 
 import (
-	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 )
 
 // New needs Linux: its confinement (namespaces, Landlock, capabilities) is Linux's.
 func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
-	return nil, errors.New("the local backend needs Linux; use -backend docker")
+	return nil, fmt.Errorf("the local backend needs Linux (its confinement is Linux's namespaces, Landlock and seccomp), and this is %s; use the docker backend", runtime.GOOS)
 }
