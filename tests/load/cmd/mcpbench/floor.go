@@ -7,67 +7,66 @@ import (
 	"time"
 )
 
-// durableWriteFloor is what the kernel alone takes for the durable write goalbox's write tool makes: a temporary
-// file in the same folder, the content written, fsync, close, rename over the target. It is done here, in the
-// benchmark's own process, so its latency is the floor under the tool's and the rest is the server's own cost.
-// ServerCPUs is this process's CPU time per write (user and system), the kernel's share of the work.
+// The kernel's floors: the syscalls a tool makes, made here in the benchmark's own process, so that their latency
+// is the floor under the tool's and their CPU time (this process's, user and system) the kernel's share of the
+// work; the rest of a server's figure is the server's own cost.
+
+// durableWriteFloor is the durable write goalbox's write tool makes: a temporary file in the same folder, the
+// content written, fsync, close, rename over the target.
 func durableWriteFloor(dir, content string, n int) (figure, error) {
-	f := figure{Server: "kernel alone", Workload: "write 4 KiB", Transport: "syscalls", Callers: 1, Load1: load1(),
+	f := figure{Server: "kernel alone", Workload: "write 4 KiB", Transport: "syscalls",
 		Note: "create temp, write, fsync, close, rename: the floor under a durable write"}
 	target := filepath.Join(dir, "written-by-floor.txt")
-	lat := make([]time.Duration, 0, n)
-	cpu0 := selfCPU()
-	start := time.Now()
-	for range n {
-		t := time.Now()
+	return f.timed(n, func() error {
 		tmp, err := os.CreateTemp(dir, ".floor-*")
 		if err != nil {
-			return f, err
+			return err
 		}
 		if _, err := tmp.WriteString(content); err != nil {
-			return f, err
+			return err
 		}
 		if err := tmp.Sync(); err != nil {
-			return f, err
+			return err
 		}
 		if err := tmp.Close(); err != nil {
-			return f, err
+			return err
 		}
-		if err := os.Rename(tmp.Name(), target); err != nil {
-			return f, err
-		}
-		lat = append(lat, time.Since(t))
-	}
-	return f.finish(lat, time.Since(start), selfCPU()-cpu0), nil
+		return os.Rename(tmp.Name(), target)
+	})
 }
 
-// readFloor is what the kernel alone takes to read the 16 KiB file the read workload reads (open, read, close),
-// in this process: with the pipe floor's CPU per call, the floor under a server's CPU per 16 KiB read over stdio.
+// readFloor reads the 16 KiB file the read workload reads (open, read, close): with the pipe floor's CPU per call,
+// the floor under a server's CPU per 16 KiB read over stdio.
 func readFloor(dir string, n int) (figure, error) {
-	f := figure{Server: "kernel alone", Workload: "read 16 KiB", Transport: "syscalls", Callers: 1, Load1: load1(),
+	f := figure{Server: "kernel alone", Workload: "read 16 KiB", Transport: "syscalls",
 		Note: "open, read, close of the file: the floor under a read tool"}
 	path := filepath.Join(dir, "read16k.txt")
+	return f.timed(n, func() error {
+		_, err := os.ReadFile(path)
+		return err
+	})
+}
+
+// timed makes n calls of op in this process, one after another, and fills in the figure: latencies, calls/s and
+// the CPU time per call.
+func (f figure) timed(n int, op func() error) (figure, error) {
+	f.Callers, f.Load1 = 1, load1()
 	lat := make([]time.Duration, 0, n)
 	cpu0 := selfCPU()
 	start := time.Now()
 	for range n {
 		t := time.Now()
-		if _, err := os.ReadFile(path); err != nil {
+		if err := op(); err != nil {
 			return f, err
 		}
 		lat = append(lat, time.Since(t))
 	}
-	return f.finish(lat, time.Since(start), selfCPU()-cpu0), nil
-}
-
-// finish fills in the figure of calls timed in this process: their latencies, the wall time and the CPU they took.
-func (f figure) finish(lat []time.Duration, wall, cpu time.Duration) figure {
-	n := len(lat)
+	wall, cpu := time.Since(start), selfCPU()-cpu0
 	slices.Sort(lat)
 	f.Calls = n
 	f.CallsPerS = float64(n) / wall.Seconds()
 	f.P50Ms = float64(lat[n/2].Microseconds()) / 1000
 	f.P99Ms = float64(lat[n*99/100].Microseconds()) / 1000
 	f.ServerCPUs = float64(cpu.Microseconds()) / float64(n)
-	return f
+	return f, nil
 }
