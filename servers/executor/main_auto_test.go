@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,12 +50,7 @@ type autoHealth struct {
 // returns its health report and an MCP session, or its exit code and output when it exits first.
 func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHealth, cs *mcp.ClientSession, code int, out string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	logs, err := os.CreateTemp(t.TempDir(), "executor-*.log")
 	if err != nil {
 		t.Fatal(err)

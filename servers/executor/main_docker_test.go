@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,12 +46,7 @@ func TestMainDockerRestartRemovesLeftovers(t *testing.T) {
 	}
 	start := func() *mainProc {
 		t.Helper()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := freeAddr(t)
 		// A file, not a pipe: Wait then does not wait for a copy of the log.
 		logs, err := os.CreateTemp(t.TempDir(), "executor-*.log")
 		if err != nil {

@@ -84,12 +84,7 @@ func errorsAs(err error, ee **exec.ExitError) bool {
 // TestMainServesAndShutsDown runs the executor as its own process, configured from the environment, with a secret
 // in that environment: a command cannot see it, health reports the confinement, SIGTERM shuts down cleanly.
 func TestMainServesAndShutsDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ws := t.TempDir()
 	cmd := executor(t, []string{
 		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + addr, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
@@ -171,12 +166,7 @@ func TestMainServesAndShutsDown(t *testing.T) {
 func TestMainServerCrashKillsCommands(t *testing.T) {
 	for _, mode := range []string{"namespaces", "no-namespaces"} {
 		t.Run(mode, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
+			addr := freeAddr(t)
 			// Commands run as an unprivileged user, who must pass through the test's folder in the fallback.
 			ws, cache := t.TempDir(), t.TempDir()
 			_ = os.Chmod(filepath.Dir(ws), 0o711)
@@ -190,6 +180,7 @@ func TestMainServerCrashKillsCommands(t *testing.T) {
 			}
 			defer cmd.Process.Kill()
 			var cs *mcp.ClientSession
+			var err error
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				cs, err = mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(),
@@ -254,12 +245,7 @@ func TestMainRestartCleansUp(t *testing.T) {
 	ws, cache := t.TempDir(), t.TempDir()
 	_ = os.Chmod(filepath.Dir(ws), 0o711)
 	start := func() *exec.Cmd {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := freeAddr(t)
 		cmd := executor(t, nil, "-workspace", ws, "-addr", addr, "-cache-dir", cache)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -303,4 +289,15 @@ func TestMainRestartCleansUp(t *testing.T) {
 		t.Errorf("the live executor's own temp folder is gone")
 	}
 	t.Logf("removed after the restart: %v", left)
+}
+
+// freeAddr is a loopback address with a port free a moment ago, for an executor to listen on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
