@@ -120,12 +120,22 @@ func runBasics(t *testing.T, cs *mcp.ClientSession, ws string) {
 			t.Errorf("command %q with stdin %q: got %+v, want stdout %q", c.command, c.stdin, out, c.want)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(ws, "two\nlines $x 'q'"), 0o755); err != nil {
+	// A working folder the shell would split or expand: spaces, $, quotes, a semicolon, an ampersand.
+	odd := "two  words $x 'q' ;&"
+	if err := os.Mkdir(filepath.Join(ws, odd), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out = sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "pwd", Cwd: "two\nlines $x 'q'"})
-	if want := filepath.Join(ws, "two\nlines $x 'q'") + "\n"; out.Stdout != want {
-		t.Errorf("a working folder with a newline, $ and quotes: pwd = %q, want %q", out.Stdout, want)
+	out = sandboxtest.MustRun(t, cs, protocol.RunCommandInput{Command: "pwd", Cwd: odd})
+	if want := filepath.Join(ws, odd) + "\n"; out.Stdout != want {
+		t.Errorf("a working folder with spaces, $, quotes, ; and &: pwd = %q, want %q", out.Stdout, want)
+	}
+	// A newline in a name is one of the characters refused on every platform (pkg/pathguard/names.go), even where
+	// the folder exists.
+	if err := os.Mkdir(filepath.Join(ws, "two\nlines"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := sandboxtest.Call[protocol.RunCommandOutput](t, cs, protocol.ToolRunCommand, protocol.RunCommandInput{Command: "pwd", Cwd: "two\nlines"}); !strings.Contains(msg, "invalid path") {
+		t.Errorf("a working folder with a newline: %q, want a refusal (invalid path)", msg)
 	}
 
 	// The workspace is the working folder and the command's files land in it.
