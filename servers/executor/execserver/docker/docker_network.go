@@ -37,9 +37,12 @@ const (
 // it needs nothing but sh and read, which every image the backend runs has.
 const networkHolderCommand = "read -r _"
 
-// Limits of the holder: an idle sh needs little.
+// Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init
+// runs in the container's memory cgroup with a copy of the runc binary (its protection against CVE-2019-5736),
+// about 10 MB more; at 16 MiB a start on a busy machine failed now and then with "cannot start a stopped process"
+// (CI, TestDockerProcesses), so the holder gets room for the start.
 const (
-	networkHolderMemory = 16 << 20
+	networkHolderMemory = 64 << 20
 	networkHolderPIDs   = 4
 )
 
