@@ -39,8 +39,9 @@ const networkHolderCommand = "read -r _"
 
 // Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init
 // runs in the container's memory cgroup with a copy of the runc binary (its protection against CVE-2019-5736),
-// about 10 MB more; at 16 MiB a start on a busy machine failed now and then with "cannot start a stopped process"
-// (CI, TestDockerProcesses), so the holder gets room for the start.
+// about 10 MB more. At 16 MiB a start on a busy machine failed once with "cannot start a stopped process" (CI,
+// TestDockerProcesses; the shim gone during the start, no cause logged): the likely one is that copy, so the
+// holder gets room for its start.
 const (
 	networkHolderMemory = 64 << 20
 	networkHolderPIDs   = 4
