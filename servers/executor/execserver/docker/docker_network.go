@@ -38,13 +38,13 @@ const (
 const networkHolderCommand = "read -r _"
 
 // Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init
-// runs in the container's memory cgroup with a copy of the runc binary (its protection against CVE-2019-5736),
-// about 10 MB more. At 16 MiB a start on a busy machine failed once with "cannot start a stopped process" (CI,
-// TestDockerProcesses; the shim gone during the start, no cause logged): the likely one is that copy, so the
-// holder gets room for its start.
+// (a Go program) runs its threads in the container's pids cgroup, and each thread counts: at 4 pids a start on a
+// busy machine failed now and then ("cannot start a stopped process", "container process is already dead"; the
+// kernel logged "fork rejected by pids controller" in the holder's cgroup). 32 leaves runc room; the sh that
+// remains is one process.
 const (
-	networkHolderMemory = 64 << 20
-	networkHolderPIDs   = 4
+	networkHolderMemory = 16 << 20
+	networkHolderPIDs   = 32
 )
 
 // networkHolder is the container whose network namespace the command containers join.
