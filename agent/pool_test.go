@@ -261,7 +261,14 @@ func TestSandboxPoolBenchmarks(t *testing.T) {
 	t.Run("oracle", func(t *testing.T) {
 		model := looptest.New(t)
 		model.Respond = oracle(t, exs)
-		if s := runBench(t, model, "2"); s.PassRate1 != 100 || s.TotalTests != len(exs) {
+		// Every exercise passes. A first try may only fail by timing out (on a loaded machine a fresh sandbox's cold
+		// Go build can outlast the test timeout; the second try then passes): a wrong verdict is not excused.
+		s := runBench(t, model, "2")
+		failed1 := 0
+		for _, l := range s.Languages {
+			failed1 += l.Cases - l.Passed1
+		}
+		if s.PassRate2 != 100 || s.TotalTests != len(exs) || failed1 > s.TestTimeouts {
 			t.Errorf("the oracle through the pool: %+v", s)
 		}
 	})
