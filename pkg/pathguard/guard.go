@@ -215,6 +215,7 @@ const (
 	ReasonBusy       = "busy"
 	ReasonChanged    = "changed while in use"
 	ReasonNoSpace    = "over the workspace's disk cap"
+	ReasonProtected  = "protected project file"
 )
 
 // isCap reports whether err is a refusal by one of the caps on a walk, which a walk never skips over.

@@ -1,0 +1,145 @@
+package pathguard
+
+// Protected project files. The workspace is a person's project, and some of its files run code later on the host,
+// outside every sandbox: git runs .git/hooks and what .git/config names (core.hooksPath, core.fsmonitor), editors
+// run .vscode/tasks.json, direnv runs .envrc, MCP clients start what .mcp.json names. No command and no tool may
+// create, change, replace, rename or delete them; reading them is fine.
+//
+// A pattern is a workspace-relative path of one or more components joined by "/", each an exact name or a
+// path.Match glob ("worktrees/*"). A path is protected when some run of its consecutive components matches the
+// pattern's components: ".git/hooks" protects ".git/hooks", "sub/.git/hooks" and "sub/.git/hooks/pre-commit" alike,
+// so a pattern covers every depth and everything beneath what it names. Names are compared without regard to case,
+// because on a case-insensitive file system (macOS, Windows) ".GIT/HOOKS" is the same folder.
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// DefaultProtected are the paths protected unless -unprotect removes one: what git, editors, direnv and agent tools
+// run or load from a project folder.
+var DefaultProtected = []string{
+	".git/hooks",
+	".git/config",
+	".git/config.worktree",
+	".git/worktrees/*/config",
+	".git/worktrees/*/config.worktree",
+	".gitmodules",
+	".vscode",
+	".idea",
+	".envrc",
+	".mcp.json",
+	".cursor",
+	".claude",
+	".codex",
+}
+
+// Protection is a validated set of protected-path patterns. The zero value and nil protect nothing.
+type Protection struct {
+	patterns []string
+	parts    [][]string // lower-cased components of each pattern
+}
+
+// NewProtection is the default patterns, plus add, less remove. A pattern must be relative, use "/" separators,
+// hold no "." or ".." component and be a valid glob; a removed pattern must be one of the defaults or of add.
+func NewProtection(add, remove []string) (*Protection, error) {
+	p := &Protection{}
+	list := slices.Clone(DefaultProtected)
+	for _, a := range add {
+		c, err := cleanPattern(a)
+		if err != nil {
+			return nil, fmt.Errorf("-protect %q: %w", a, err)
+		}
+		if !slices.Contains(list, c) {
+			list = append(list, c)
+		}
+	}
+	for _, r := range remove {
+		c, err := cleanPattern(r)
+		if err != nil {
+			return nil, fmt.Errorf("-unprotect %q: %w", r, err)
+		}
+		i := slices.Index(list, c)
+		if i < 0 {
+			return nil, fmt.Errorf("-unprotect %q: not a protected pattern; the patterns are %s", r, strings.Join(list, ", "))
+		}
+		list = slices.Delete(list, i, i+1)
+	}
+	for _, c := range list {
+		p.patterns = append(p.patterns, c)
+		p.parts = append(p.parts, strings.Split(strings.ToLower(c), "/"))
+	}
+	return p, nil
+}
+
+// cleanPattern validates one pattern and returns it without a trailing "/".
+func cleanPattern(s string) (string, error) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+	switch {
+	case s == "":
+		return "", fmt.Errorf("empty; a pattern is a workspace-relative path such as .git/hooks or *.pem")
+	case strings.HasPrefix(s, "/"):
+		return "", fmt.Errorf("absolute; a pattern is relative and matches at any depth of the workspace")
+	case strings.ContainsAny(s, "\\\x00"):
+		return "", fmt.Errorf("holds a backslash or NUL; use / between components")
+	}
+	for _, c := range strings.Split(s, "/") {
+		if c == "" || c == "." || c == ".." {
+			return "", fmt.Errorf("has an empty, . or .. component; a pattern names components such as .git/hooks")
+		}
+		if _, err := path.Match(c, ""); err != nil {
+			return "", fmt.Errorf("component %q is not a valid glob: %v", c, err)
+		}
+	}
+	return s, nil
+}
+
+// Patterns are the patterns in force, in order.
+func (p *Protection) Patterns() []string {
+	if p == nil {
+		return nil
+	}
+	return slices.Clone(p.patterns)
+}
+
+// Match reports whether the workspace-relative, "/"-separated path rel is protected, and by which pattern.
+func (p *Protection) Match(rel string) (pattern string, ok bool) {
+	if p == nil || rel == "" || rel == "." {
+		return "", false
+	}
+	comps := strings.Split(strings.ToLower(rel), "/")
+	for i, parts := range p.parts {
+		if matchRun(comps, parts) {
+			return p.patterns[i], true
+		}
+	}
+	return "", false
+}
+
+// matchRun reports whether some run of consecutive components of comps matches parts.
+func matchRun(comps, parts []string) bool {
+	for start := 0; start+len(parts) <= len(comps); start++ {
+		all := true
+		for j, pat := range parts {
+			if ok, _ := path.Match(pat, comps[start+j]); !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// ProtectedError is the refusal of a change to a protected path: the message names the path, the pattern and the
+// flag that changes the list.
+func ProtectedError(op, rel, pattern string) *Error {
+	return &Error{Op: op, Path: rel, Reason: ReasonProtected, Detail: fmt.Sprintf(
+		"pattern %q: files that run code on the host later (git hooks and config, editor and agent settings, .envrc) "+
+			"cannot be created, changed, moved or deleted from the sandbox; reading them is allowed; whoever starts "+
+			"the server changes the list with -protect and -unprotect", pattern)}
+}
