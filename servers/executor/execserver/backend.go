@@ -30,6 +30,11 @@ type Request struct {
 	Timeout time.Duration
 	// Stdout and Stderr receive the output as it comes. The server passes capped writers that keep head and tail.
 	Stdout, Stderr io.Writer
+	// Protected are the protected project paths present in the workspace when the command starts (workspace-
+	// relative, "/"-separated, none inside another; see pathguard.Protection): the command must not change,
+	// replace, rename or delete them. A backend that can makes each read-only in the command's view (a read-only
+	// bind mount); the server sweeps what any backend could not stop (protect.go).
+	Protected []string
 }
 
 // Result is how a command ended.
