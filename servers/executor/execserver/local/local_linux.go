@@ -291,17 +291,17 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		// A fallback backend in this process made it undumpable: its children's uid_map then belongs to root.
 		return nil, errors.New("the process is undumpable (another backend in it runs in the fallback mode), so it cannot map a user namespace")
 	}
-	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, b.rules.WriteDirs, slices.Concat(b.rules.ReadDirs, b.rules.ReadFiles))
+	// The holder masks /etc's secrets, so /etc is one folder here (the fallback lists its entries one by one).
+	rules := b.rules
+	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
+	rules.ReadDirs = append(rules.ReadDirs, "/etc")
+	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
 	h, err := startHolder(plan.ops, b.uid, b.gid)
 	if err != nil {
 		return nil, err
 	}
-	rules := b.rules
-	rules.ShmDir = h.root("/dev/shm")
-	// The holder masked /etc's secrets, so /etc is one rule here (the fallback lists its entries one by one).
-	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
-	rules.ReadDirs = append(rules.ReadDirs, "/etc")
-	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	rules.ShmDir, rules.DevDir = h.root("/dev/shm"), h.root("/dev")
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
@@ -322,7 +322,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		return nil, err
 	}
 	b.ns = ns
-	b.nsPool = newReadyPool(nsPoolSize, b.prepareNamespaced, (*nsPrepared).discard)
+	b.nsPool = newReadyPool(nsPoolSize, func() (*nsPrepared, error) { return b.prepareNamespaced(ns) }, (*nsPrepared).discard)
 	if _, err := b.probe(); err != nil {
 		b.nsPool.close()
 		b.ns, b.nsPool = nil, nil

@@ -227,9 +227,10 @@ type nsPrepared struct {
 	release func() // removes its cgroups
 }
 
-// prepareNamespaced makes a sandbox for the next command.
-func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
-	st, err := b.ns.start()
+// prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
+// under way in the background must not see the backend drop a sandbox that failed its probe.
+func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
+	st, err := ns.start()
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
