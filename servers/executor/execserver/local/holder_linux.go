@@ -5,8 +5,9 @@ package local
 // minimal root of mountplan_linux.go: only what the policy allows, bound into an empty tmpfs. It is a
 // copy of the server's binary re-executed once per backend (argv[0] is holderArg0) by os/exec with CLONE_NEWUSER:
 // a multi-threaded Go process cannot create a user namespace for itself, and an ordinary user can create the
-// others only inside one. It sets its mounts up, reports, and then does nothing but wait for its stdin to close
-// (the backend closes, or the server dies: it has the server's death as its parent-death signal too).
+// others only inside one. It sets its mounts up, reports, and then serves the server's requests to make protected
+// paths read-only (protect_linux.go) until its stdin closes (the backend closes, or the server dies: it has the
+// server's death as its parent-death signal too).
 //
 // Each command joins these namespaces from nsFork and adds PID, mount, IPC, UTS and cgroup namespaces of its own.
 
@@ -15,11 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,7 +59,10 @@ type holderReport struct {
 // holder is the server's handle on the holder process.
 type holder struct {
 	cmd                  *exec.Cmd
-	stdin                io.Closer
+	stdin                *os.File // requests (protect_linux.go); closing it ends the holder
+	replies              *os.File
+	replyR               *bufio.Reader
+	mu                   sync.Mutex // one request at a time
 	userNS, netNS, mntNS *os.File
 	warnings             []string
 }
@@ -79,7 +83,6 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 		stdinW.Close()
 		return nil, err
 	}
-	defer stdoutR.Close()
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
 		Args:   []string{holderArg0},
@@ -105,11 +108,12 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 	if err := cmd.Start(); err != nil {
 		stdoutW.Close()
 		stdinW.Close()
+		stdoutR.Close()
 		return nil, fmt.Errorf("start the namespace holder: %w", err)
 	}
 	stdoutW.Close()
-	h := &holder{cmd: cmd, stdin: stdinW}
-	line, rerr := readLineTimeout(stdoutR, 30*time.Second)
+	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}
+	line, rerr := h.readReply(30 * time.Second)
 	var rep holderReport
 	if rerr == nil {
 		rerr = json.Unmarshal(line, &rep)
@@ -149,6 +153,7 @@ func (h *holder) close() {
 		}
 	}
 	h.stdin.Close()
+	defer h.replies.Close()
 	done := make(chan struct{})
 	go func() { _ = h.cmd.Wait(); close(done) }()
 	select {
@@ -159,13 +164,10 @@ func (h *holder) close() {
 	}
 }
 
-func readLineTimeout(r *os.File, d time.Duration) ([]byte, error) {
-	_ = r.SetReadDeadline(time.Now().Add(d))
-	line, err := bufio.NewReader(r).ReadBytes('\n')
-	if err != nil {
-		return nil, err
-	}
-	return line, nil
+// readReply reads the holder's next line within d.
+func (h *holder) readReply(d time.Duration) ([]byte, error) {
+	_ = h.replies.SetReadDeadline(time.Now().Add(d))
+	return h.replyR.ReadBytes('\n')
 }
 
 // holderMain runs in the re-executed holder: root of the new user namespace, with every capability in it.
@@ -224,7 +226,7 @@ func holderMain() int {
 		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
 	}
 	_ = out.Encode(holderReport{Warnings: warnings})
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	serveProtectRequests(os.Stdin, out)
 	return 0
 }
 

@@ -132,7 +132,9 @@ func TestSeccompFilterRules(t *testing.T) {
 		if fallback {
 			cases = append(cases,
 				filterCase{"socket inet", unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCES},
-				filterCase{"socket unix", unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retAllow},
+				filterCase{"socket unix", unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retEACCES},
+				filterCase{"socket netlink", unix.SYS_SOCKET, []uint64{unix.AF_NETLINK}, retAllow},
+				filterCase{"socketpair unix", unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
 				filterCase{"kill init", unix.SYS_KILL, []uint64{100, 9}, retEPERM},
 				filterCase{"kill other", unix.SYS_KILL, []uint64{300, 9}, retAllow},
 				filterCase{"ptrace", unix.SYS_PTRACE, nil, retEPERM},

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -30,24 +31,25 @@ const initKillGrace = 10 * time.Second
 // the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
 // through a re-executed child init (childinit_linux.go).
 type localBackend struct {
-	workspace string
-	dirs      sandboxDirs
-	env       []string
-	rules     sandboxRules
-	rlimits   []rlimitV
-	landlock  bool
-	uid, gid  int   // who commands run as on the host: never root
-	maxDisk   int64 // disk cap of the workspace, home and temp together (0: none)
-	disk      *diskMeter
-	ns        *nsSandbox              // nil in fallback mode
-	nsPool    *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
-	inits     *readyPool[*initProc]   // fallback mode: child inits ready to run a command
-	pids      *cgroupLimit            // nil where no pids cgroup can be made
-	pidsNote  string                  // why there is no process limit
-	mem       *cgroupLimit            // nil where no memory cgroup can be made
-	memNote   string                  // why there is no memory limit per command
-	applied   *appliedConfinement
-	logger    *slog.Logger
+	workspace  string
+	protectGen atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
+	dirs       sandboxDirs
+	env        []string
+	rules      sandboxRules
+	rlimits    []rlimitV
+	landlock   bool
+	uid, gid   int   // who commands run as on the host: never root
+	maxDisk    int64 // disk cap of the workspace, home and temp together (0: none)
+	disk       *diskMeter
+	ns         *nsSandbox              // nil in fallback mode
+	nsPool     *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
+	inits      *readyPool[*initProc]   // fallback mode: child inits ready to run a command
+	pids       *cgroupLimit            // nil where no pids cgroup can be made
+	pidsNote   string                  // why there is no process limit
+	mem        *cgroupLimit            // nil where no memory cgroup can be made
+	memNote    string                  // why there is no memory limit per command
+	applied    *appliedConfinement
+	logger     *slog.Logger
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
@@ -343,6 +345,7 @@ func diskKilled(req execserver.Request, used, limit int64) execserver.Result {
 
 func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
 	if b.ns != nil {
+		b.applyProtected(req)
 		return b.runNamespaced(ctx, req)
 	}
 	return b.runWithInit(ctx, req, nil)
