@@ -64,6 +64,8 @@ type protector struct {
 	logger     *slog.Logger
 	seq        atomic.Int64
 	mu         sync.Mutex // one sweep at a time
+	scanMu     sync.Mutex // one scan at a time, over dirs
+	dirs       map[string]cachedDir
 }
 
 // protectedEntry is what a scan saw of one protected path.
@@ -93,7 +95,8 @@ func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine
 	if quarantine == "" {
 		quarantine = defaultQuarantine(guard.Dir())
 	}
-	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: quarantine, enforced: enforced, logger: logger}, nil
+	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: quarantine, enforced: enforced, logger: logger,
+		dirs: map[string]cachedDir{}}, nil
 }
 
 // defaultQuarantine is a folder of the server's user, outside the workspace, one per workspace.
@@ -110,44 +113,100 @@ func defaultQuarantine(workspace string) string {
 	return filepath.Join(base, "quarantine", "ws-"+hex.EncodeToString(sum[:8]))
 }
 
-// scan walks the workspace (never through a symlink) and records every protected path.
+// scan walks the workspace (never through a symlink) and records every protected path. A folder whose inode and
+// change time are those of the last scan is not read again: its entries come from the cache. The change time, not
+// the modification time, because a command can set a folder's mtime back (touch -d) but not its ctime, and every
+// entry added, removed or renamed in a folder changes both. So a scan costs one lstat per folder, plus reading the
+// folders that changed.
 func (p *protector) scan() protectedScan {
+	p.scanMu.Lock()
+	defer p.scanMu.Unlock()
 	s := protectedScan{entries: map[string]protectedEntry{}}
-	n, kept := 0, 0
-	_ = filepath.WalkDir(p.dir, func(host string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished or unreadable: nothing to protect there
+	w := scanWalk{p: p, s: &s, seen: map[string]bool{}}
+	w.visit(".", false)
+	for rel := range p.dirs {
+		if !w.seen[rel] {
+			delete(p.dirs, rel)
 		}
-		if n++; n > protectMaxEntries {
-			p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
-				"limit", protectMaxEntries)
-			return filepath.SkipAll
-		}
-		rel, err := filepath.Rel(p.dir, host)
-		if err != nil || rel == "." {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if _, ok := p.prot.Match(rel); !ok {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		e := protectedEntry{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), link: fi.Mode()&fs.ModeSymlink != 0}
-		if !p.enforced && fi.Mode().IsRegular() && fi.Size() <= protectKeepBytes && kept+int(fi.Size()) <= protectKeepTotal {
-			if _, b, err := p.guard.ReadFile(rel); err == nil {
-				e.content, kept = b, kept+len(b)
-			}
-		}
-		s.entries[rel] = e
-		if _, inside := p.prot.Match(path.Dir(rel)); !inside {
-			s.outermost = append(s.outermost, rel)
-		}
-		return nil
-	})
+	}
+	if w.n > protectMaxEntries {
+		p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
+			"limit", protectMaxEntries)
+	}
 	return s
+}
+
+// cachedDir is what a scan read of one folder.
+type cachedDir struct {
+	ino   uint64
+	ctime time.Time
+	names []string
+	dirs  []bool // whether each entry is a folder (not a link to one)
+}
+
+type scanWalk struct {
+	p       *protector
+	s       *protectedScan
+	seen    map[string]bool
+	n, kept int
+}
+
+func (w *scanWalk) visit(rel string, protectedDir bool) {
+	host := filepath.Join(w.p.dir, filepath.FromSlash(rel))
+	ino, ctime, ok := dirStamp(host)
+	if !ok {
+		return
+	}
+	w.seen[rel] = true
+	c, cached := w.p.dirs[rel]
+	if !cached || c.ino != ino || !c.ctime.Equal(ctime) {
+		ents, err := os.ReadDir(host)
+		if err != nil {
+			return // vanished or unreadable: nothing to protect there
+		}
+		c = cachedDir{ino: ino, ctime: ctime, names: make([]string, len(ents)), dirs: make([]bool, len(ents))}
+		for i, e := range ents {
+			c.names[i], c.dirs[i] = e.Name(), e.IsDir()
+		}
+		w.p.dirs[rel] = c
+	}
+	for i, name := range c.names {
+		if w.n++; w.n > protectMaxEntries {
+			return
+		}
+		child := name
+		if rel != "." {
+			child = rel + "/" + name
+		}
+		prot := protectedDir
+		if !prot && w.p.prot.MayEnd(name) {
+			_, prot = w.p.prot.Match(child)
+		}
+		if prot {
+			w.record(child, !protectedDir)
+		}
+		if c.dirs[i] {
+			w.visit(child, prot)
+		}
+	}
+}
+
+// record notes one protected path; outermost says no protected folder holds it.
+func (w *scanWalk) record(rel string, outermost bool) {
+	fi, err := os.Lstat(filepath.Join(w.p.dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return
+	}
+	e := protectedEntry{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), link: fi.Mode()&fs.ModeSymlink != 0}
+	if !w.p.enforced && fi.Mode().IsRegular() && fi.Size() <= protectKeepBytes && w.kept+int(fi.Size()) <= protectKeepTotal {
+		if _, b, err := w.p.guard.ReadFile(rel); err == nil {
+			e.content, w.kept = b, w.kept+len(b)
+		}
+	}
+	w.s.entries[rel] = e
+	if outermost {
+		w.s.outermost = append(w.s.outermost, rel)
+	}
 }
 
 // sweep undoes what a command did to protected paths since before was taken, and returns the paths it undid.

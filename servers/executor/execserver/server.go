@@ -213,6 +213,13 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 // workspace's host path names the advertised root instead (advertise walks the report's JSON, so no field is missed).
 func (e *Executor) confinement() protocol.Confinement {
 	c := e.backend.Confinement()
+	if c.Sandbox == nil {
+		c.Sandbox = &protocol.SandboxPolicy{Summary: e.backend.Name() + " backend", ProtectedEnforcement: "sweep"}
+	}
+	c.Sandbox.Protected = e.cfg.Protection.Patterns()
+	if e.protect == nil {
+		c.Sandbox.ProtectedEnforcement = "none"
+	}
 	var generic any
 	b, err := json.Marshal(c)
 	if err == nil {

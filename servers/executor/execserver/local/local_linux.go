@@ -49,6 +49,7 @@ type localBackend struct {
 	mem        *cgroupLimit            // nil where no memory cgroup can be made
 	memNote    string                  // why there is no memory limit per command
 	applied    *appliedConfinement
+	rootPaths  [2][]string // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
 	logger     *slog.Logger
 }
 
@@ -303,6 +304,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.rootPaths = plan.paths()
 	rules.ShmDir, rules.DevDir = h.root("/dev/shm"), h.root("/dev")
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
@@ -372,6 +374,7 @@ func (b *localBackend) Confinement() protocol.Confinement {
 			EnvAllowlist: b.envNames(),
 			Warnings:     a.Warnings,
 		},
+		Sandbox: b.sandboxPolicy(),
 	}
 }
 

@@ -188,3 +188,18 @@ func permits(p string, uid, gid int, want os.FileMode) bool {
 	}
 	return perm&want == want
 }
+
+// paths are the plan's read-only and read-write binds, as commands see them (devices and /proc left out).
+func (p *mountPlan) paths() (ro [2][]string) {
+	for _, op := range p.ops {
+		if op.Kind != "bind" || op.Device || op.Target == "/proc" || op.Source == "/dev/null" {
+			continue
+		}
+		if op.Write {
+			ro[1] = append(ro[1], op.Target)
+		} else {
+			ro[0] = append(ro[0], op.Target)
+		}
+	}
+	return ro
+}
