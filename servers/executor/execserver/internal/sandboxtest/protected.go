@@ -163,7 +163,9 @@ func RunProtectedFiles(t *testing.T, newBackend func(t *testing.T) (execserver.B
 		}
 	})
 	t.Run("ordinary_git_work", func(t *testing.T) {
-		out := run(t, `set -e; git config --global user.email a@b.invalid; git config --global user.name a
+		// The identity in the environment: a home does not outlive its container on every backend.
+		const identity = `export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b.invalid GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b.invalid; `
+		out := run(t, identity+`set -e
 mkdir -p work && cd work && git init -q && echo one > f && git add -A && git commit -q -m one
 git branch side && echo two > f && git diff --stat && git commit -qam two && git log --oneline | wc -l`)
 		if out.ExitCode != 0 || !strings.HasSuffix(strings.TrimSpace(out.Stdout), "2") {
@@ -172,7 +174,7 @@ git branch side && echo two > f && git diff --stat && git commit -qam two && git
 		if len(out.ProtectedUndone) > 0 {
 			t.Errorf("plain git work had protected files undone: %v", out.ProtectedUndone)
 		}
-		out = run(t, `echo more >> main.go && git add main.go && git commit -q -m more && git log --oneline | head -1`)
+		out = run(t, identity+`echo more >> main.go && git add main.go && git commit -q -m more && git log --oneline | head -1`)
 		if out.ExitCode != 0 {
 			t.Errorf("a commit in the person's repository: exit %d stderr %q", out.ExitCode, out.Stderr)
 		}
