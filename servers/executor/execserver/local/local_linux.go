@@ -465,7 +465,7 @@ func (b *localBackend) hiddenText() []string {
 		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
 	}
 	if a.MountNamespace {
-		hidden = append(hidden, "/run and /var/run are empty (no host sockets)", "/dev/shm is private")
+		hidden = append(hidden, "/ is a minimal root: only the read and write folders exist (no /sys, /run, /var, /opt, /home, no host socket)", "/dev/shm is private")
 	}
 	if a.PrivateTmp {
 		hidden = append(hidden, "/tmp is the private temp folder")
