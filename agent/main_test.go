@@ -203,8 +203,8 @@ func TestModelServerErrorsAreRetried(t *testing.T) {
 	if r.summary.Turns != 1 || !strings.Contains(r.stdout, "unverified") {
 		t.Errorf("summary = %+v", r.summary)
 	}
-	if !strings.Contains(r.stderr, "model server answered 500 Internal Server Error\n") ||
-		!strings.Contains(r.stderr, "model server answered 429 Too Many Requests, Retry-After 1\n") {
+	if !strings.Contains(r.stderr, "model server: 500 scripted failure 500; retry 1 in ") ||
+		!strings.Contains(r.stderr, "model server: 429 scripted failure 429; retry 2 in 1s\n") {
 		t.Errorf("failed attempts should show in the progress")
 	}
 }
