@@ -37,7 +37,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout,
+		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout, MaxOutputTokens: o.MaxOutputTokens,
 		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
 	if err != nil {
 		return fail("%v", err)
@@ -59,7 +59,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
 	}
@@ -72,6 +72,8 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	}
 	printSummary(stdout, sum, summaryPath)
 	switch {
+	case res.StopReason == loop.StopCanceled && ctx.Err() != nil:
+		return exitInterrupted
 	case runErr != nil || res.Outcome == loop.OutcomeError:
 		fmt.Fprintf(stderr, "agent: %v\n", runErr)
 		return exitError
@@ -157,7 +159,14 @@ func printSummary(w io.Writer, s summary, path string) {
 		loop.OutcomeUnverified: "completed (unverified: give -verify CMD to check the goal)",
 		loop.OutcomeError:      "error",
 	}[s.Outcome]
-	fmt.Fprintf(w, "%s\n  stop reason  %s\n  turns        %d\n  tokens       %d in, %d out\n", verdict, s.StopReason, s.Turns, s.TokensIn, s.TokensOut)
+	fmt.Fprintf(w, "%s\n  stop reason  %s\n  turns        %d\n  tokens       %d in, %d out", verdict, s.StopReason, s.Turns, s.TokensIn, s.TokensOut)
+	if s.TokensCached > 0 {
+		fmt.Fprintf(w, " (%d in from the prompt cache)", s.TokensCached)
+	}
+	if s.TokensEstimated {
+		fmt.Fprint(w, " (partly estimated: the server reported no usage)")
+	}
+	fmt.Fprintln(w)
 	if s.CostUSD != nil {
 		fmt.Fprintf(w, "  cost         $%.4f\n", *s.CostUSD)
 	} else {
@@ -169,6 +178,9 @@ func printSummary(w io.Writer, s summary, path string) {
 	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "  error        %s\n", s.Error)
+	}
+	if e := s.ModelError; e != nil && e.Hint != "" && !strings.Contains(s.Error, e.Hint) {
+		fmt.Fprintf(w, "  hint         %s\n", e.Hint)
 	}
 	fmt.Fprintf(w, "  transcript   %s\n  summary      %s\n", s.Transcript, path)
 }

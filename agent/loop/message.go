@@ -76,6 +76,8 @@ type Reply struct {
 	Model string
 	// FinishReason is the server's reason for ending the reply (stop, tool_calls, length, ...).
 	FinishReason string
+
+	problem string // why calls written in the content could not be read (turn.go)
 }
 
 // Model is a chat model that can call tools. Complete must not keep msgs or tools after it returns. An error means
