@@ -21,16 +21,16 @@ type options struct {
 	Goal string `env:"GOALBOX_GOAL" flag:"goal" usage:"what the agent should achieve"`
 
 	// The model.
-	Model         string        `env:"GOALBOX_MODEL" flag:"model" usage:"model name"`
-	BaseURL       string        `env:"OPENAI_BASE_URL" flag:"base-url" usage:"OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama; default OpenAI"`
-	APIKey        string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
+	Model           string        `env:"GOALBOX_MODEL" flag:"model" usage:"model name"`
+	BaseURL         string        `env:"OPENAI_BASE_URL" flag:"base-url" usage:"OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama; default OpenAI"`
+	APIKey          string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
 	Retries         int           `env:"GOALBOX_MODEL_RETRIES" flag:"retries" usage:"most retries of one model request on 429, 5xx, broken or stalled answers (not on quota, auth or unknown-model errors)"`
 	RetryWindow     time.Duration `env:"GOALBOX_RETRY_WINDOW" flag:"retry-window" usage:"most time spent retrying one model request, waits included (they grow to a minute; Retry-After is obeyed), 0 for no bound but -retries"`
 	AttemptTimout   time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream)"`
 	MaxOutputTokens int           `env:"GOALBOX_MAX_OUTPUT_TOKENS" flag:"max-output-tokens" usage:"most tokens of one model answer (max_tokens), 0 for the server's default"`
 	ToolMode        string        `env:"GOALBOX_TOOL_MODE" flag:"tool-mode" usage:"how the model calls tools: auto (native, text when the server refuses tools), native, or text (Hermes <tool_call> blocks described in the prompt)"`
-	PriceIn       float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
-	PriceOut      float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
+	PriceIn         float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
+	PriceOut        float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
 
 	// The sandbox. The tokens have no flags of their own: -token sets both (registered in parseOptions).
 	Workspace string `env:"GOALBOX_WORKSPACE" flag:"workspace" usage:"workspace folder for the in-process servers, created if missing"`

@@ -55,8 +55,9 @@ type Step struct {
 	// StreamError, when set, ends a streamed answer with an error chunk after the content, as OpenRouter does when
 	// its upstream fails mid-answer (finish_reason "error"). A request that does not stream gets it as the body.
 	StreamError string
-	// NoDone ends a stream without the closing "data: [DONE]".
-	NoDone bool
+	// NoDone ends a stream without the closing "data: [DONE]"; NoFinish leaves out its finish_reason chunk (with
+	// NoDone: an upstream that hung up cleanly in the middle of the answer).
+	NoDone, NoFinish bool
 	// ChunkDelay is the pause before each stream chunk (a slow model writing its answer).
 	ChunkDelay time.Duration
 	// CutAfter resets the connection after this many body bytes; StallAfter stops writing after this many and

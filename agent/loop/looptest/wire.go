@@ -217,7 +217,9 @@ func chunks(n int, model string, st Step) []string {
 				"choices": []map[string]any{{"index": 0, "delta": map[string]any{"content": ""}, "finish_reason": "error"}}})
 			return append(out, "data: "+string(b)+"\n\n")
 		}
-		add(map[string]any{}, finishReason(st))
+		if !st.NoFinish {
+			add(map[string]any{}, finishReason(st))
+		}
 	}
 	if !st.NoUsage {
 		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-" + strconv.Itoa(n+1), "object": "chat.completion.chunk", "model": model,
