@@ -18,7 +18,7 @@ import (
 // transcript keeps everything.
 
 // ContextLowWater is the fraction of Limits.ContextBytes an elision step brings the request down to.
-const ContextLowWater = 0.6
+const ContextLowWater = 0.5
 
 // Rough wire overheads of the request's JSON, in bytes, counted high so the estimate bounds the real size:
 // {"role":"assistant","content":""} and its comma; a tool call's id, type and function keys; the request's own

@@ -9,10 +9,12 @@ import (
 )
 
 // The request as sent to /chat/completions. Only what the agent uses is here; every compatible server reads it.
+// The tools come before the messages, as chat templates render them, so that the bytes two requests share at
+// their start are the prompt they share.
 type chatRequest struct {
 	Model         string         `json:"model"`
-	Messages      []wireMessage  `json:"messages"`
 	Tools         []wireTool     `json:"tools,omitempty"`
+	Messages      []wireMessage  `json:"messages"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 	// OpenAI's own API wants max_completion_tokens (its reasoning models refuse max_tokens); the compatible
