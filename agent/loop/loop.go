@@ -45,8 +45,8 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 			}
 			return stopFor(ctx, StopModelError), err
 		}
-		if problem := r.unusable(reply); problem != "" { // the model was told; it tries again
-			if r.formatError(problem) {
+		if reply.problem != "" { // the model was told what was wrong with its reply; it tries again
+			if r.formatError(reply.problem) {
 				return StopFormatErrors, nil
 			}
 			continue

@@ -13,7 +13,8 @@ import (
 //
 //	start    Model, Goal, Verify, Limits, Price, Tools
 //	message  Turn, Message (the system prompt, the goal, a verification failure handed back)
-//	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason
+//	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason,
+//	         Outcome (ReplyEmpty, ReplyCut, ReplyUnreadable: a reply the model was told it could not be used)
 //	tool     Turn, Call, Result (in full, as the server sent it; its text left out when it repeats the structured
 //	         result), Sent (what the model got, when it was cut; else the result compacted), Outcome, DurationMs
 //	verify   Turn, Command, Result, ExitCode, DurationMs

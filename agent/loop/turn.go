@@ -50,9 +50,25 @@ func (r *runner) ask(ctx context.Context) (Reply, error) {
 		}
 	}
 	r.uniqueIDs(msg)
+	replay, outcome, note, data := r.judge(reply)
 	total := r.usage
 	r.event(Event{Type: "model", Turn: r.turns, Model: reply.Model, Message: msg, Usage: &reply.Usage, TotalUsage: &total,
-		FinishReason: reply.FinishReason, DurationMs: ms(t0)})
+		FinishReason: reply.FinishReason, Outcome: outcome, DurationMs: ms(t0)})
+	if replay.Content != "" || len(replay.ToolCalls) > 0 {
+		r.msgs = append(r.msgs, replay)
+	}
+	if outcome != "" {
+		reply.problem = replyProblems[outcome]
+		if outcome == ReplyUnreadable {
+			reply.problem = data.Output
+		}
+		text, err := prompts.Render(note, data)
+		if err != nil {
+			r.err = err // ends the run at the next check of the limits
+			return reply, nil
+		}
+		r.add(Message{Role: RoleUser, Content: text})
+	}
 	return reply, nil
 }
 
@@ -72,42 +88,35 @@ func (r *runner) uniqueIDs(msg *Message) {
 	}
 }
 
-// unusable takes the reply into the conversation, or says why it cannot be used and tells the model. An empty
-// reply is not replayed (providers refuse an assistant message with neither content nor calls); a reply cut at
-// the output limit keeps its text and loses its incomplete calls.
-func (r *runner) unusable(reply Reply) string {
-	msg := reply.Message
-	var problem, note string
-	var data prompts.Data
+// Outcomes of a reply that could not be used (the Outcome of its model event).
+const (
+	ReplyEmpty      = "empty"      // neither text nor a tool call
+	ReplyCut        = "cut_off"    // finish_reason "length": cut at the output limit; incomplete calls dropped
+	ReplyUnreadable = "unreadable" // calls written in the text could not be read
+)
+
+var replyProblems = map[string]string{ReplyEmpty: "the reply was empty: no text and no tool call",
+	ReplyCut: "the reply was cut off at the output token limit"}
+
+// judge says what of a reply joins the conversation and, for a reply that cannot be used, its outcome and the
+// note that tells the model. An empty reply is not replayed (providers refuse an assistant message with neither
+// content nor calls); a reply cut at the output limit keeps its text and loses its incomplete calls.
+func (r *runner) judge(reply Reply) (replay Message, outcome, note string, data prompts.Data) {
+	replay = reply.Message
+	cut := reply.FinishReason == "length"
 	switch {
 	case reply.problem != "":
-		problem, note, data.Output = reply.problem, "format_error.md", reply.problem
-		data.TextTools = r.toolDocs()
-		msg.ToolCalls = nil
-	case reply.FinishReason == "length" && !callsComplete(msg.ToolCalls):
-		problem, note = "the reply was cut off at the output token limit", "truncated.md"
-		if len(msg.ToolCalls) > 0 {
-			data.Output = "its tool calls were incomplete and did not run"
-		}
-		msg.ToolCalls = nil
-	case reply.FinishReason == "length" && len(msg.ToolCalls) == 0:
-		problem, note = "the reply was cut off at the output token limit", "truncated.md"
-	case msg.Content == "" && len(msg.ToolCalls) == 0:
-		problem, note = "the reply was empty: no text and no tool call", "empty_reply.md"
+		outcome, note, data.Output, data.TextTools = ReplyUnreadable, "format_error.md", reply.problem, r.toolDocs()
+		replay.ToolCalls = nil
+	case cut && len(replay.ToolCalls) > 0 && !callsComplete(replay.ToolCalls):
+		outcome, note, data.Output = ReplyCut, "truncated.md", "its tool calls were incomplete and did not run"
+		replay.ToolCalls = nil
+	case cut && len(replay.ToolCalls) == 0:
+		outcome, note = ReplyCut, "truncated.md"
+	case replay.Content == "" && len(replay.ToolCalls) == 0:
+		outcome, note = ReplyEmpty, "empty_reply.md"
 	}
-	if msg.Content != "" || len(msg.ToolCalls) > 0 {
-		r.msgs = append(r.msgs, msg)
-	}
-	if problem == "" {
-		return ""
-	}
-	text, err := prompts.Render(note, data)
-	if err != nil {
-		r.err = err
-		return problem
-	}
-	r.add(Message{Role: RoleUser, Content: text})
-	return problem
+	return replay, outcome, note, data
 }
 
 // callsComplete says every call's arguments are whole JSON (a cut reply may still end after its calls).
