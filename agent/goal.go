@@ -42,11 +42,27 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail("%v", err)
 	}
-	transcriptPath, summaryPath, err := runFiles(o)
-	if err != nil {
+	var history *loop.History
+	var transcriptPath, summaryPath string
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if o.Continue != "" {
+		c, err := loadRun(o)
+		if err != nil {
+			return fail("%v", err)
+		}
+		history, transcriptPath, summaryPath, flags = c.history, c.transcript, c.summary, os.O_WRONLY|os.O_APPEND
+		o.Goal = history.Goal
+		if o.Verify == "" {
+			o.Verify = history.Verify
+		}
+		if c.workspace != "" && o.FSURL == "" {
+			o.Workspace = c.workspace
+		}
+		fmt.Fprintf(stderr, "agent: continuing %s after %d turn(s) in %s\n", transcriptPath, history.Turns, o.Workspace)
+	} else if transcriptPath, summaryPath, err = runFiles(o); err != nil {
 		return fail("%v", err)
 	}
-	tf, err := os.OpenFile(transcriptPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tf, err := os.OpenFile(transcriptPath, flags, 0o600)
 	if err != nil {
 		return fail("transcript: %v", err)
 	}
@@ -59,7 +75,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode, History: history}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
 	}

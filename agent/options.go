@@ -49,6 +49,7 @@ type options struct {
 	Approve       bool          `env:"GOALBOX_APPROVE" flag:"approve" usage:"ask on the terminal before each command runs"`
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT" flag:"transcript" usage:"transcript file (JSON lines); default <runs-dir>/<time>/transcript.jsonl"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR" flag:"runs-dir" usage:"folder that gets one sub-folder per run with transcript.jsonl and summary.json"`
+	Continue      string        `env:"GOALBOX_CONTINUE" flag:"continue" usage:"continue a goal run with the conversation it had: its run folder, its transcript file, or last (the newest in -runs-dir)"`
 	loop.Limits
 	BenchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
@@ -134,8 +135,10 @@ func (o options) check() error {
 	switch {
 	case o.SandboxPool != "" && !o.benchMode():
 		return bad("-sandbox-pool belongs to -benchmarks and -selftest; the goal mode takes one sandbox's -fs-url and -exec-url")
-	case o.Goal == "" && !o.benchMode():
-		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL)")
+	case o.Goal == "" && o.Continue == "" && !o.benchMode():
+		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL), or -continue RUN")
+	case o.Goal != "" && o.Continue != "":
+		return bad("-continue goes on with the earlier run's goal: give -goal or -continue, not both")
 	case (o.FSURL == "") != (o.ExecURL == ""):
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")
 	case o.FSURL == "" && o.Workspace == "":

@@ -85,6 +85,9 @@ type Config struct {
 	Observers []Observer
 	// ToolMode is how tools reach the model: ToolModeAuto (the default, ""), ToolModeNative or ToolModeText.
 	ToolMode string
+	// History, when set, is an earlier run's conversation to continue (Resume); Goal and Verify should be its own.
+	// The limits apply to the new turns alone.
+	History *History
 }
 
 // Tool modes.

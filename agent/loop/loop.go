@@ -105,7 +105,7 @@ func (r *runner) limitReached(ctx context.Context) string {
 		return stopFor(ctx, StopCanceled)
 	case r.err != nil:
 		return StopInternal
-	case l.MaxTurns > 0 && r.turns >= l.MaxTurns:
+	case l.MaxTurns > 0 && r.turns-r.turn0 >= l.MaxTurns:
 		return StopMaxTurns
 	case l.MaxTokens > 0 && r.usage.Total() >= l.MaxTokens:
 		return StopMaxTokens
@@ -144,6 +144,7 @@ type runner struct {
 	modelErr     *ModelError     // the model server's failure the run ended on
 	estimated    bool            // some usage was estimated
 	schemaSize   int             // bytes of the tool definitions in a request (budget.go)
+	turn0        int             // turns of the run this one continues (resume.go); limits count from it
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
@@ -175,10 +176,34 @@ func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
 		return nil, err
 	}
 	limits, price := cfg.Limits, cfg.Price
-	r.event(Event{Type: "start", Model: model.Name(), Goal: cfg.Goal, Verify: cfg.Verify, Limits: &limits, Price: &price, Tools: r.tools})
+	start := Event{Type: "start", Model: model.Name(), Goal: cfg.Goal, Verify: cfg.Verify, Limits: &limits, Price: &price, Tools: r.tools}
+	if h := cfg.History; h != nil {
+		return r, r.resume(start, *h)
+	}
+	r.event(start)
 	r.add(Message{Role: RoleSystem, Content: sys})
 	r.add(Message{Role: RoleUser, Content: goal})
 	return r, r.err
+}
+
+// resume starts from an earlier run's conversation, telling the model so.
+func (r *runner) resume(start Event, h History) error {
+	r.msgs = append([]Message(nil), h.Messages...)
+	r.turns, r.turn0 = h.Turns, h.Turns
+	r.textMode = r.textMode || h.TextMode
+	for _, m := range r.msgs {
+		for _, tc := range m.ToolCalls {
+			r.callIDs[tc.ID], r.toolNames[tc.ID] = true, tc.Name
+		}
+	}
+	start.Turn, start.Reason = h.Turns, "continue"
+	r.event(start)
+	note, err := prompts.Render("continued.md", prompts.Data{TestCommand: r.cfg.Verify})
+	if err != nil {
+		return err
+	}
+	r.add(Message{Role: RoleUser, Content: note})
+	return r.err
 }
 
 // add appends a system or user message and records it.
@@ -218,7 +243,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 		err = runErr
 	}
 	r.stopAtEnd(ctx)
-	res := Result{StopReason: stop, Turns: r.turns, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
+	res := Result{StopReason: stop, Turns: r.turns - r.turn0, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
 		Seconds: time.Since(r.start).Seconds(), ToolCalls: r.toolCalls, ToolErrors: r.toolErrors,
 		VerifyRuns: r.verifyRuns, LastVerify: r.lastVerify, Model: r.model.Name(), ModelError: r.modelErr,
 		TokensEstimated: r.estimated, TokensCached: r.usage.CachedTokens}

@@ -11,7 +11,8 @@ import (
 
 // Event is one line of the transcript. Type says which fields are set:
 //
-//	start    Model, Goal, Verify, Limits, Price, Tools
+//	start    Model, Goal, Verify, Limits, Price, Tools; Reason "continue" and Turn (the turns before) when the run
+//	         continues an earlier one whose events come before it (Resume)
 //	message  Turn, Message (the system prompt, the goal, a verification failure handed back)
 //	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason,
 //	         Outcome (ReplyEmpty, ReplyCut, ReplyUnreadable: a reply the model was told it could not be used)
