@@ -33,24 +33,36 @@ const (
 func main() {
 	mcpserve.TuneGC() // as the filesystem server: a small live heap, and each tool call churns through JSON
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupts(cancel, os.Stderr)
+	interrupts(cancel, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], env.ToMap(os.Environ()), os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(code)
 }
 
 // interrupts makes the first Ctrl-C (or SIGTERM) cancel the run, which stops the sandbox's commands, writes the
-// summary and exits 130; a second one exits at once, for a person who will not wait for that.
-func interrupts(cancel context.CancelFunc, stderr io.Writer) {
+// summary and exits 130; a second one calls exit(130) at once, for a person who will not wait for that. stop
+// ends the handling (for tests).
+func interrupts(cancel context.CancelFunc, stderr io.Writer, exit func(int)) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
-		<-sigs
-		fmt.Fprintln(stderr, "agent: interrupted: stopping the sandbox's commands (Ctrl-C again to exit at once)")
-		cancel()
-		<-sigs
-		fmt.Fprintln(stderr, "agent: interrupted twice: exiting now")
-		os.Exit(exitInterrupted)
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if n == 0 {
+				fmt.Fprintln(stderr, "agent: interrupted: stopping the sandbox's commands (Ctrl-C again to exit at once)")
+				cancel()
+				continue
+			}
+			fmt.Fprintln(stderr, "agent: interrupted twice: exiting now")
+			exit(exitInterrupted)
+			return
+		}
 	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // run is the whole command, separated from the process so tests can call it: it parses the options, picks the
