@@ -38,7 +38,8 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	}
 	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
 		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout, MaxOutputTokens: o.MaxOutputTokens,
-		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
+		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) },
+		OnProgress:      func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, ProgressEvery: 15 * time.Second})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -358,3 +358,30 @@ func TestTheTranscriptStoresEachResultOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestToolModeTextFromTheStart(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Content: looptest.Hermes("", writeOK, command("cat ok.txt"))},
+		looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+			if u := req.Messages[3]; u.Role != "user" || strings.Count(u.Text(), "<tool_response>") != 2 {
+				t.Errorf("both results in one user message: %s", req.Raw)
+			}
+		}},
+	)
+	model.Rules = []looptest.Rule{looptest.NoTools, looptest.NoToolMessages}
+	r := runAgent(t, model, "", nil, goal(append([]string{"-tool-mode", "text"}, verifyOK...)...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("no request should offer tools: %d requests", n)
+	}
+}
+
+func TestToolModeNativeDoesNotFallBack(t *testing.T) {
+	model := looptest.New(t)
+	model.Rules = []looptest.Rule{looptest.NoTools}
+	r := runAgent(t, model, "", nil, goal("-tool-mode", "native")...)
+	r.want(t, exitError, loop.OutcomeError, loop.StopModelError)
+	if !strings.Contains(r.stdout, "does not support tools") || !strings.Contains(r.stdout, "-tool-mode text") {
+		t.Errorf("the provider's words and the way out should be shown")
+	}
+}

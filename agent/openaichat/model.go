@@ -52,6 +52,10 @@ type Config struct {
 	// OnFailedAttempt, when set, hears about every failed attempt, retried or not, so that a person watching sees
 	// a rate limit or an outage instead of silence (waits can reach a minute).
 	OnFailedAttempt func(message string)
+	// OnProgress, when set, hears every ProgressEvery while an answer arrives how much has come, so that a slow
+	// model writing a long answer is seen working.
+	OnProgress    func(message string)
+	ProgressEvery time.Duration
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
 }
@@ -224,6 +228,7 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	defer res.Body.Close()
 	watchdog.Reset(m.cfg.RequestTimeout)
 	in := &lively{r: res.Body, alive: func() { watchdog.Reset(m.cfg.RequestTimeout) }}
+	defer m.showProgress(in)()
 
 	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	var a answer
@@ -290,18 +295,42 @@ func estimate(requestBytes int, msg loop.Message) loop.Usage {
 	return loop.Usage{PromptTokens: int64(requestBytes/4 + 1), CompletionTokens: int64(out/4 + 1), Estimated: true}
 }
 
-// lively is a body that tells the watchdog each time data arrives.
+// lively is a body that tells the watchdog each time data arrives, and counts it.
 type lively struct {
 	r     io.Reader
 	alive func()
+	n     atomic.Int64
 }
 
 func (l *lively) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	if n > 0 {
+		l.n.Add(int64(n))
 		l.alive()
 	}
 	return n, err
+}
+
+// showProgress tells OnProgress how much of the answer has come, every ProgressEvery, until the returned stop.
+func (m *Model) showProgress(in *lively) (stop func()) {
+	if m.cfg.OnProgress == nil || m.cfg.ProgressEvery <= 0 {
+		return func() {}
+	}
+	t0 := time.Now()
+	tick := time.NewTicker(m.cfg.ProgressEvery)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				m.cfg.OnProgress(fmt.Sprintf("model: answer arriving, %d bytes in %s", in.n.Load(), time.Since(t0).Round(time.Second)))
+			}
+		}
+	}()
+	return func() { tick.Stop(); close(done); <-exited } // no line after the answer
 }
 
 // unwrapURL drops the "Post URL:" prefix net/http puts on every error: the URL is in the hint.
