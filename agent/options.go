@@ -31,6 +31,7 @@ type options struct {
 	ToolMode        string        `env:"GOALBOX_TOOL_MODE" flag:"tool-mode" usage:"how the model calls tools: auto (native, text when the server refuses tools), native, or text (Hermes <tool_call> blocks described in the prompt)"`
 	PriceIn         float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
 	PriceOut        float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
+	PriceCached     float64       `env:"GOALBOX_PRICE_CACHED" flag:"price-cached" usage:"USD per million input tokens read from the server's prompt cache, where it reports them; 0 prices them as other input"`
 
 	// The sandbox. The tokens have no flags of their own: -token sets both (registered in parseOptions).
 	Workspace string `env:"GOALBOX_WORKSPACE" flag:"workspace" usage:"workspace folder for the in-process servers, created if missing"`
@@ -153,8 +154,8 @@ func (o options) check() error {
 		return bad("-max-output-tokens must be 0 (the server's default) or more, got %d", o.MaxOutputTokens)
 	case o.ToolMode != loop.ToolModeAuto && o.ToolMode != loop.ToolModeNative && o.ToolMode != loop.ToolModeText:
 		return bad("unknown -tool-mode %q: use %s, %s or %s", o.ToolMode, loop.ToolModeAuto, loop.ToolModeNative, loop.ToolModeText)
-	case o.PriceIn < 0 || o.PriceOut < 0:
-		return bad("-price-in and -price-out must be 0 or more")
+	case o.PriceIn < 0 || o.PriceOut < 0 || o.PriceCached < 0:
+		return bad("-price-in, -price-out and -price-cached must be 0 or more")
 	case o.VerifyTimeout < 0:
 		return bad("-verify-timeout must be 0 or more")
 	}
@@ -167,7 +168,7 @@ func (o options) check() error {
 // price is -price-in/-price-out when either is given, else the built-in table's entry for the model, else unknown.
 func (o options) price() loop.Price {
 	if o.PriceIn > 0 || o.PriceOut > 0 {
-		return loop.Price{InPerMillion: o.PriceIn, OutPerMillion: o.PriceOut}
+		return loop.Price{InPerMillion: o.PriceIn, OutPerMillion: o.PriceOut, CachedInPerMillion: o.PriceCached}
 	}
 	p, _ := openaichat.LookupPrice(o.Model)
 	return p

@@ -385,3 +385,14 @@ func TestToolModeNativeDoesNotFallBack(t *testing.T) {
 		t.Errorf("the provider's words and the way out should be shown")
 	}
 }
+
+func TestCachedTokensArePricedAsTheProviderReportsThem(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{writeOK}, PromptTokens: 1_000_000, CompletionTokens: 0},
+		looptest.Step{Content: "done", PromptTokens: 1_000_000, CachedTokens: 800_000})
+	r := runAgent(t, model, "", nil, goal(append([]string{"-model", "gpt-4.1-mini"}, verifyOK...)...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	// gpt-4.1-mini: $0.40 a million input tokens, $0.10 cached, $1.60 output: 0.40 + (0.2·0.40 + 0.8·0.10) + 10/1e6·1.60.
+	if c := r.summary.CostUSD; r.summary.TokensCached != 800_000 || c == nil || *c < 0.55999 || *c > 0.56003 {
+		t.Errorf("cached %d, cost %v", r.summary.TokensCached, c)
+	}
+}

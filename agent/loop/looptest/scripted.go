@@ -43,8 +43,10 @@ type Step struct {
 	Reasoning      string
 	ReasoningField string
 	// PromptTokens and CompletionTokens are the usage reported (defaults 100 and 10); NoUsage leaves usage out.
-	PromptTokens, CompletionTokens int64
-	NoUsage                        bool
+	// CachedTokens is reported as OpenAI does (prompt_tokens_details.cached_tokens) and as DeepSeek does
+	// (prompt_cache_hit_tokens).
+	PromptTokens, CompletionTokens, CachedTokens int64
+	NoUsage                                      bool
 	// NoIDs leaves the tool call IDs empty, as some compatible servers do; IDs sets them (duplicates on purpose).
 	NoIDs bool
 	IDs   []string

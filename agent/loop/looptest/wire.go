@@ -155,7 +155,12 @@ func usage(st Step) map[string]any {
 	if in == 0 && out == 0 {
 		in, out = 100, 10
 	}
-	return map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
+	u := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
+	if st.CachedTokens > 0 {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": st.CachedTokens}
+		u["prompt_cache_hit_tokens"] = st.CachedTokens
+	}
+	return u
 }
 
 func completion(n int, model string, st Step) map[string]any {
