@@ -17,7 +17,7 @@ import (
 )
 
 // These tests run the whole command — options, the real filesystem and executor servers started in-process over
-// loopback HTTP, the OpenAI SDK — against a scripted model server, the only test double.
+// loopback HTTP, the model adapter — against a scripted model server, the only test double.
 
 type agentRun struct {
 	code           int

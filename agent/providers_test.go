@@ -134,7 +134,8 @@ func TestStreamingBoundsSilenceNotLength(t *testing.T) {
 	t.Parallel()
 	// 12 chunks 300 ms apart: 3.6 s of answer, never silent for the 1 s model timeout.
 	model := looptest.New(t,
-		looptest.Step{Content: "I will write the file now, in one call.", Calls: []looptest.Call{writeOK}, ChunkDelay: 300 * time.Millisecond},
+		looptest.Step{Content: "I will write the file now, in one call.", Calls: []looptest.Call{writeOK}, ChunkDelay: 300 * time.Millisecond,
+			KeepAlive: "OPENROUTER PROCESSING"},
 		looptest.Step{Content: "done", NoDone: true}, // a server that never sends [DONE]
 	)
 	r := runAgent(t, model, "", nil, goal(append([]string{"-model-timeout", "1s"}, verifyOK...)...)...)

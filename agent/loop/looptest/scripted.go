@@ -60,8 +60,10 @@ type Step struct {
 	// NoDone ends a stream without the closing "data: [DONE]"; NoFinish leaves out its finish_reason chunk (with
 	// NoDone: an upstream that hung up cleanly in the middle of the answer).
 	NoDone, NoFinish bool
-	// ChunkDelay is the pause before each stream chunk (a slow model writing its answer).
+	// ChunkDelay is the pause before each stream chunk (a slow model writing its answer); KeepAlive, when set, is
+	// a comment line sent before each chunk (DeepSeek's ": keep-alive", OpenRouter's ": OPENROUTER PROCESSING").
 	ChunkDelay time.Duration
+	KeepAlive  string
 	// CutAfter resets the connection after this many body bytes; StallAfter stops writing after this many and
 	// holds the connection open until the client gives up. Both count the body as sent (JSON or the stream).
 	CutAfter, StallAfter int

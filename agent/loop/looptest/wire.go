@@ -41,6 +41,9 @@ func answer(w http.ResponseWriter, r *http.Request, n int, model string, st Step
 					return
 				}
 			}
+			if st.KeepAlive != "" {
+				ev = ": " + st.KeepAlive + "\n\n" + ev
+			}
 			if !bw.write([]byte(ev)) {
 				return
 			}
