@@ -397,3 +397,22 @@ func TestCachedTokensArePricedAsTheProviderReportsThem(t *testing.T) {
 		t.Errorf("cached %d, cost %v", r.summary.TokensCached, c)
 	}
 }
+
+func TestAServerRefusingStreamParametersIsAskedWithout(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{writeOK}}, looptest.Step{Content: "done"})
+	model.Rules = []looptest.Rule{func(req looptest.Request) *looptest.Step {
+		if req.Stream {
+			return &looptest.Step{Status: 400, Body: `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error","code":null}}`}
+		}
+		return nil
+	}}
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	reqs := model.Requests()
+	if len(reqs) != 3 || !reqs[0].Stream || reqs[1].Stream || reqs[2].Stream {
+		t.Errorf("one refused stream request, then two without: %d requests", len(reqs))
+	}
+	if !strings.Contains(r.stderr, "does not stream (Unrecognized request argument supplied: stream_options)") {
+		t.Errorf("the person should be told why")
+	}
+}
