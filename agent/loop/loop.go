@@ -38,9 +38,11 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 		r.fit()
 		reply, err := r.ask(ctx)
 		if err != nil {
-			if again, stop := r.recover(ctx, err); again { // the request changed to suit the server, or the model was told of its mistake
+			// The request may be changed to suit the server, or the model told of its mistake.
+			switch again, stop := r.recover(ctx, err); {
+			case again:
 				continue
-			} else if stop != "" {
+			case stop != "":
 				return stop, nil
 			}
 			return stopFor(ctx, StopModelError), err

@@ -162,14 +162,15 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 		r.msgs[0].Content = sys
 		r.event(Event{Type: "tool_mode", Turn: r.turns, Reason: ToolModeText, Message: &r.msgs[0], Error: me.Message})
 	case FailContextLength:
-		if r.shrunk || r.cfg.Limits.ContextBytes == 0 && requestSize(r.msgs, r.schemaBytes()) == 0 {
+		if r.shrunk { // shrunk once already since the last reply: the provider's message ends the run
 			return false, ""
 		}
 		r.shrunk = true
-		size := requestSize(r.msgs, r.schemaBytes())
-		if saved := r.shrink(size / 2); saved > 0 {
-			r.event(Event{Type: "elide", Turn: r.turns, SavedBytes: saved, Reason: "context_length", Error: me.Message})
+		saved := r.shrink(requestSize(r.msgs, r.schemaBytes()) / 2)
+		if saved == 0 {
+			return false, "" // nothing old left to elide
 		}
+		r.event(Event{Type: "elide", Turn: r.turns, SavedBytes: saved, Reason: "context_length", Error: me.Message})
 	case FailToolFormat:
 		r.turns++ // the model wrote a reply, one the server could not parse: a turn, counted against the limits
 		problem := "the server could not read your tool call: " + me.Message
