@@ -64,14 +64,38 @@ func (r *runner) schemaBytes() int {
 	return r.schemaSize
 }
 
+// requestBytes is requestSize of the conversation, with each message's size counted once: messages are only
+// appended, except by elision, which updates its count (setMessage).
+func (r *runner) requestBytes() int {
+	n := requestOverhead + r.schemaBytes()
+	for i := len(r.sizes); i < len(r.msgs); i++ {
+		r.sizes = append(r.sizes, messageSize(r.msgs[i]))
+	}
+	for _, s := range r.sizes[:len(r.msgs)] {
+		n += s
+	}
+	return n
+}
+
+// edit changes message i with f and returns the bytes it saved.
+func (r *runner) edit(i int, f func(*Message) bool) int {
+	r.requestBytes() // every size counted
+	if !f(&r.msgs[i]) {
+		return 0
+	}
+	before := r.sizes[i]
+	r.sizes[i] = messageSize(r.msgs[i])
+	return before - r.sizes[i]
+}
+
 // fit keeps the next request within the budget, recording what it elided.
 func (r *runner) fit() {
 	budget := r.cfg.Limits.ContextBytes
-	if budget <= 0 || requestSize(r.msgs, r.schemaBytes()) <= budget {
+	if budget <= 0 || r.requestBytes() <= budget {
 		return
 	}
 	saved := r.shrink(int(float64(budget) * ContextLowWater))
-	if size := requestSize(r.msgs, r.schemaBytes()); size > budget {
+	if size := r.requestBytes(); size > budget {
 		saved += r.cutLatest(size - budget)
 	}
 	if saved > 0 {
@@ -80,47 +104,53 @@ func (r *runner) fit() {
 }
 
 // shrink elides old content until the request is at most target bytes or nothing old is left, and returns the
-// bytes saved.
+// bytes saved. Each step says whether it changed a message, so that only changed ones are counted again.
 func (r *runner) shrink(target int) int {
-	size := requestSize(r.msgs, r.schemaBytes())
+	size := r.requestBytes()
 	start := size
 	latest := r.latestTurn()
-	replace := func(m *Message, f func(*Message)) {
-		before := messageSize(*m)
-		f(m)
-		size += messageSize(*m) - before
-	}
-	steps := []func(m *Message){
-		func(m *Message) { // old outputs and notes, in the order they came
+	steps := []func(m *Message) bool{
+		func(m *Message) bool { // old outputs and notes, in the order they came
 			switch {
 			case m.Elided:
+				return false
 			case m.Role == RoleTool:
 				m.Content = marshalCompact(map[string]any{"elided": fmt.Sprintf("the %d-byte output of %s was removed to save space; call the tool again if you need it", len(m.Content), r.toolNames[m.ToolCallID])})
-				m.Elided = true
 			case m.Role == RoleUser:
 				m.Content = fmt.Sprintf("[%d bytes of an earlier message were removed to save space]", len(m.Content))
-				m.Elided = true
+			default:
+				return false
 			}
+			m.Elided = true
+			return true
 		},
-		func(m *Message) { // whole files written
+		func(m *Message) bool { // whole files written
+			changed := false
 			for j := range m.ToolCalls {
-				m.ToolCalls[j].Arguments = shortenArgs(m.ToolCalls[j].Arguments, 256)
+				short := shortenArgs(m.ToolCalls[j].Arguments, 256)
+				changed = changed || len(short) != len(m.ToolCalls[j].Arguments)
+				m.ToolCalls[j].Arguments = short
 			}
+			return changed
 		},
-		func(m *Message) { // thinking, kept non-empty: DeepSeek wants every tool-calling turn's reasoning back
-			if len(m.Reasoning) > 256 {
-				m.Reasoning = fmt.Sprintf("[%d bytes of reasoning elided]", len(m.Reasoning))
+		func(m *Message) bool { // thinking, kept non-empty: DeepSeek wants every tool-calling turn's reasoning back
+			if len(m.Reasoning) <= 256 {
+				return false
 			}
+			m.Reasoning = fmt.Sprintf("[%d bytes of reasoning elided]", len(m.Reasoning))
+			return true
 		},
-		func(m *Message) { // long replies
-			if m.Role == RoleAssistant && len(m.Content) > 1024 {
-				m.Content = keepEnds(m.Content, 512)
+		func(m *Message) bool { // long replies
+			if m.Role != RoleAssistant || len(m.Content) <= 1024 {
+				return false
 			}
+			m.Content = keepEnds(m.Content, 512)
+			return true
 		},
 	}
 	for _, step := range steps {
 		for i := 2; i < latest && size > target; i++ { // the system prompt and the goal stay
-			replace(&r.msgs[i], step)
+			size -= r.edit(i, step)
 		}
 	}
 	return start - size
@@ -140,37 +170,35 @@ func (r *runner) latestTurn() int {
 // keeping an equal share of what they may have, head and tail.
 func (r *runner) cutLatest(excess int) int {
 	latest := r.latestTurn()
-	var idx []int
 	total := 0
 	for i := latest + 1; i < len(r.msgs); i++ {
-		idx = append(idx, i)
 		total += len(r.msgs[i].Content)
 	}
 	saved := 0
-	if len(idx) > 0 && total > 0 {
-		share := max((total-excess)/len(idx), 256)
-		for _, i := range idx {
-			m := &r.msgs[i]
-			if len(m.Content) <= share {
-				continue
-			}
-			before := messageSize(*m)
-			var v any
-			if m.Role == RoleTool && json.Unmarshal([]byte(m.Content), &v) == nil {
-				m.Content, _ = fitJSON(v, share)
-			} else {
-				m.Content = keepEnds(m.Content, share)
-			}
-			saved += before - messageSize(*m)
+	if n := len(r.msgs) - latest - 1; n > 0 && total > 0 {
+		share := max((total-excess)/n, 256)
+		for i := latest + 1; i < len(r.msgs); i++ {
+			saved += r.edit(i, func(m *Message) bool {
+				if len(m.Content) <= share {
+					return false
+				}
+				var v any
+				if m.Role == RoleTool && json.Unmarshal([]byte(m.Content), &v) == nil {
+					m.Content, _ = fitJSON(v, share)
+				} else {
+					m.Content = keepEnds(m.Content, share)
+				}
+				return true
+			})
 		}
 	}
 	if saved < excess && latest < len(r.msgs) {
-		m := &r.msgs[latest]
-		before := messageSize(*m)
-		for j := range m.ToolCalls {
-			m.ToolCalls[j].Arguments = shortenArgs(m.ToolCalls[j].Arguments, 256)
-		}
-		saved += before - messageSize(*m)
+		saved += r.edit(latest, func(m *Message) bool {
+			for j := range m.ToolCalls {
+				m.ToolCalls[j].Arguments = shortenArgs(m.ToolCalls[j].Arguments, 256)
+			}
+			return true
+		})
 	}
 	return saved
 }

@@ -146,6 +146,7 @@ type runner struct {
 	modelErr     *ModelError     // the model server's failure the run ended on
 	estimated    bool            // some usage was estimated
 	schemaSize   int             // bytes of the tool definitions in a request (budget.go)
+	sizes        []int           // each message's bytes in a request, counted once (budget.go)
 	turn0        int             // turns of the run this one continues (resume.go); limits count from it
 }
 

@@ -160,13 +160,14 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 			return false, ""
 		}
 		r.msgs[0].Content = sys
+		r.sizes = nil // counted again
 		r.event(Event{Type: "tool_mode", Turn: r.turns, Reason: ToolModeText, Message: &r.msgs[0], Error: me.Message})
 	case FailContextLength:
 		if r.shrunk { // shrunk once already since the last reply: the provider's message ends the run
 			return false, ""
 		}
 		r.shrunk = true
-		saved := r.shrink(requestSize(r.msgs, r.schemaBytes()) / 2)
+		saved := r.shrink(r.requestBytes() / 2)
 		if saved == 0 {
 			return false, "" // nothing old left to elide
 		}
