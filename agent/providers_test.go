@@ -416,3 +416,18 @@ func TestAServerRefusingStreamParametersIsAskedWithout(t *testing.T) {
 		t.Errorf("the person should be told why")
 	}
 }
+
+func TestAServerRefusingReasoningBackIsAskedWithout(t *testing.T) {
+	model := looptest.New(t,
+		looptest.Step{Reasoning: "plan", ReasoningField: "reasoning", Calls: []looptest.Call{writeOK}},
+		looptest.Step{Reasoning: "check", ReasoningField: "reasoning", Content: "done"})
+	model.Rules = []looptest.Rule{looptest.NoReasoningField}
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if n := len(model.Requests()); n != 3 || !strings.Contains(r.stderr, "property 'reasoning' is unsupported") {
+		t.Errorf("one refused request, then one without the field: %d requests", n)
+	}
+	if r.events[3].Message.Reasoning != "plan" {
+		t.Errorf("the transcript keeps the reasoning all the same")
+	}
+}

@@ -74,6 +74,9 @@ type Model struct {
 	// noStream is set once the server showed it does not stream (it answered a stream request with one JSON
 	// body, or refused the stream parameters); later requests do without.
 	noStream atomic.Bool
+	// noReasoning is set once the server refused the reasoning fields of replayed messages (Groq: "property
+	// 'reasoning' is unsupported"); later requests leave them out.
+	noReasoning atomic.Bool
 }
 
 const defaultTimeout = 10 * time.Minute
@@ -132,10 +135,17 @@ func (m *Model) Complete(ctx context.Context, msgs []loop.Message, tools []loop.
 		if ctx.Err() != nil {
 			return loop.Reply{}, ctx.Err()
 		}
-		if failure.noStream && stream {
-			// The server refused the stream parameters: it is told once, and asked again at once without them.
+		switch {
+		case failure.refused == "stream" && stream:
+			// The server refused the stream parameters: the person is told once, and it is asked again at once
+			// without them.
 			m.noStream.Store(true)
 			m.note("the model server does not stream (%s): answers are read whole from now on", failure.err.Message)
+			attempt--
+			continue
+		case failure.refused == "reasoning" && !m.noReasoning.Load():
+			m.noReasoning.Store(true)
+			m.note("the model server refuses reasoning sent back (%s): it is left out from now on", failure.err.Message)
 			attempt--
 			continue
 		}
@@ -179,7 +189,7 @@ func (m *Model) note(format string, a ...any) {
 type failure struct {
 	err        *loop.ModelError
 	retryAfter time.Duration // the server's Retry-After, if it gave one
-	noStream   bool          // the server refused the stream parameters
+	refused    string        // a request field the server refused: "stream" or "reasoning" (refusedField)
 }
 
 func transient(format string, a ...any) *failure {
@@ -243,8 +253,9 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 		raw, err = io.ReadAll(in)
 		if err == nil && res.StatusCode != http.StatusOK {
 			f := &failure{err: m.modelError(res.StatusCode, raw), retryAfter: retryAfter(res.Header)}
-			f.noStream = stream && res.StatusCode == http.StatusBadRequest && f.err.Kind == loop.FailBadRequest &&
-				strings.Contains(strings.ToLower(f.err.Message), "stream")
+			if res.StatusCode == http.StatusBadRequest && f.err.Kind == loop.FailBadRequest {
+				f.refused = refusedField(f.err.Message, stream, bytes.Contains(body, []byte(`"reasoning`)))
+			}
 			return loop.Reply{}, f
 		}
 		if err == nil {
@@ -284,6 +295,24 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 		reply.Usage = estimate(len(body), reply.Message)
 	}
 	return reply, nil
+}
+
+// refusedField says which optional part of a request a 400's message refuses: the stream parameters (servers
+// without streaming), or the reasoning fields of replayed messages (servers that return reasoning but do not take
+// it back). DeepSeek's "reasoning_content ... must be passed back" is the opposite, and not matched.
+func refusedField(msg string, stream, reasoning bool) string {
+	low := strings.ToLower(msg)
+	switch {
+	case stream && strings.Contains(low, "stream"):
+		return "stream"
+	case reasoning && strings.Contains(low, "reasoning"):
+		for _, w := range []string{"unsupported", "not supported", "unrecognized", "unknown", "extra", "not permitted"} {
+			if strings.Contains(low, w) {
+				return "reasoning"
+			}
+		}
+	}
+	return ""
 }
 
 // estimate counts tokens at about 4 bytes each, for a server that reports no usage: budgets must still hold.

@@ -94,10 +94,13 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 		case msg.Role == loop.RoleTool:
 			w.ToolCallID = msg.ToolCallID
 		case msg.Role == loop.RoleAssistant:
-			switch msg.ReasoningField {
-			case "reasoning":
+			// Thinking goes back on tool-calling turns, in the field it came in: DeepSeek refuses such a turn
+			// without it. A reply that ended a turn needs none, and some servers refuse the field (noReasoning).
+			switch {
+			case len(msg.ToolCalls) == 0 || m.noReasoning.Load():
+			case msg.ReasoningField == "reasoning":
 				w.Reasoning = msg.Reasoning
-			case "reasoning_content", "":
+			default:
 				w.ReasoningContent = msg.Reasoning
 			}
 			for _, tc := range msg.ToolCalls {

@@ -87,6 +87,16 @@ func ReasoningReplayed(req Request) *Step {
 	return nil
 }
 
+// NoReasoningField is a server that returns reasoning but refuses it in the messages it is sent, in Groq's words.
+func NoReasoningField(req Request) *Step {
+	for i, m := range req.Messages {
+		if m.Reasoning != nil || m.ReasoningContent != nil {
+			return &Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"error":{"message":"'messages.%d' : for 'role:assistant' the following must be satisfied[('messages.%d' : property 'reasoning' is unsupported, did you mean 'role'?)]","type":"invalid_request_error"}}`, i, i)}
+		}
+	}
+	return nil
+}
+
 // NoTools is a model server without tool calling (many Ollama models): a request offering tools is refused.
 func NoTools(req Request) *Step {
 	if len(req.Tools) > 0 {
