@@ -71,7 +71,7 @@ func defaultOptions() options {
 		Model:         "gpt-4.1-mini",
 		Retries:       10,
 		RetryWindow:   90 * time.Second,
-		AttemptTimout: 2 * time.Minute,
+		AttemptTimout: 5 * time.Minute,
 		ToolMode:      loop.ToolModeAuto,
 		Workspace:     "workspace",
 		Backend:       backends.Auto,
