@@ -233,7 +233,9 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	case err != nil && stalled.Load():
 		return loop.Reply{}, silence()
 	case err != nil:
-		return loop.Reply{}, transient("request failed: %v", unwrapURL(err))
+		f := transient("request failed: %v", unwrapURL(err))
+		f.err.Hint = fmt.Sprintf("nothing answered at %s: is the server running, and is -base-url (OPENAI_BASE_URL) right?", m.baseURL)
+		return loop.Reply{}, f
 	}
 	defer res.Body.Close()
 	watchdog.Reset(m.cfg.RequestTimeout)
