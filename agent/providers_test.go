@@ -431,3 +431,14 @@ func TestAServerRefusingReasoningBackIsAskedWithout(t *testing.T) {
 		t.Errorf("the transcript keeps the reasoning all the same")
 	}
 }
+
+func TestNothingListeningIsNamed(t *testing.T) {
+	var stdout, stderr strings.Builder
+	dir := t.TempDir()
+	code := run(t.Context(), []string{"-goal", "x", "-workspace", dir + "/ws", "-runs-dir", dir + "/runs", "-retries", "1"},
+		map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitError || !strings.Contains(stdout.String(), "nothing answered at http://127.0.0.1:1/v1") ||
+		!strings.Contains(stderr.String(), "connection refused; retry 1 in") {
+		t.Errorf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
