@@ -176,6 +176,7 @@ func TestErrorsThatCannotHealAreNotRetried(t *testing.T) {
 		{"Ollama model", looptest.OllamaModelNotFound, loop.FailModelNotFound, "not found, try pulling it first", "ollama pull scripted"},
 		{"OpenRouter credits", looptest.OpenRouterNoCredits, loop.FailQuota, "Insufficient credits", "out of quota"},
 		{"wrong URL", looptest.Step{Status: 404, Body: "404 page not found"}, loop.FailBadRequest, "404 page not found", "API root"},
+		{"a web page", looptest.Step{Status: 200, Body: "<html><title>Open WebUI</title></html>"}, loop.FailBadRequest, "Open WebUI", "API root"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -242,35 +242,18 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	in := &lively{r: res.Body, alive: func() { watchdog.Reset(m.cfg.RequestTimeout) }}
 	defer m.showProgress(in)()
 
-	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	var a answer
 	var apiErr *errorBody
+	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	if res.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
 		apiErr, err = readStream(in, &a)
 		if err != nil && stalled.Load() && a.finish != "" {
 			err = nil // complete, and the server kept the connection open without [DONE]
 		}
 	} else {
-		var raw []byte
-		raw, err = io.ReadAll(in)
-		if err == nil && res.StatusCode != http.StatusOK {
-			f := &failure{err: m.modelError(res.StatusCode, raw), retryAfter: retryAfter(res.Header)}
-			if res.StatusCode == http.StatusBadRequest && f.err.Kind == loop.FailBadRequest {
-				f.refused = refusedField(f.err.Message, stream, bytes.Contains(body, []byte(`"reasoning`)))
-			}
+		var f *failure
+		if apiErr, f, err = m.readWhole(res, in, &a, stream, body); f != nil {
 			return loop.Reply{}, f
-		}
-		if err == nil {
-			var r wireResponse
-			if jerr := json.Unmarshal(bytes.TrimSpace(raw), &r); jerr != nil {
-				return loop.Reply{}, &failure{err: m.modelError(res.StatusCode, raw)}
-			}
-			if e, isErr := a.add(r); isErr {
-				apiErr = &e
-			}
-			if stream && apiErr == nil && !m.noStream.Swap(true) {
-				m.note("the model server does not stream: answers are read whole")
-			}
 		}
 	}
 	switch {
@@ -315,6 +298,36 @@ func refusedField(msg string, stream, reasoning bool) string {
 		}
 	}
 	return ""
+}
+
+// readWhole reads a body that is not a stream: a refusal (any status but 200), or a whole completion, from a
+// server that does not stream although asked to (it is noted once). err is the body breaking off.
+func (m *Model) readWhole(res *http.Response, in io.Reader, a *answer, stream bool, request []byte) (*errorBody, *failure, error) {
+	raw, err := io.ReadAll(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		f := &failure{err: m.modelError(res.StatusCode, raw), retryAfter: retryAfter(res.Header)}
+		if res.StatusCode == http.StatusBadRequest && f.err.Kind == loop.FailBadRequest {
+			f.refused = refusedField(f.err.Message, stream, bytes.Contains(request, []byte(`"reasoning`)))
+		}
+		return nil, f, nil
+	}
+	var r wireResponse
+	if json.Unmarshal(bytes.TrimSpace(raw), &r) != nil {
+		// A 200 that is no chat completion (a web page): the URL is wrong, asking again will not help.
+		f := &failure{err: m.modelError(res.StatusCode, raw)}
+		f.err.Kind, f.err.Hint = loop.FailBadRequest, m.hint(&loop.ModelError{Kind: loop.FailBadRequest}, false)
+		return nil, f, nil
+	}
+	if e, isErr := a.add(r); isErr {
+		return &e, nil, nil
+	}
+	if stream && !m.noStream.Swap(true) {
+		m.note("the model server does not stream: answers are read whole")
+	}
+	return nil, nil, nil
 }
 
 // estimate counts tokens at about 4 bytes each, for a server that reports no usage: budgets must still hold.
