@@ -55,11 +55,11 @@ func parseTextCalls(content string, known map[string]bool) (calls []ToolCall, re
 		} else {
 			s = ""
 		}
-		c, err := decodeTextCall(body)
+		cs, err := decodeTextCalls(body)
 		if err != nil {
 			return nil, content, fmt.Sprintf("the <tool_call> block %q is not a call: %v", shortenMiddle(strings.TrimSpace(body), 200), err)
 		}
-		calls = append(calls, c)
+		calls = append(calls, cs...)
 	}
 	return calls, strings.TrimSpace(kept.String()), ""
 }
@@ -70,22 +70,35 @@ func bareCall(content string, known map[string]bool) (ToolCall, bool) {
 	if !strings.HasPrefix(body, "{") || !strings.Contains(body, `"name"`) {
 		return ToolCall{}, false
 	}
-	c, err := decodeTextCall(body)
-	if err != nil || !known[c.Name] {
+	cs, err := decodeTextCalls(body)
+	if err != nil || len(cs) != 1 || !known[cs[0].Name] {
 		return ToolCall{}, false
 	}
-	return c, true
+	return cs[0], true
 }
 
-func decodeTextCall(body string) (ToolCall, error) {
-	var tc textCall
+// decodeTextCalls reads the calls in one block: one JSON object, or several one after the other (some models put
+// all their calls in one block).
+func decodeTextCalls(body string) ([]ToolCall, error) {
 	d := json.NewDecoder(strings.NewReader(unfence(body)))
-	if err := d.Decode(&tc); err != nil {
-		return ToolCall{}, fmt.Errorf("not JSON (%v)", err)
+	var calls []ToolCall
+	for {
+		var tc textCall
+		if err := d.Decode(&tc); err != nil {
+			return nil, fmt.Errorf("not JSON (%v)", err)
+		}
+		c, err := tc.call()
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+		if !d.More() {
+			return calls, nil
+		}
 	}
-	if d.More() {
-		return ToolCall{}, fmt.Errorf("more than one JSON value: write one block per call")
-	}
+}
+
+func (tc textCall) call() (ToolCall, error) {
 	if tc.Name == "" {
 		return ToolCall{}, fmt.Errorf(`no "name"`)
 	}
