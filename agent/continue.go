@@ -64,12 +64,18 @@ func loadRun(o options) (continued, error) {
 	if c.history, err = loop.Resume(events, o.ToolOutputBytes); err != nil {
 		return c, fmt.Errorf("-continue: %s: %w", c.transcript, err)
 	}
+	// A run killed before its end has no summary: its workspace is then -workspace, as given again.
 	var s summary
-	if b, err := os.ReadFile(c.summary); err == nil {
+	b, err := os.ReadFile(c.summary)
+	switch {
+	case err == nil:
 		if err := json.Unmarshal(b, &s); err != nil {
 			return c, fmt.Errorf("-continue: %s: %w", c.summary, err)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+		if s.Workspace == "" && o.FSURL == "" {
+			return c, fmt.Errorf("-continue: the run used running servers (no workspace in %s): give -fs-url and -exec-url again", c.summary)
+		}
+	case !errors.Is(err, os.ErrNotExist):
 		return c, fmt.Errorf("-continue: %w", err)
 	}
 	c.workspace = s.Workspace
