@@ -38,7 +38,7 @@ func (p *Progress) Observe(ev Event) error {
 			est = " estimated"
 		}
 		fmt.Fprintf(p.w, "turn %d  model %s  tokens%s in %d out %d (run total %d%s)  %s\n", ev.Turn, took, est,
-			ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.TotalUsage.Total(), p.costNote(*ev.TotalUsage), replyNote(*ev.Message, ev.FinishReason))
+			ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.TotalUsage.Total(), p.costNote(*ev.TotalUsage), replyNote(*ev.Message, ev.FinishReason, ev.Outcome))
 		if say := firstLine(ev.Message.Content); say != "" {
 			fmt.Fprintf(p.w, "turn %d  says: %s\n", ev.Turn, say)
 		}
@@ -72,8 +72,10 @@ func (p *Progress) costNote(total Usage) string {
 	return fmt.Sprintf(", $%.4f", p.price.Cost(total))
 }
 
-func replyNote(m Message, finish string) string {
+func replyNote(m Message, finish, outcome string) string {
 	switch n := len(m.ToolCalls); {
+	case outcome == ReplyUnreadable:
+		return "tool calls in the text that could not be read: the model is told"
 	case finish == "length":
 		return fmt.Sprintf("%d tool call(s), cut off at the output limit", n)
 	case n > 0:
