@@ -143,3 +143,28 @@ func ProtectedError(op, rel, pattern string) *Error {
 			"cannot be created, changed, moved or deleted from the sandbox; reading them is allowed; whoever starts "+
 			"the server changes the list with -protect and -unprotect", pattern)}
 }
+
+// maxParts is the most components of any pattern in force.
+func (p *Protection) maxParts() int {
+	n := 0
+	for _, parts := range p.parts {
+		n = max(n, len(parts))
+	}
+	return n
+}
+
+// matchEnd reports whether some pattern matches the run of components that ends at the last of comps, which are
+// lower-cased. A walk that stops at the first protected entry it meets knows that no ancestor of the entry in hand
+// is protected, so only such runs can match it: checking an entry then costs the patterns, not the entry's depth
+// (a full Match of every entry of a tree 10,000 folders deep would cost the sum of their depths).
+func (p *Protection) matchEnd(comps []string) (string, bool) {
+	for i, parts := range p.parts {
+		if len(parts) <= len(comps) && matchRun(comps[len(comps)-len(parts):], parts) {
+			return p.patterns[i], true
+		}
+	}
+	return "", false
+}
+
+// active reports whether p protects anything.
+func (p *Protection) active() bool { return p != nil && len(p.patterns) > 0 }

@@ -1,0 +1,198 @@
+package pathguard
+
+// How the guard keeps protected project files (protect.go) as they are. Every operation that changes the tree
+// checks, before it changes anything, each path it would create, replace, move or delete:
+//
+//   - as the client spelled it, cleaned ("sub/.git/hooks/x"): git reads a folder through a symlink named .git too,
+//     so the name alone protects;
+//   - as the kernel will reach it, every symlink on the way followed (resolve): a write through "l" where l leads
+//     to .git/config, or through "d/x" where d leads to .git/hooks, changes .git/config and .git/hooks/x; for a
+//     delete or a move, which change the entry itself and never a final symlink's target, the entry's real folder
+//     and its own name;
+//   - for a folder that is deleted or moved whole, every entry inside it, where it is and where the move puts it:
+//     deleting "sub" deletes sub/.git/config; moving a folder x holding hooks/evil to .git creates .git/hooks/evil.
+//     The folder is walked first (from handles, linear in its entries) and the whole operation is refused at the
+//     first protected entry, before anything is deleted or moved.
+//
+// Hard links need no rule of their own: a write never writes into an existing file but renames a new one over its
+// name, so a hard link to .git/config made by a command is replaced by the write, and .git/config keeps its content
+// (TestProtectedHardLink). Deleting or moving a hard link changes only its own name.
+//
+// The check and the change are separate steps: a command running at the same time that swaps a folder on the way
+// for a symlink between them can still steer one write (see docs/confinement-files.md, "Protected project files").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// refuseProtected is ProtectedError for the first of paths (clean, workspace-relative) that is protected, shown as
+// the client's path rel; nil when none is, or when nothing is protected.
+func (g *Guard) refuseProtected(op, rel string, paths ...string) error {
+	if !g.opts.Protection.active() {
+		return nil
+	}
+	for _, p := range paths {
+		if pattern, ok := g.opts.Protection.Match(p); ok {
+			e := ProtectedError(op, rel, pattern)
+			if p != rel {
+				e.Detail = fmt.Sprintf("it leads to %s; %s", p, e.Detail)
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// refuseProtectedWrite refuses a write, or a new folder, at the clean path rel when rel, or where it leads with
+// every symlink on the way followed, is protected.
+func (g *Guard) refuseProtectedWrite(op, rel string) error {
+	if !g.opts.Protection.active() {
+		return nil
+	}
+	if err := g.refuseProtected(op, rel, rel); err != nil {
+		return err
+	}
+	real, _, err := g.resolve(op, rel)
+	if err != nil {
+		// A path that cannot be followed (a loop, a link out) cannot be checked: refuse it, with why.
+		return err
+	}
+	return g.refuseProtected(op, rel, real)
+}
+
+// CheckChange refuses, as the write would, a change to the file at p when p is a protected project file or leads
+// to one: the edit tool asks before it reads, so that a refused edit says why rather than that old_text was not
+// found. It does not touch what it checks, and says nothing about other refusals.
+func (g *Guard) CheckChange(op, p string) error {
+	rel, err := g.Clean(p)
+	if err != nil {
+		return err
+	}
+	return g.refuseProtectedWrite(op, rel)
+}
+
+// entryPath is the real path of the entry rel names, its final symlink not followed: what a delete or a move
+// changes. Folders on the way are followed as the kernel follows them.
+func (g *Guard) entryPath(op, rel string) (string, error) {
+	parent, _, err := g.resolve(op, path.Dir(rel))
+	if err != nil {
+		return "", err
+	}
+	return path.Join(parent, path.Base(rel)), nil
+}
+
+// refuseProtectedEntry refuses a delete or a move of the entry rel (or a move onto it) when it is protected by its
+// name or by its real path.
+func (g *Guard) refuseProtectedEntry(op, rel string) error {
+	if !g.opts.Protection.active() {
+		return nil
+	}
+	if err := g.refuseProtected(op, rel, rel); err != nil {
+		return err
+	}
+	real, err := g.entryPath(op, rel)
+	if err != nil {
+		return err
+	}
+	return g.refuseProtected(op, rel, real)
+}
+
+// treeCheck tells, entry by entry during a walk of a folder, whether an entry is protected at any of the places the
+// operation puts it: where it is (a delete, a move's source) and where a move puts it.
+type treeCheck struct {
+	p     *Protection
+	op    string
+	rel   string     // the folder walked, as the client named it
+	bases []string   // the real paths the folder's entries are under, one per place
+	comps [][]string // their lower-cased components
+	names []string   // lower-cased names from the walk's start down to the entry met last
+	tail  []string   // scratch: the last components of one place of one entry
+	k     int
+}
+
+// newTreeCheck checks the entries of the folder rel at each of the real paths bases; nil when nothing is protected.
+// Each base itself must have been checked already: only the entries below it are.
+func (g *Guard) newTreeCheck(op, rel string, bases ...string) *treeCheck {
+	if !g.opts.Protection.active() {
+		return nil
+	}
+	c := &treeCheck{p: g.opts.Protection, op: op, rel: rel, bases: bases, k: g.opts.Protection.maxParts()}
+	for _, b := range bases {
+		var parts []string
+		if b != "." {
+			parts = strings.Split(strings.ToLower(b), "/")
+		}
+		c.comps = append(c.comps, parts)
+	}
+	return c
+}
+
+// entry refuses e, an entry of the walk, when it is protected at one of the places; start is the walk's own path,
+// as Entry.Path spells it. The walk must end at the first refusal: that no ancestor of e is protected is what lets
+// the check look only at e's last few components.
+func (c *treeCheck) entry(e *Entry, start string) error {
+	if c == nil {
+		return nil
+	}
+	c.names = append(c.names[:e.Depth-1], strings.ToLower(e.Name))
+	for i, base := range c.comps {
+		c.tail = c.tail[:0]
+		if n := len(c.names); n < c.k {
+			c.tail = append(c.tail, base[max(0, len(base)-(c.k-n)):]...)
+		}
+		c.tail = append(c.tail, c.names[max(0, len(c.names)-c.k):]...)
+		pattern, ok := c.p.matchEnd(c.tail)
+		if !ok {
+			continue
+		}
+		inner := strings.TrimPrefix(e.Path(), start+"/")
+		if start == "." {
+			inner = e.Path()
+		}
+		at := path.Join(c.bases[i], inner)
+		err := ProtectedError(c.op, c.rel, pattern)
+		if i == 0 {
+			err.Detail = fmt.Sprintf("it holds %s; %s", at, err.Detail)
+		} else {
+			err.Detail = fmt.Sprintf("it holds %s, which the move would put at %s; %s", path.Join(c.rel, inner), at, err.Detail)
+		}
+		return err
+	}
+	return nil
+}
+
+// refuseProtectedTree walks the folder rel, which is about to be deleted, and refuses when an entry in it is
+// protected. A tree too deep to check whole is refused with the cap that stopped the walk, and instead says what
+// the client can do. (A move checks its folder in the walk that checks its symlinks: checkMovedLinks.)
+func (g *Guard) refuseProtectedTree(op, rel, instead string) error {
+	if !g.opts.Protection.active() {
+		return nil
+	}
+	real, err := g.entryPath(op, rel)
+	if err != nil {
+		return err
+	}
+	c := g.newTreeCheck(op, rel, real)
+	err = g.Walk(context.Background(), rel, WalkOptions{Unsorted: true, NoEntryCap: true}, func(e *Entry) error {
+		return c.entry(e, rel)
+	})
+	if isCap(err) {
+		var ge *Error
+		errors.As(err, &ge)
+		return &Error{Op: op, Path: rel, Reason: ge.Reason,
+			Detail: "it could not all be checked for protected project files: " + ge.Detail + "; " + instead}
+	}
+	// Any other failure of the walk (a folder that vanished or changed under it, one that cannot be read) refuses
+	// the delete too: what was not seen was not checked.
+	var ge *Error
+	if errors.As(err, &ge) && ge.Op == "walk" {
+		c := *ge // the client asked for a delete, not a walk
+		c.Op = op
+		return &c
+	}
+	return err
+}
