@@ -168,3 +168,28 @@ func (p *Protection) matchEnd(comps []string) (string, bool) {
 
 // active reports whether p protects anything.
 func (p *Protection) active() bool { return p != nil && len(p.patterns) > 0 }
+
+// ParseProtection is NewProtection for the -protect and -unprotect flags and their environment twins: each item
+// may hold several patterns separated by commas ("-protect '*.pem,secrets'"), and the flags may be repeated.
+func ParseProtection(add, remove []string) (*Protection, error) {
+	split := func(items []string) []string {
+		var out []string
+		for _, it := range items {
+			for p := range strings.SplitSeq(it, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	return NewProtection(split(add), split(remove))
+}
+
+// ProtectUsage and UnprotectUsage are the usage of the -protect and -unprotect flags, one text for every command
+// that takes them (both servers, the agent); UnprotectUsage lists the defaults, so the help cannot drift from them.
+const ProtectUsage = "protect another path pattern from every change, at any depth of the workspace (e.g. secrets or *.pem); repeatable or comma-separated"
+
+func UnprotectUsage() string {
+	return "let a default protected pattern be changed (" + strings.Join(DefaultProtected, ", ") + "); repeatable or comma-separated"
+}

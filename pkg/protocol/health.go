@@ -12,6 +12,9 @@ type FilesystemHealth struct {
 	AdvertisedRoot string           `json:"advertised_root"`
 	Tools          []string         `json:"tools"`
 	Limits         FilesystemLimits `json:"limits"`
+	// Protected are the protected project files in force, as patterns (pathguard.Protection): paths, at any depth
+	// of the workspace, that no tool may create, change, move or delete. Never null; empty when none.
+	Protected []string `json:"protected"`
 }
 
 // FilesystemLimits are the filesystem server's limits; 0 or -1 for MaxWorkspaceBytes is no disk cap.
@@ -47,6 +50,9 @@ type ExecutorHealth struct {
 	MaxConcurrent  int           `json:"max_concurrent"`
 	// FullOutputs is the store that keeps truncated streams whole, as MCP resources.
 	FullOutputs FullOutputsHealth `json:"full_outputs"`
+	// Protected are the protected project files in force, as patterns (pathguard.Protection): paths, at any depth
+	// of the workspace, that no command may create, change, move or delete. Never null; empty when none.
+	Protected []string `json:"protected"`
 }
 
 // FullOutputsHealth is the state of the executor's store of full outputs.
