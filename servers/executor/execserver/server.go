@@ -61,6 +61,9 @@ type Config struct {
 	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
 	// the health report: "auto" or "explicit", and a sentence.
 	BackendChoice, BackendReason string
+	// Protection is the protected project files (pathguard.Protection: the defaults adjusted by -protect and
+	// -unprotect) that no command may create, change, move or delete; the health report lists its patterns.
+	Protection *pathguard.Protection
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -184,6 +187,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.health(),
+		Protected:      append([]string{}, e.cfg.Protection.Patterns()...), // a list, never null
 	}
 }
 
