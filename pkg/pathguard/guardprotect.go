@@ -18,13 +18,16 @@ package pathguard
 // name, so a hard link to .git/config made by a command is replaced by the write, and .git/config keeps its content
 // (TestProtectedHardLink). Deleting or moving a hard link changes only its own name.
 //
-// The check and the change are separate steps: a command running at the same time that swaps a folder on the way
-// for a symlink between them can still steer one write (see docs/confinement-files.md, "Protected project files").
+// A write is made from a handle of its folder, opened one name at a time and proved to be the very folder whose
+// path was checked (writeFolder), so a command that swaps a folder on the way for a symlink to .git/hooks between
+// the check and the write makes the write fail, not land (TestProtectedWriteSwapRace). Deletes and moves name
+// their paths from the workspace: there such a swap can still steer one operation; see docs/confinement-files.md.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 )
@@ -195,4 +198,65 @@ func (g *Guard) refuseProtectedTree(op, rel, instead string) error {
 		return &c
 	}
 	return err
+}
+
+// writeFolder is where WriteFile makes its temporary file and renames it to target: a root and the prefix of names
+// in it, and what releases it. With nothing protected that is the workspace and target's folder as a path. With
+// protected files it is a handle of target's folder itself, its real path checked once more now that the folder
+// exists, and opened by openReal so that the handle is the folder at that path: whatever a concurrent command
+// swaps on the way afterwards, the write lands in the folder that was checked, or fails.
+func (g *Guard) writeFolder(rel, target string) (dir root, prefix string, done func(), err error) {
+	parent := path.Dir(target)
+	if !g.opts.Protection.active() {
+		return g.root, parent, func() {}, nil
+	}
+	real, _, err := g.resolve("write", parent)
+	if err != nil {
+		return root{}, "", nil, err
+	}
+	if err := g.refuseProtected("write", rel, path.Join(real, path.Base(target))); err != nil {
+		return root{}, "", nil, err
+	}
+	dir, done, err = g.openReal("write", rel, real)
+	return dir, "", done, err
+}
+
+// openReal opens the folder at real, a workspace-relative path with no symlink in it, one name at a time from the
+// workspace's handle, and proves each name is the folder that was looked at: a name swapped for a symlink or for
+// something else between the lstat and the open is refused as changed. A folder has one path, so the handle it
+// returns is the folder that was at real.
+func (g *Guard) openReal(op, rel, real string) (root, func(), error) {
+	cur, owned := g.root, false
+	release := func() {
+		if owned {
+			cur.Close()
+		}
+	}
+	changed := &Error{Op: op, Path: rel, Reason: ReasonChanged,
+		Detail: "a folder on its way was replaced while it was being written; nothing was written; try again"}
+	for _, name := range splitPath(real) {
+		fi, err := cur.Lstat(name)
+		if err != nil {
+			release()
+			return root{}, nil, wrap(op, rel, err)
+		}
+		if !fi.IsDir() {
+			release()
+			return root{}, nil, changed
+		}
+		next, err := cur.OpenRoot(name)
+		if err != nil {
+			release()
+			return root{}, nil, wrap(op, rel, err)
+		}
+		now, err := next.Stat(".")
+		if err != nil || !os.SameFile(fi, now) {
+			next.Close()
+			release()
+			return root{}, nil, changed
+		}
+		release()
+		cur, owned = next, true
+	}
+	return cur, release, nil
 }

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // protectedSeed is a project with a repository, a nested one and editor settings, as a person's folder has them.
@@ -380,4 +382,65 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestProtectedWriteSwapRace: a command swaps a folder for a symlink to .git/hooks and back, as fast as it can,
+// while the guard writes a file in that folder. The write is made from a handle proved to be the checked folder, so
+// no write ever lands in .git/hooks. Positive control: the same race against a guard with nothing protected does
+// put the file in .git/hooks, so the swaps do steer writes that are not held to the rule.
+func TestProtectedWriteSwapRace(t *testing.T) {
+	landed := func(p *Protection) (hooks, writes int) {
+		f := newFixtureIn(t, ramDir(t))
+		must(t, os.MkdirAll(filepath.Join(f.ws, ".git/hooks"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(f.ws, "d"), 0o755))
+		g, err := Open(f.ws, Options{Protection: p})
+		must(t, err)
+		defer g.Close()
+		d, aside, hook := filepath.Join(f.ws, "d"), filepath.Join(f.ws, "d.aside"), filepath.Join(f.ws, ".git/hooks/post-checkout")
+		var stop atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for !stop.Load() {
+				if os.Rename(d, aside) != nil {
+					continue
+				}
+				os.Symlink(".git/hooks", d)
+				for range 5 {
+					os.Lstat(d)
+				}
+				os.Remove(d) // the link, or a folder the guard made meanwhile (then the rename below retries)
+				for range 100 {
+					if os.Rename(aside, d) == nil {
+						break
+					}
+					os.RemoveAll(d)
+				}
+			}
+		}()
+		deadline := time.Now().Add(3 * time.Second)
+		for i := 0; time.Now().Before(deadline); i++ {
+			if _, _, err := g.WriteFile("d/post-checkout", []byte("#!/bin/sh\necho planted\n")); err == nil {
+				writes++
+			}
+			if _, err := os.Lstat(hook); err == nil {
+				hooks++
+				must(t, os.Remove(hook))
+				if p == nil && hooks >= 3 {
+					break // the control has shown what it must
+				}
+			}
+		}
+		stop.Store(true)
+		<-done
+		return hooks, writes
+	}
+	p, err := NewProtection(nil, nil)
+	must(t, err)
+	if hooks, writes := landed(p); hooks > 0 || writes == 0 {
+		t.Errorf("protected: %d writes landed in .git/hooks (%d writes succeeded)", hooks, writes)
+	}
+	if hooks, _ := landed(nil); hooks == 0 {
+		t.Errorf("control: with nothing protected the swaps never steered a write into .git/hooks; the race is not exercised")
+	}
 }

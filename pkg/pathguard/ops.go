@@ -226,8 +226,15 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err := g.mkdirParents("write", target); err != nil {
 		return rel, false, err
 	}
-	tmp := path.Join(path.Dir(target), g.tempName())
-	f, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	// The file is made and renamed in target's folder: by its path from the workspace, or, when project files are
+	// protected, from a handle of that folder proved not to be a protected one (writeFolder).
+	dir, prefix, closeDir, err := g.writeFolder(rel, target)
+	if err != nil {
+		return rel, false, err
+	}
+	defer closeDir()
+	tmp, final := path.Join(prefix, g.tempName()), path.Join(prefix, path.Base(target))
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return rel, false, wrap("write", rel, err)
 	}
@@ -235,7 +242,7 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	defer func() {
 		if !committed {
 			f.Close()
-			_ = g.root.Remove(tmp)
+			_ = dir.Remove(tmp)
 		}
 	}()
 	if own := g.ownerFor(fi); own != nil {
@@ -258,8 +265,8 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err := f.Close(); err != nil {
 		return rel, false, wrap("write", rel, err)
 	}
-	if err := g.root.Rename(tmp, target); err != nil {
-		_ = g.root.Remove(tmp)
+	if err := dir.Rename(tmp, final); err != nil {
+		_ = dir.Remove(tmp)
 		committed = true
 		return rel, false, wrap("write", rel, err)
 	}
