@@ -329,8 +329,10 @@ func TestProtectionAdjusted(t *testing.T) {
 	if _, _, err := f.g.WriteFile(".git/config", []byte("x")); !IsReason(err, ReasonProtected) {
 		t.Errorf("the other defaults stay: %v", err)
 	}
-	none := newFixture(t)
-	if _, _, err := none.g.WriteFile(".git/hooks/post-checkout", []byte("x")); err != nil {
+	none, err := Open(t.TempDir(), Options{})
+	must(t, err)
+	defer none.Close()
+	if _, _, err := none.WriteFile(".git/hooks/post-checkout", []byte("x")); err != nil {
 		t.Errorf("no Protection: %v", err)
 	}
 }
