@@ -75,6 +75,9 @@ func (g *Guard) CheckChange(op, p string) error {
 	if err != nil {
 		return err
 	}
+	if err := g.refuseGitlink(op, rel, rel); err != nil {
+		return err
+	}
 	return g.refuseProtectedWrite(op, rel)
 }
 
@@ -259,4 +262,21 @@ func (g *Guard) openReal(op, rel, real string) (root, func(), error) {
 		cur, owned = next, true
 	}
 	return cur, release, nil
+}
+
+// refuseGitlink refuses making or replacing a file or symlink named .git (in any case) at any of names, workspace
+// paths of what the operation creates, shown as rel: see gitlinkPattern.
+func (g *Guard) refuseGitlink(op, rel string, names ...string) error {
+	pattern := g.opts.Protection.gitlinkPattern()
+	if pattern == "" {
+		return nil
+	}
+	for _, n := range names {
+		if strings.EqualFold(path.Base(n), ".git") {
+			e := ProtectedError(op, rel, pattern)
+			e.Detail = "a file or symlink named .git (a gitlink, \"gitdir: PATH\") makes git use PATH's hooks and config, so only a folder may be named .git; " + e.Detail
+			return e
+		}
+	}
+	return nil
 }

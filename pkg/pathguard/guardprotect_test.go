@@ -446,3 +446,67 @@ func TestProtectedWriteSwapRace(t *testing.T) {
 		t.Errorf("control: with nothing protected the swaps never steered a write into .git/hooks; the race is not exercised")
 	}
 }
+
+// TestProtectedGitlink: a file or symlink named .git (a gitlink, "gitdir: PATH") would make git use PATH's hooks
+// and config, which no pattern names, so none may be made or replaced while .git/config or .git/hooks is
+// protected; a .git folder may (git init makes one, and its hooks and config are protected where it is). A
+// .git/commondir, which points git at another folder's config and hooks, is protected by the list itself.
+func TestProtectedGitlink(t *testing.T) {
+	f := protectedGuard(t, nil)
+	must(t, os.MkdirAll(filepath.Join(f.ws, "mod"), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.ws, "mod/.git"), []byte("gitdir: ../.git/modules/mod\n"), 0o644)) // a submodule's
+	must(t, os.WriteFile(filepath.Join(f.ws, "gitlink.txt"), []byte("gitdir: ../evil\n"), 0o644))
+	before := f.snapshot(t)
+	for _, c := range []struct {
+		what string
+		err  func() error
+	}{
+		{"write fresh/.git", func() error { _, _, err := f.g.WriteFile("fresh/.git", []byte("gitdir: ../evil\n")); return err }},
+		{"write .GIT in a folder", func() error { _, _, err := f.g.WriteFile("plain/.GIT", []byte("gitdir: ../evil\n")); return err }},
+		{"replace a submodule's gitlink", func() error { _, _, err := f.g.WriteFile("mod/.git", []byte("gitdir: ../evil\n")); return err }},
+		{"edit a submodule's gitlink", func() error { return f.g.CheckChange("edit", "mod/.git") }},
+		{"move a file to .git", func() error { _, _, err := f.g.Rename("gitlink.txt", "plain/.git", false); return err }},
+		{"symlink named .git", func() error { _, err := f.g.symlink("x", "plain/.git"); return err }},
+		{"write .git/commondir", func() error { _, _, err := f.g.WriteFile("sub/.git/commondir", []byte("../../x\n")); return err }},
+	} {
+		f.wantProtected(t, c.what, c.err())
+	}
+	if after := f.snapshot(t); !equalMaps(before, after) {
+		t.Errorf("refused gitlinks changed the tree:\n%s", strings.Join(diffKeys(before, after), "\n"))
+	}
+	// Positive controls: a .git folder is made and moved into place; a gitlink is read and deleted.
+	if _, err := f.g.MkdirAll("newrepo/.git/objects"); err != nil {
+		t.Errorf("mkdir newrepo/.git: %v", err)
+	}
+	if _, _, err := f.g.Rename("plain", "other/.git", false); err != nil {
+		t.Errorf("move a plain folder to other/.git: %v", err)
+	}
+	if _, b, err := f.g.ReadFile("mod/.git"); err != nil || !strings.HasPrefix(string(b), "gitdir:") {
+		t.Errorf("read mod/.git: %q, %v", b, err)
+	}
+	if _, deleted, err := f.g.Remove("mod/.git", false); err != nil || !deleted {
+		t.Errorf("delete mod/.git: %v, %v", deleted, err)
+	}
+	// With git's files unprotected, the rule goes with them.
+	p, err := NewProtection(nil, []string{".git/config", ".git/hooks"})
+	must(t, err)
+	u := protectedGuard(t, p)
+	if _, _, err := u.g.WriteFile("fresh/.git", []byte("gitdir: ../evil\n")); err != nil {
+		t.Errorf("gitlink with git's files unprotected: %v", err)
+	}
+}
+
+func diffKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, "changed or gone: "+k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, "new: "+k)
+		}
+	}
+	return out
+}

@@ -204,6 +204,9 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err := g.refuseProtectedWrite("write", rel); err != nil {
 		return rel, false, err
 	}
+	if err := g.refuseGitlink("write", rel, rel, target); err != nil {
+		return rel, false, err
+	}
 	mode := fs.FileMode(0o644)
 	if fi != nil {
 		if fi.IsDir() {
@@ -416,6 +419,11 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if err := g.refuseProtected("move", rd, rd, dest); err != nil {
 		return rs, rd, err
 	}
+	if !sfi.IsDir() {
+		if err := g.refuseGitlink("move", rd, rd, dest); err != nil {
+			return rs, rd, err
+		}
+	}
 	var inside *treeCheck
 	if sfi.IsDir() && g.opts.Protection.active() {
 		real, err := g.entryPath("move", rs)
@@ -550,6 +558,9 @@ func (g *Guard) symlink(target, link string) (string, error) {
 	// A link may neither be a protected path nor lead to one: a write through it later is refused anyway, but a
 	// link that makes .git/hooks/post-checkout lead to a file of the workspace plants a hook by itself.
 	if err := g.refuseProtected("symlink", rel, rel, at); err != nil {
+		return rel, err
+	}
+	if err := g.refuseGitlink("symlink", rel, rel, at); err != nil {
 		return rel, err
 	}
 	real := dest

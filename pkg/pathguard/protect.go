@@ -26,6 +26,10 @@ var DefaultProtected = []string{
 	".git/config.worktree",
 	".git/worktrees/*/config",
 	".git/worktrees/*/config.worktree",
+	// commondir names the folder whose config and hooks git uses instead of this one's: a .git/commondir written
+	// into any repository is a .git/config and .git/hooks of the writer's choosing.
+	".git/commondir",
+	".git/worktrees/*/commondir",
 	".gitmodules",
 	".vscode",
 	".idea",
@@ -192,4 +196,21 @@ const ProtectUsage = "protect another path pattern from every change, at any dep
 
 func UnprotectUsage() string {
 	return "let a default protected pattern be changed (" + strings.Join(DefaultProtected, ", ") + "); repeatable or comma-separated"
+}
+
+// gitlinkPattern is the pattern a file or symlink named .git would get around, "" when none is in force. A gitlink
+// (a file .git holding "gitdir: PATH", as submodules and worktrees have) or a symlink named .git makes git use
+// PATH's config and hooks, which no pattern names: while .git/config or .git/hooks is protected, no file or symlink
+// named .git may be made or replaced (a .git folder may: it is what git init makes, and its config and hooks are
+// protected where it is).
+func (p *Protection) gitlinkPattern() string {
+	if p == nil {
+		return ""
+	}
+	for _, pat := range []string{".git/config", ".git/hooks"} {
+		if slices.Contains(p.patterns, pat) {
+			return pat
+		}
+	}
+	return ""
 }

@@ -69,6 +69,13 @@ func project(t *testing.T, ws string) (marker, script string) {
 	})
 	must(t, os.Chmod(filepath.Join(ws, "x/hooks/post-checkout"), 0o755))
 	must(t, os.Chmod(filepath.Join(ws, "evil.sh"), 0o755))
+	// A repository whose config runs the marker on every git status: a gitlink or a commondir that points git at it
+	// runs the marker in the repository that has them. victim is an ordinary folder the attacks try to make one.
+	evil := filepath.Join(ws, "evilrepo")
+	must(t, os.MkdirAll(evil, 0o755))
+	hostGit(t, evil, "init", "-q")
+	hostGit(t, evil, "config", "core.fsmonitor", filepath.Join(ws, "evil.sh"))
+	files(t, ws, map[string]string{"victim/README": "not a repository\n", "gitlink.txt": "gitdir: ../evilrepo/.git\n"})
 	return marker, script
 }
 
@@ -81,6 +88,7 @@ func nothingRuns(t *testing.T, ws, marker, after string) {
 		hostGit(t, repo, "checkout", "-q", "other")
 		hostGit(t, repo, "checkout", "-q", "main")
 	}
+	hostGit(t, filepath.Join(ws, "victim"), "status", "--short") // ws's own repository, unless a gitlink landed
 	if b, err := os.ReadFile(marker); err == nil {
 		t.Fatalf("after %s, the host's git ran something planted: %q", after, b)
 	}
@@ -170,6 +178,12 @@ func protectedAttacks(script string) []struct {
 		attack{protocol.ToolMovePath, map[string]any{"source": "evil.sh", "destination": ".git/hooks/post-checkout"}},
 		attack{protocol.ToolMovePath, map[string]any{"source": "evil.sh", "destination": "sub/.git/hooks/post-merge"}},
 		attack{protocol.ToolMovePath, map[string]any{"source": "x/config", "destination": ".git/config", "overwrite": true}},
+		// A gitlink or a commondir points git at another repository's config and hooks (evilrepo's runs the marker).
+		attack{protocol.ToolWriteFile, map[string]any{"path": "victim/.git", "content": "gitdir: ../evilrepo/.git\n"}},
+		attack{protocol.ToolWriteFile, map[string]any{"path": "victim/.GIT", "content": "gitdir: ../evilrepo/.git\n"}},
+		attack{protocol.ToolMovePath, map[string]any{"source": "gitlink.txt", "destination": "victim/.git"}},
+		attack{protocol.ToolWriteFile, map[string]any{"path": "sub/.git/commondir", "content": "../../evilrepo/.git\n"}},
+		attack{protocol.ToolWriteFile, map[string]any{"path": ".git/commondir", "content": "../evilrepo/.git\n"}},
 	)
 	return out
 }
@@ -222,7 +236,14 @@ func TestProtectedFiles(t *testing.T) {
 		}
 		nothingRuns(t, ws, marker, "the ordinary operations")
 
-		// The check can see a planted hook: one the test plants on the host itself runs.
+		// The check can see what it looks for: a gitlink the test writes on the host runs evilrepo's monitor, and a
+		// hook it plants itself runs.
+		must(t, os.WriteFile(filepath.Join(ws, "victim/.git"), []byte("gitdir: ../evilrepo/.git\n"), 0o644))
+		hostGit(t, filepath.Join(ws, "victim"), "status", "--short")
+		if b, err := os.ReadFile(marker); err != nil || !strings.Contains(string(b), "planted") {
+			t.Fatalf("a gitlink planted by the test did not run evilrepo's monitor: %q, %v", b, err)
+		}
+		must(t, os.Remove(marker))
 		must(t, os.WriteFile(filepath.Join(ws, ".git/hooks/post-checkout"), []byte(script), 0o755))
 		hostGit(t, ws, "checkout", "-q", "other")
 		if b, err := os.ReadFile(marker); err != nil || !strings.Contains(string(b), "planted") {
