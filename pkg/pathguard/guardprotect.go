@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -171,10 +172,11 @@ func (c *treeCheck) entry(e *Entry, start string) error {
 	return nil
 }
 
-// refuseProtectedTree walks the folder rel, which is about to be deleted, and refuses when an entry in it is
-// protected. A tree too deep to check whole is refused with the cap that stopped the walk, and instead says what
+// refuseProtectedTree walks the folder rel, which lstat described as fi and is about to be deleted, and refuses
+// when an entry in it is protected. The walk checks that it walks that very folder, and the delete (removeTree)
+// that it deletes it. A tree too deep to check whole is refused with the cap that stopped the walk, and instead says what
 // the client can do. (A move checks its folder in the walk that checks its symlinks: checkMovedLinks.)
-func (g *Guard) refuseProtectedTree(op, rel, instead string) error {
+func (g *Guard) refuseProtectedTree(op, rel string, fi fs.FileInfo, instead string) error {
 	if !g.opts.Protection.active() {
 		return nil
 	}
@@ -183,7 +185,7 @@ func (g *Guard) refuseProtectedTree(op, rel, instead string) error {
 		return err
 	}
 	c := g.newTreeCheck(op, rel, real)
-	err = g.Walk(context.Background(), rel, WalkOptions{Unsorted: true, NoEntryCap: true}, func(e *Entry) error {
+	err = g.Walk(context.Background(), rel, WalkOptions{Unsorted: true, NoEntryCap: true, start: fi}, func(e *Entry) error {
 		return c.entry(e, rel)
 	})
 	if isCap(err) {
@@ -277,6 +279,89 @@ func (g *Guard) refuseGitlink(op, rel string, names ...string) error {
 			e.Detail = "a file or symlink named .git (a gitlink, \"gitdir: PATH\") makes git use PATH's hooks and config, so only a folder may be named .git; " + e.Detail
 			return e
 		}
+	}
+	return nil
+}
+
+// removeChecked deletes the entry rel (not a folder with entries: the recursive delete has removeTree), which lstat
+// described as fi, from a handle of its real folder opened by openReal, and only if the name still holds that
+// entry: a folder on the way swapped for a symlink to .git since the check makes the delete fail, not delete
+// .git/config.
+func (g *Guard) removeChecked(rel string, fi fs.FileInfo) error {
+	real, err := g.entryPath("delete", rel)
+	if err != nil {
+		return err
+	}
+	if err := g.refuseProtected("delete", rel, real); err != nil {
+		return err
+	}
+	dir, done, err := g.openReal("delete", rel, path.Dir(real))
+	if err != nil {
+		return err
+	}
+	defer done()
+	if now, err := dir.Lstat(path.Base(real)); err != nil || !os.SameFile(now, fi) {
+		return &Error{Op: "delete", Path: rel, Reason: ReasonChanged, Detail: "it, or a folder on its way, was replaced while it was being deleted; nothing was deleted"}
+	}
+	return dir.Remove(path.Base(real))
+}
+
+// renameChecked moves the entry rs, which lstat described as sfi, to dest (the real path of rd; its folder exists),
+// from handles of both real folders opened by openReal: in one handle when they are one folder, else with
+// renameat(2) between the two (Linux). Afterwards the entry at the destination must be the one that was checked;
+// when something swapped it in between, it is moved back and the move fails. Where there is no renameat between
+// handles and the folders differ, the move names its paths from the workspace, as without protection.
+func (g *Guard) renameChecked(rs, rd, dest string, sfi fs.FileInfo) error {
+	changed := &Error{Op: "move", Path: rs, Reason: ReasonChanged,
+		Detail: "it, or a folder on the way, was replaced while it was being moved; nothing was moved; try again"}
+	sreal, err := g.entryPath("move", rs)
+	if err != nil {
+		return err
+	}
+	dparent, _, err := g.resolve("move", path.Dir(dest))
+	if err != nil {
+		return err
+	}
+	dreal := path.Join(dparent, path.Base(dest))
+	if err := g.refuseProtected("move", rs, sreal); err != nil {
+		return err
+	}
+	if err := g.refuseProtected("move", rd, dreal); err != nil {
+		return err
+	}
+	same := path.Dir(sreal) == dparent
+	if !same && !canRenameAcross {
+		return wrap("move", rs, g.root.Rename(rs, dest))
+	}
+	sdir, sdone, err := g.openReal("move", rs, path.Dir(sreal))
+	if err != nil {
+		return err
+	}
+	defer sdone()
+	ddir := sdir
+	if !same {
+		var ddone func()
+		if ddir, ddone, err = g.openReal("move", rd, dparent); err != nil {
+			return err
+		}
+		defer ddone()
+	}
+	sname, dname := path.Base(sreal), path.Base(dreal)
+	if now, err := sdir.Lstat(sname); err != nil || !os.SameFile(now, sfi) {
+		return changed
+	}
+	move := func(a root, an string, b root, bn string) error {
+		if same {
+			return a.Rename(an, bn)
+		}
+		return renameAcross(a, an, b, bn)
+	}
+	if err := move(sdir, sname, ddir, dname); err != nil {
+		return wrap("move", rs, err)
+	}
+	if now, err := ddir.Lstat(dname); err != nil || !os.SameFile(now, sfi) {
+		_ = move(ddir, dname, sdir, sname)
+		return changed
 	}
 	return nil
 }

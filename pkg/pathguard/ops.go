@@ -364,7 +364,7 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 	}
 	if fi.IsDir() && recursive {
 		// Nothing is deleted unless nothing in the folder is protected: walk it first.
-		if err := g.refuseProtectedTree("delete", rel, "delete it with a command, or its contents in parts"); err != nil {
+		if err := g.refuseProtectedTree("delete", rel, fi, "delete it with a command, or its contents in parts"); err != nil {
 			return rel, false, err
 		}
 		err := g.removeTree(rel, fi)
@@ -374,7 +374,15 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 		}
 		return rel, true, nil
 	}
-	err = g.root.Remove(rel)
+	if g.opts.Protection.active() {
+		// From a handle of its folder, proved to be the checked one (guardprotect.go).
+		err = g.removeChecked(rel, fi)
+	} else {
+		err = g.root.Remove(rel)
+	}
+	if IsReason(err, ReasonProtected) || IsReason(err, ReasonChanged) {
+		return rel, false, err
+	}
 	if err == nil && fi.Mode().IsRegular() {
 		g.freed(fi)
 	}
@@ -452,8 +460,13 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if err := g.mkdirParents("move", dest); err != nil {
 		return rs, rd, err
 	}
-	if err := g.root.Rename(rs, dest); err != nil {
-		return rs, rd, wrap("move", rs, err)
+	rename := func() error { return wrap("move", rs, g.root.Rename(rs, dest)) }
+	if g.opts.Protection.active() {
+		// From handles of both folders, proved to be the checked ones (guardprotect.go).
+		rename = func() error { return g.renameChecked(rs, rd, dest, sfi) }
+	}
+	if err := rename(); err != nil {
+		return rs, rd, err
 	}
 	// A move renames: it adds no bytes to the workspace, so the disk cap never refuses one.
 	g.freed(replaced)
