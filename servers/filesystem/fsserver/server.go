@@ -174,12 +174,12 @@ func (f *Filesystem) Health() protocol.FilesystemHealth {
 			MaxTreeEntries:      gopts.MaxTreeEntries,
 			MaxWorkspaceBytes:   gopts.MaxWorkspaceBytes,
 		},
-		Protected: ProtectedPatterns(gopts.Protection),
+		Protected: protectedPatterns(gopts.Protection),
 	}
 }
 
-// ProtectedPatterns is p's patterns for a health report: an empty list, never null, when nothing is protected.
-func ProtectedPatterns(p *pathguard.Protection) []string {
+// protectedPatterns is p's patterns for a health report: an empty list, never null, when nothing is protected.
+func protectedPatterns(p *pathguard.Protection) []string {
 	if list := p.Patterns(); list != nil {
 		return list
 	}
