@@ -96,7 +96,7 @@ func protectedTargets() []string {
 		for _, at := range []string{p, "sub/deeper/" + p} {
 			out = append(out, at)
 			switch pat {
-			case ".git/hooks", ".vscode", ".idea", ".cursor", ".claude", ".codex":
+			case ".git/hooks", ".git/modules", ".vscode", ".idea", ".cursor", ".claude", ".codex":
 				out = append(out, at+"/evil")
 			}
 		}

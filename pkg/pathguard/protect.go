@@ -30,6 +30,9 @@ var DefaultProtected = []string{
 	// into any repository is a .git/config and .git/hooks of the writer's choosing.
 	".git/commondir",
 	".git/worktrees/*/commondir",
+	// A submodule's git dir, with its own config and hooks, which git uses in the submodule's folder (sub/.git is
+	// a file, "gitdir: ../.git/modules/sub"). Whole, since module names may hold slashes (.git/modules/a/b/config).
+	".git/modules",
 	".gitmodules",
 	".vscode",
 	".idea",

@@ -76,6 +76,9 @@ func project(t *testing.T, ws string) (marker, script string) {
 	hostGit(t, evil, "init", "-q")
 	hostGit(t, evil, "config", "core.fsmonitor", filepath.Join(ws, "evil.sh"))
 	files(t, ws, map[string]string{"victim/README": "not a repository\n", "gitlink.txt": "gitdir: ../evilrepo/.git\n"})
+	// A submodule's layout: lib/.git is a gitlink to .git/modules/lib, whose config and hooks git uses in lib.
+	must(t, os.MkdirAll(filepath.Join(ws, ".git/modules"), 0o755))
+	hostGit(t, ws, "init", "-q", "--separate-git-dir", filepath.Join(ws, ".git/modules/lib"), filepath.Join(ws, "lib"))
 	return marker, script
 }
 
@@ -89,6 +92,7 @@ func nothingRuns(t *testing.T, ws, marker, after string) {
 		hostGit(t, repo, "checkout", "-q", "main")
 	}
 	hostGit(t, filepath.Join(ws, "victim"), "status", "--short") // ws's own repository, unless a gitlink landed
+	hostGit(t, filepath.Join(ws, "lib"), "status", "--short")    // the submodule's, from .git/modules/lib
 	if b, err := os.ReadFile(marker); err == nil {
 		t.Fatalf("after %s, the host's git ran something planted: %q", after, b)
 	}
@@ -184,6 +188,12 @@ func protectedAttacks(script string) []struct {
 		attack{protocol.ToolMovePath, map[string]any{"source": "gitlink.txt", "destination": "victim/.git"}},
 		attack{protocol.ToolWriteFile, map[string]any{"path": "sub/.git/commondir", "content": "../../evilrepo/.git\n"}},
 		attack{protocol.ToolWriteFile, map[string]any{"path": ".git/commondir", "content": "../evilrepo/.git\n"}},
+		// The submodule's own config and hooks, and its gitlink pointed elsewhere.
+		attack{protocol.ToolWriteFile, map[string]any{"path": ".git/modules/lib/config", "content": "[core]\n\tfsmonitor = ../evil.sh\n"}},
+		attack{protocol.ToolEditFile, map[string]any{"path": ".git/modules/lib/config", "old_text": "[core]", "new_text": "[core]\n\thooksPath = ../../../x/hooks"}},
+		attack{protocol.ToolWriteFile, map[string]any{"path": ".git/modules/lib/hooks/post-checkout", "content": script}},
+		attack{protocol.ToolWriteFile, map[string]any{"path": "lib/.git", "content": "gitdir: ../evilrepo/.git\n"}},
+		attack{protocol.ToolDeletePath, map[string]any{"path": ".git/modules", "recursive": true}},
 	)
 	return out
 }
