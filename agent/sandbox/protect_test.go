@@ -36,8 +36,8 @@ func TestLocalProtection(t *testing.T) {
 			defer local.Close()
 			h := local.Health()
 			fs, ex := h["filesystem"].(protocol.FilesystemHealth), h["executor"].(protocol.ExecutorHealth)
-			if !slices.Equal(fs.Protected, c.want) || !slices.Equal(ex.Protected, c.want) {
-				t.Errorf("health: filesystem %q, executor %q; want %q", fs.Protected, ex.Protected, c.want)
+			if ex.Confinement.Sandbox == nil || !slices.Equal(fs.Protected, c.want) || !slices.Equal(ex.Confinement.Sandbox.Protected, c.want) {
+				t.Errorf("health: filesystem %q, executor %+v; want %q", fs.Protected, ex.Confinement.Sandbox, c.want)
 			}
 			sb, err := sandbox.Connect(ctx, local.Endpoints...)
 			if err != nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // TestProtectFlags: -protect and -unprotect (repeatable or comma-separated) and GOALBOX_EXEC_PROTECT/UNPROTECT
-// adjust the protected project files the executor is configured with, which /healthz lists as data; a bad pattern
+// adjust the protected project files the executor is configured with, which /healthz lists as data (the sandbox
+// policy's protected); a bad pattern
 // is refused at start with exit 2 and what a pattern is.
 func TestProtectFlags(t *testing.T) {
 	ws := t.TempDir()
@@ -54,7 +55,7 @@ func TestProtectFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	if got := ex.Health().Protected; !slices.Equal(got, want) {
+	if got := ex.Health().Confinement.Sandbox.Protected; !slices.Equal(got, want) {
 		t.Errorf("health protected = %q, want %q", got, want)
 	}
 	// No flags: the defaults.

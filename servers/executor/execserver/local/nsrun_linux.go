@@ -225,15 +225,18 @@ const nsPoolSize = 2
 type nsPrepared struct {
 	*nsStarted
 	release func() // removes its cgroups
+	gen     int64  // the backend's protectGen when it was made: an older one misses a read-only mount
 }
 
-// prepareNamespaced makes a sandbox for the next command.
-func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
-	st, err := b.ns.start()
+// prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
+// under way in the background must not see the backend drop a sandbox that failed its probe.
+func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
+	gen := b.protectGen.Load()
+	st, err := ns.start()
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	p := &nsPrepared{nsStarted: st, release: func() {}}
+	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen}
 	if b.pids.atTotal() {
 		p.discard()
 		return nil, errAtTotal
@@ -281,6 +284,11 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 	deadline := time.Now().Add(timeout)
 	for {
 		st, err := b.nsPool.take()
+		if err == nil && st.gen != b.protectGen.Load() {
+			// Made before the holder's latest read-only mount: its namespace lacks it.
+			st.discard()
+			st, err = b.prepareNamespaced(b.ns)
+		}
 		if err == nil || !(errors.Is(err, errAtTotal) || errors.Is(err, syscall.EAGAIN)) {
 			return st, err
 		}
