@@ -19,7 +19,7 @@ package pathguard
 // (TestProtectedHardLink). Deleting or moving a hard link changes only its own name.
 //
 // A write is made from a handle of its folder, opened one name at a time and proved to be the very folder whose
-// path was checked (writeFolder), so a command that swaps a folder on the way for a symlink to .git/hooks between
+// path was checked (writeFolder, resolveOpen), so a command that swaps a folder on the way for a symlink to .git/hooks between
 // the check and the write makes the write fail, not land (TestProtectedWriteSwapRace). Deletes and moves name
 // their paths from the workspace: there such a swap can still steer one operation; see docs/confinement-files.md.
 
@@ -60,11 +60,12 @@ func (g *Guard) refuseProtectedWrite(op, rel string) error {
 	if err := g.refuseProtected(op, rel, rel); err != nil {
 		return err
 	}
-	real, _, err := g.resolve(op, rel)
+	real, _, _, _, release, err := g.resolveOpen(op, rel)
 	if err != nil {
 		// A path that cannot be followed (a loop, a link out) cannot be checked: refuse it, with why.
 		return err
 	}
+	release()
 	return g.refuseProtected(op, rel, real)
 }
 
@@ -85,11 +86,28 @@ func (g *Guard) CheckChange(op, p string) error {
 // entryPath is the real path of the entry rel names, its final symlink not followed: what a delete or a move
 // changes. Folders on the way are followed as the kernel follows them.
 func (g *Guard) entryPath(op, rel string) (string, error) {
-	parent, _, err := g.resolve(op, path.Dir(rel))
+	parent, _, _, _, release, err := g.resolveOpen(op, path.Dir(rel))
 	if err != nil {
 		return "", err
 	}
+	release()
 	return path.Join(parent, path.Base(rel)), nil
+}
+
+// folderOf opens the existing folder dir (a workspace-relative path, followed as the kernel follows it) by
+// resolveOpen: its real path and a handle proved to be that folder. A folder that is not there (any more) is
+// refused as changed: the callers made or saw it a moment ago.
+func (g *Guard) folderOf(op, rel, dir string) (string, root, func(), error) {
+	real, fi, h, hpath, release, err := g.resolveOpen(op, dir)
+	if err != nil {
+		return "", root{}, nil, err
+	}
+	if fi == nil || !fi.IsDir() || hpath != real {
+		release()
+		return "", root{}, nil, &Error{Op: op, Path: rel, Reason: ReasonChanged,
+			Detail: "a folder on its way was replaced while it was in use; nothing was changed; try again"}
+	}
+	return real, h, release, nil
 }
 
 // refuseProtectedEntry refuses a delete or a move of the entry rel (or a move onto it) when it is protected by its
@@ -207,99 +225,39 @@ func (g *Guard) refuseProtectedTree(op, rel string, fi fs.FileInfo, instead stri
 
 // writeFolder is where WriteFile makes its temporary file and renames it to target: a root and the prefix of names
 // in it, and what releases it. With nothing protected that is the workspace and target's folder as a path. With
-// protected files it is a handle of target's folder itself, its real path checked once more now that the folder
-// exists, and opened by openReal so that the handle is the folder at that path: whatever a concurrent command
-// swaps on the way afterwards, the write lands in the folder that was checked, or fails.
+// protected files it is a handle of target's folder itself (folderOf), its real path checked once more now that
+// the folder exists: whatever a concurrent command swaps on the way afterwards, the write lands in the folder that
+// was checked, or fails.
 func (g *Guard) writeFolder(rel, target string) (dir root, prefix string, done func(), err error) {
 	parent := path.Dir(target)
 	if !g.opts.Protection.active() {
 		return g.root, parent, func() {}, nil
 	}
-	real, _, err := g.resolve("write", parent)
+	real, h, release, err := g.folderOf("write", rel, parent)
 	if err != nil {
 		return root{}, "", nil, err
 	}
 	if err := g.refuseProtected("write", rel, path.Join(real, path.Base(target))); err != nil {
+		release()
 		return root{}, "", nil, err
 	}
-	dir, done, err = g.openReal("write", rel, real)
-	return dir, "", done, err
-}
-
-// openReal opens the folder at real, a workspace-relative path with no symlink in it, one name at a time from the
-// workspace's handle, and proves each name is the folder that was looked at: a name swapped for a symlink or for
-// something else between the lstat and the open is refused as changed. A folder has one path, so the handle it
-// returns is the folder that was at real.
-func (g *Guard) openReal(op, rel, real string) (root, func(), error) {
-	cur, owned := g.root, false
-	release := func() {
-		if owned {
-			cur.Close()
-		}
-	}
-	changed := &Error{Op: op, Path: rel, Reason: ReasonChanged,
-		Detail: "a folder on its way was replaced while it was being written; nothing was written; try again"}
-	for _, name := range splitPath(real) {
-		fi, err := cur.Lstat(name)
-		if err != nil {
-			release()
-			return root{}, nil, wrap(op, rel, err)
-		}
-		if !fi.IsDir() {
-			release()
-			return root{}, nil, changed
-		}
-		next, err := cur.OpenRoot(name)
-		if err != nil {
-			release()
-			return root{}, nil, wrap(op, rel, err)
-		}
-		now, err := next.Stat(".")
-		if err != nil || !os.SameFile(fi, now) {
-			next.Close()
-			release()
-			return root{}, nil, changed
-		}
-		release()
-		cur, owned = next, true
-	}
-	return cur, release, nil
-}
-
-// refuseGitlink refuses making or replacing a file or symlink named .git (in any case) at any of names, workspace
-// paths of what the operation creates, shown as rel: see gitlinkPattern.
-func (g *Guard) refuseGitlink(op, rel string, names ...string) error {
-	pattern := g.opts.Protection.gitlinkPattern()
-	if pattern == "" {
-		return nil
-	}
-	for _, n := range names {
-		if strings.EqualFold(path.Base(n), ".git") {
-			e := ProtectedError(op, rel, pattern)
-			e.Detail = "a file or symlink named .git (a gitlink, \"gitdir: PATH\") makes git use PATH's hooks and config, so only a folder may be named .git; " + e.Detail
-			return e
-		}
-	}
-	return nil
+	return h, "", release, nil
 }
 
 // removeChecked deletes the entry rel (not a folder with entries: the recursive delete has removeTree), which lstat
-// described as fi, from a handle of its real folder opened by openReal, and only if the name still holds that
+// described as fi, from a handle of its real folder opened by folderOf, and only if the name still holds that
 // entry: a folder on the way swapped for a symlink to .git since the check makes the delete fail, not delete
 // .git/config.
 func (g *Guard) removeChecked(rel string, fi fs.FileInfo) error {
-	real, err := g.entryPath("delete", rel)
-	if err != nil {
-		return err
-	}
-	if err := g.refuseProtected("delete", rel, real); err != nil {
-		return err
-	}
-	dir, done, err := g.openReal("delete", rel, path.Dir(real))
+	parent, dir, done, err := g.folderOf("delete", rel, path.Dir(rel))
 	if err != nil {
 		return err
 	}
 	defer done()
+	real := path.Join(parent, path.Base(rel))
+	if err := g.refuseProtected("delete", rel, real); err != nil {
+		return err
+	}
 	if now, err := dir.Lstat(path.Base(real)); err != nil || !os.SameFile(now, fi) {
 		return &Error{Op: "delete", Path: rel, Reason: ReasonChanged, Detail: "it, or a folder on its way, was replaced while it was being deleted; nothing was deleted"}
 	}
@@ -307,44 +265,35 @@ func (g *Guard) removeChecked(rel string, fi fs.FileInfo) error {
 }
 
 // renameChecked moves the entry rs, which lstat described as sfi, to dest (the real path of rd; its folder exists),
-// from handles of both real folders opened by openReal: in one handle when they are one folder, else with
+// from handles of both real folders opened by folderOf: in one handle when they are one folder, else with
 // renameat(2) between the two (Linux). Afterwards the entry at the destination must be the one that was checked;
 // when something swapped it in between, it is moved back and the move fails. Where there is no renameat between
 // handles and the folders differ, the move names its paths from the workspace, as without protection.
 func (g *Guard) renameChecked(rs, rd, dest string, sfi fs.FileInfo) error {
 	changed := &Error{Op: "move", Path: rs, Reason: ReasonChanged,
 		Detail: "it, or a folder on the way, was replaced while it was being moved; nothing was moved; try again"}
-	sreal, err := g.entryPath("move", rs)
+	sparent, sdir, sdone, err := g.folderOf("move", rs, path.Dir(rs))
 	if err != nil {
 		return err
 	}
-	dparent, _, err := g.resolve("move", path.Dir(dest))
+	defer sdone()
+	dparent, ddir, ddone, err := g.folderOf("move", rd, path.Dir(dest))
 	if err != nil {
 		return err
 	}
-	dreal := path.Join(dparent, path.Base(dest))
+	defer ddone()
+	sreal, dreal := path.Join(sparent, path.Base(rs)), path.Join(dparent, path.Base(dest))
 	if err := g.refuseProtected("move", rs, sreal); err != nil {
 		return err
 	}
 	if err := g.refuseProtected("move", rd, dreal); err != nil {
 		return err
 	}
-	same := path.Dir(sreal) == dparent
-	if !same && !canRenameAcross {
+	same := sparent == dparent
+	if same {
+		ddir = sdir
+	} else if !canRenameAcross {
 		return wrap("move", rs, g.root.Rename(rs, dest))
-	}
-	sdir, sdone, err := g.openReal("move", rs, path.Dir(sreal))
-	if err != nil {
-		return err
-	}
-	defer sdone()
-	ddir := sdir
-	if !same {
-		var ddone func()
-		if ddir, ddone, err = g.openReal("move", rd, dparent); err != nil {
-			return err
-		}
-		defer ddone()
 	}
 	sname, dname := path.Base(sreal), path.Base(dreal)
 	if now, err := sdir.Lstat(sname); err != nil || !os.SameFile(now, sfi) {
@@ -362,6 +311,23 @@ func (g *Guard) renameChecked(rs, rd, dest string, sfi fs.FileInfo) error {
 	if now, err := ddir.Lstat(dname); err != nil || !os.SameFile(now, sfi) {
 		_ = move(ddir, dname, sdir, sname)
 		return changed
+	}
+	return nil
+}
+
+// refuseGitlink refuses making or replacing a file or symlink named .git (in any case) at any of names, workspace
+// paths of what the operation creates, shown as rel: see gitlinkPattern.
+func (g *Guard) refuseGitlink(op, rel string, names ...string) error {
+	pattern := g.opts.Protection.gitlinkPattern()
+	if pattern == "" {
+		return nil
+	}
+	for _, n := range names {
+		if strings.EqualFold(path.Base(n), ".git") {
+			e := ProtectedError(op, rel, pattern)
+			e.Detail = "a file or symlink named .git (a gitlink, \"gitdir: PATH\") makes git use PATH's hooks and config, so only a folder may be named .git; " + e.Detail
+			return e
+		}
 	}
 	return nil
 }

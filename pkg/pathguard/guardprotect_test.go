@@ -1,6 +1,7 @@
 package pathguard
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -550,4 +551,81 @@ func diffKeys(a, b map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// TestResolveOpenMatchesResolve: resolveOpen, which resolve and the protected operations use, follows every path as
+// the reference implementation by paths (and os.Root) does — the same real path, the same "missing" tail, the same refusals — over the escape corpus's
+// links and more, and ends on a handle of the folder it names.
+func TestResolveOpenMatchesResolve(t *testing.T) {
+	f := newFixture(t)
+	plantLinks(t, f)
+	f.link(t, "sub", "d1")
+	f.link(t, "d1/deep", "d2")
+	f.link(t, "../sub/deep", "sub/deep/back")
+	f.link(t, "d2/../inner.txt", "via")
+	for _, p := range []string{".", "file.txt", "sub", "sub/deep", "sub/deep/x.txt", "missing", "missing/a/b", "sub/missing",
+		"d1", "d1/inner.txt", "d2", "d2/x.txt", "d2/../inner.txt", "via", "sub/deep/back/back/x.txt", "sub/up", "sub/deep/up2",
+		"chain1", "chain2", "loop1", "out_file", "out_dir", "out_dir/x", "out_abs", "root_link", "dangling_out",
+		"dangling_dir_out", "evil", "self", "self/self/file.txt", "self/sub/up", "ws_abs_link", "file.txt/x", "missing/../x",
+		"sub/chain3", "d1/chain3"} {
+		wr, wfi, werr := f.g.resolveByPath("t", p)
+		gr, gfi, _, hp, release, gerr := f.g.resolveOpen("t", p)
+		if (werr == nil) != (gerr == nil) || (werr != nil && reasonOf(werr) != reasonOf(gerr)) {
+			t.Errorf("%s: resolve error %v, resolveOpen error %v", p, werr, gerr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		release()
+		if wr != gr || (wfi == nil) != (gfi == nil) || (wfi != nil && !os.SameFile(wfi, gfi)) {
+			t.Errorf("%s: resolve %q (%v), resolveOpen %q (%v)", p, wr, wfi != nil, gr, gfi != nil)
+		}
+		if gfi != nil && gfi.IsDir() && hp != gr {
+			t.Errorf("%s: the handle is of %q, not of the folder %q", p, hp, gr)
+		}
+	}
+}
+
+func reasonOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return err.Error()
+}
+
+// TestProtectedDeepPathCost: with protection the checks of a write, a delete and a move cost a few lookups per name
+// of the path, as os.Root's own resolution does, not the sum of the depths of its prefixes (a write 2,000 folders
+// down resolved four million names, 25 s, with resolve).
+func TestProtectedDeepPathCost(t *testing.T) {
+	f := protectedGuard(t, nil)
+	const depth = 2000
+	dir := strings.TrimSuffix(strings.Repeat("d/", depth), "/")
+	if _, err := f.g.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		op   func() error
+	}{
+		{"write", func() error { _, _, err := f.g.WriteFile(dir+"/f.txt", []byte("x")); return err }},
+		{"move", func() error { _, _, err := f.g.Rename(dir+"/f.txt", dir+"/g.txt", false); return err }},
+		{"delete", func() error { _, _, err := f.g.Remove(dir+"/g.txt", false); return err }},
+		{"refused write", func() error {
+			_, _, err := f.g.WriteFile(dir+"/.git/hooks/x", []byte("x"))
+			if IsReason(err, ReasonProtected) {
+				return nil
+			}
+			return err
+		}},
+	} {
+		before := f.g.ResolvedNames()
+		if err := c.op(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cost := f.g.ResolvedNames() - before; cost > 30*depth {
+			t.Errorf("%s %d folders down resolved %d names", c.name, depth, cost)
+		}
+	}
 }
