@@ -100,6 +100,7 @@ func newDockerTestBackend(t testing.TB, mutate func(*Config)) (*dockerBackend, s
 		WorkspaceHostDir: ws,
 		CacheHostDir:     "-",
 		Logger:           slog.New(slog.DiscardHandler),
+		stateBase:        t.TempDir(),
 	}
 	if mutate != nil {
 		mutate(&cfg)
