@@ -127,15 +127,15 @@ type dockerBackend struct {
 	namePref  string
 	log       *slog.Logger
 	tmpfsOpts string
-	ctlRoot   string    // host folder (0700) holding the per-container control folders
-	stateDir  string    // the instance's state folder (lock, control folders), checked by openSafeDir
+	ctlRoot   string // host folder (0700) holding the per-container control folders
+	stateDir  string // the instance's state folder (lock, control folders), checked by openSafeDir
 	lock      *instanceLock
 	cacheDir  string // the cache folder mounted at /cache, "" when off
 	wsFD      int    // the workspace, for the descriptor-relative checks of protected paths (-1 when not open)
 	seccomp   string // the security option carrying the profile, "" for the Engine's default
 	disk      *diskcap.Meter
-	slots     chan struct{} // a token per container running; nil: no total cap
-	pool      *warmPool     // nil without a warm pool
+	slots     chan struct{}              // a token per container running; nil: no total cap
+	pool      *warmPool                  // nil without a warm pool
 	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
 	net       networkHolder
 	closeOnce sync.Once
@@ -344,7 +344,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 // server or of another live one: they are a dead executor's.
 func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
+		All: true,
 		Filters: make(client.Filters).Add("label", labelExecutor+"=1", labelInstance+"="+b.cfg.Instance,
 			labelOwner+"="+strconv.Itoa(os.Geteuid())),
 	})

@@ -157,7 +157,7 @@ func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, pro
 
 // give writes the command's files and releases the launcher.
 func (p *prepared) give(spec commandSpec) error {
-	deadline := int64((spec.timeout+watchdogGrace+time.Second-1)/time.Second)
+	deadline := int64((spec.timeout + watchdogGrace + time.Second - 1) / time.Second)
 	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n", "deadline": strconv.FormatInt(deadline, 10) + "\n"}
 	if !spec.streamStdin {
 		files["stdin"] = spec.stdin
@@ -242,13 +242,13 @@ func (b *dockerBackend) containerConfig() *container.Config {
 	}
 	// No Hostname: Docker refuses one with a joined network namespace; the network holder's ("sandbox") is used.
 	return &container.Config{
-		Image:        b.cfg.Image,
-		Entrypoint:   []string{"sh", "-c", launcher},
-		Cmd:          []string{},
-		User:         fmt.Sprintf("%d:%d", b.uid, b.gid),
-		WorkingDir:   containerWorkspace,
-		Env:          env,
-		Labels:       b.labels,
+		Image:      b.cfg.Image,
+		Entrypoint: []string{"sh", "-c", launcher},
+		Cmd:        []string{},
+		User:       fmt.Sprintf("%d:%d", b.uid, b.gid),
+		WorkingDir: containerWorkspace,
+		Env:        env,
+		Labels:     b.labels,
 		// The image's HEALTHCHECK (the executor image has one) would run a foreign process in the command's PID
 		// namespace every few seconds, which the command could see and answer.
 		Healthcheck:  noHealthcheck,

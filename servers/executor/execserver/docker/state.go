@@ -100,7 +100,7 @@ func (b *dockerBackend) prepareCache(dir string) error {
 }
 
 // slotWait is how long a command waits for the total caps to let its container start.
-const slotWait = 30 * time.Second
+var slotWait = 30 * time.Second
 
 // setSlots sizes the total cap: as many containers as fit, by their limits, in TotalMemory and TotalPIDs.
 func (b *dockerBackend) setSlots(ctx context.Context) error {
