@@ -371,18 +371,20 @@ func TestDockerFilesBelongToWorkspaceOwner(t *testing.T) {
 }
 
 // TestDockerLeftoversRemovedAtStart plays a crashed server: containers with the instance's labels, one running and
-// one exited, are gone once a new backend of the same instance starts; another instance's container is kept.
+// one exited, are gone once a new backend of the same instance starts, and so are its control folders; another
+// instance's container and state, and another server user's container of the same instance, are kept.
 func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	cli := dockerRequire(t)
 	ws := dockerWorkspace(t)
 	ctx := context.Background()
 	instance := fmt.Sprintf("leftover-test-%d", time.Now().UnixNano())
 	other := instance + "-other"
-	mk := func(inst string, start bool) string {
+	me := strconv.Itoa(os.Geteuid())
+	mk := func(inst, owner string, start bool) string {
 		t.Helper()
 		c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Config: &container.Config{Image: dockerTestImage(), Cmd: []string{"sleep", "300"},
-				Labels: map[string]string{labelExecutor: "1", labelInstance: inst}},
+				Labels: map[string]string{labelExecutor: "1", labelInstance: inst, labelOwner: owner}},
 			HostConfig: &container.HostConfig{NetworkMode: "none"},
 		})
 		if err != nil {
@@ -398,20 +400,20 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 		}
 		return c.ID
 	}
-	running, created, kept := mk(instance, true), mk(instance, false), mk(other, true)
+	running, created := mk(instance, me, true), mk(instance, me, false)
+	kept, otherUser := mk(other, me, true), mk(instance, "4243", true)
 	// A crashed server's control folder, and another instance's.
-	staleCtl, err := os.MkdirTemp("", "goalbox-docker-"+instance+"=")
-	if err != nil {
-		t.Fatal(err)
+	state := t.TempDir()
+	staleCtl := filepath.Join(state, instance, "ctl", "c-stale")
+	otherCtl := filepath.Join(state, other, "ctl", "c-other")
+	for _, d := range []string{staleCtl, otherCtl} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	otherCtl, err := os.MkdirTemp("", "goalbox-docker-"+other+"=")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(staleCtl); os.RemoveAll(otherCtl) })
 
 	b, err := New(ctx, Config{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-",
-		Instance: instance, Logger: slog.New(slog.DiscardHandler)})
+		Instance: instance, Logger: slog.New(slog.DiscardHandler), stateBase: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,8 +423,10 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 			t.Errorf("leftover container %.12s still exists", id)
 		}
 	}
-	if _, err := cli.ContainerInspect(ctx, kept, client.ContainerInspectOptions{}); err != nil {
-		t.Errorf("another instance's container was removed: %v", err)
+	for _, id := range []string{kept, otherUser} {
+		if _, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err != nil {
+			t.Errorf("another instance's or user's container was removed: %v", err)
+		}
 	}
 	if _, err := os.Stat(staleCtl); !os.IsNotExist(err) {
 		t.Errorf("leftover control folder still exists: %v", err)
