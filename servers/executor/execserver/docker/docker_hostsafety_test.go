@@ -454,3 +454,52 @@ func TestDockerNoHealthcheck(t *testing.T) {
 		return err == nil && insp.Container.State.Health != nil && len(insp.Container.State.Health.Log) > 0
 	})
 }
+
+// TestDockerMountinfo (item 11): the only host paths a command finds in /proc/self/mountinfo are the workspace's
+// own, the instance's state and cache folders, and Docker's own storage. Positive control: the same command sees
+// the workspace's path there (so the check reads what it means to).
+func TestDockerMountinfo(t *testing.T) {
+	cache := t.TempDir()
+	b, ws := newDockerTestBackend(t, func(c *Config) { c.CacheHostDir = cache })
+	code, out := dockerRun(t, b, execserver.Request{Command: "cat /proc/self/mountinfo"})
+	if code != 0 {
+		t.Fatalf("%d %s", code, out)
+	}
+	allowed := []string{ws, b.stateDir + "/", b.cacheDir, "/var/lib/docker/", "/docker/"}
+	sawWorkspace := false
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// The root of the mount in its filesystem, then the super options' paths (overlay's lowerdir...).
+		paths := []string{f[3]}
+		if i := strings.Index(line, " - "); i >= 0 {
+			for _, opt := range strings.FieldsFunc(line[i:], func(r rune) bool { return r == ',' || r == ':' || r == '=' || r == ' ' }) {
+				if strings.HasPrefix(opt, "/") {
+					paths = append(paths, opt)
+				}
+			}
+		}
+		for _, p := range paths {
+			if p == "/" || strings.HasPrefix(p, "/dev/") || !strings.Contains(p[1:], "/") && !strings.HasPrefix(p, "/tmp") && !strings.HasPrefix(p, "/home") {
+				continue // a filesystem's root, a device, or a single name in procfs/sysfs (/bus, /null)
+			}
+			if p == ws {
+				sawWorkspace = true
+			}
+			ok := false
+			for _, a := range allowed {
+				if p == a || strings.HasPrefix(p, strings.TrimSuffix(a, "/")+"/") {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("mountinfo names the host path %s:\n%s", p, line)
+			}
+		}
+	}
+	if !sawWorkspace {
+		t.Errorf("positive control: the workspace's path %s is not in mountinfo:\n%s", ws, out)
+	}
+}
