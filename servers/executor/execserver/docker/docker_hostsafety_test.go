@@ -267,7 +267,7 @@ func TestDockerCacheKeyedByWorkspace(t *testing.T) {
 }
 
 // TestDockerSeccomp (items 2 and 10): no set-user-id or set-group-id bits by any call that sets a mode, no
-// io_uring, no AF_VSOCK. Positive controls: the same chmod works on the host, a plain chmod works in the
+// io_uring, no AF_VSOCK, no x32 system call (the process is killed: the profile admits no foreign ABI). Positive controls: the same chmod works on the host, a plain chmod works in the
 // container, and io_uring and vsock work in a plain container with the Engine's default profile.
 func TestDockerSeccomp(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
@@ -289,7 +289,7 @@ $fifo = "fifo"; r("mknodsgid", syscall(259, -100, $fifo, 010000 | 02644, 0));
 r("io_uring", syscall(425, 1, 0));
 r("vsock", syscall(41, 40, 1, 0));
 r("unix", syscall(41, 1, 1, 0));
-'; stat -c %a probe new-plain; ls new-suid 2>&1 | head -1`
+'; perl -e 'syscall(0x40000000 | 39)' 2>/dev/null; echo "x32=$?"; stat -c %a probe new-plain; ls new-suid 2>&1 | head -1`
 	code, out := dockerRun(t, b, execserver.Request{Command: probe})
 	if code != 0 {
 		t.Fatalf("probe failed: %d %s", code, out)
@@ -298,7 +298,7 @@ r("unix", syscall(41, 1, 1, 0));
 		"chmod4755=err:1\n", "chmod2755=err:1\n", "chmod0755=ok\n",
 		"fchmodat2=err:", // ENOSYS (38) or EPERM (1), either refuses
 		"creat4755=err:1\n", "openplain=ok\n", "mknodsgid=err:1\n",
-		"io_uring=err:38\n", "vsock=err:", "unix=ok\n", "755\n644\n",
+		"io_uring=err:38\n", "vsock=err:", "unix=ok\n", "x32=159\n", "755\n644\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inside the container: want %q in\n%s", want, out)
@@ -326,7 +326,7 @@ r("unix", syscall(41, 1, 1, 0));
 	ctx := context.Background()
 	plain, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{Image: dockerTestImage(), User: fmt.Sprintf("%d:%d", b.uid, b.gid),
-			Cmd: []string{"perl", "-e", `print syscall(425, 1, 0) >= 0 ? "ok" : $!+0, " ", syscall(41, 40, 1, 0) >= 0 ? "ok" : $!+0, "\n"`}},
+			Cmd: []string{"perl", "-e", `print syscall(425, 1, 0) >= 0 ? "ok" : $!+0, " ", syscall(41, 40, 1, 0) >= 0 ? "ok" : $!+0, " x32:", syscall(0x40000000 | 39) >= 0 ? "ok" : $!+0, "\n"`}},
 		HostConfig: &container.HostConfig{NetworkMode: "none", CapDrop: []string{"ALL"}},
 	})
 	if err != nil {
@@ -352,8 +352,13 @@ r("unix", syscall(41, 1, 1, 0));
 	}
 	// io_uring_setup(1, NULL) gets EFAULT (14) from the kernel once the filter lets it through; vsock a socket or
 	// EAFNOSUPPORT (97) where the kernel has no vsock.
-	// (A newer Engine's default refuses both; then this control cannot be made and says so.)
+	// (A newer Engine's default refuses both; then this control cannot be made and says so.) The x32 getpid gets
+	// past the default profile (ENOSYS where the kernel has x32 off, as here, or a pid), where ours kills the
+	// process (SIGSYS: 128+31).
 	got := ctl.String()
+	if !strings.Contains(got, " x32:38") && !strings.Contains(got, " x32:ok") {
+		t.Errorf("positive control: with the Engine's default profile an x32 getpid gave %q", got)
+	}
 	if !strings.Contains(got, "14 ok") && !strings.Contains(got, "14 97") {
 		t.Errorf("positive control: with the Engine's default profile io_uring_setup and socket(AF_VSOCK) gave %q, want 14 (EFAULT: not filtered) and ok", got)
 	}
