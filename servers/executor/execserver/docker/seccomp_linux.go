@@ -19,7 +19,6 @@ package docker
 
 import (
 	"encoding/json"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -69,11 +68,10 @@ func seccompProfile() (string, error) {
 
 func buildSeccompProfile() *seccomp.Seccomp {
 	p := seccomp.DefaultProfile()
-	native := specs.ArchX86_64
-	if runtime.GOARCH == "arm64" {
-		native = specs.ArchAARCH64
-	}
-	p.ArchMap = []seccomp.Architecture{{Arch: native}}
+	// The two 64-bit architectures Docker hosts run, with none of their 32-bit or x32 sub-architectures: a call
+	// through a foreign ABI matches no architecture of the filter and is refused. Both are named, not just the
+	// server's, so that deploy/seccomp.json serves an arm64 Mac's compose stack as well as an x86-64 host's.
+	p.ArchMap = []seccomp.Architecture{{Arch: specs.ArchX86_64}, {Arch: specs.ArchAARCH64}}
 	drop := []string{"socketcall"}
 	drop = append(drop, refused...)
 	for _, m := range modeCalls {
@@ -115,3 +113,13 @@ func buildSeccompProfile() *seccomp.Seccomp {
 // seccompText is what Confinement reports of the profile.
 const seccompText = "the backend's own: the Engine's default allow-list (github.com/moby/profiles/seccomp) without " +
 	"set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs"
+
+// SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's containers
+// (TestSeccompProfileFile keeps the file current).
+func SeccompProfileJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(buildSeccompProfile(), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
