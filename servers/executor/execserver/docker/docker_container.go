@@ -39,7 +39,8 @@ import (
 // watchdogGrace, so that Run's own kill normally comes first): at the deadline timeout kills the shell, the
 // launcher exits, and with it everything in the container. A command that kills timeout itself (kill -9 -1 reaches
 // it: same user, same namespace) ends its own shell's parent, and the launcher exits all the same. An image without
-// timeout(1) runs the command without the watchdog (debian, alpine and busybox images all have one).
+// a timeout(1) that takes "-s SIGNAL SECONDS" (busybox before 1.30 wanted -t) runs the command without the
+// watchdog rather than not at all; the probe costs one exec of true. Debian, current Alpine and busybox have one.
 const (
 	containerControl = "/run/goalbox"
 	launcher         = `read -r _ || exit 0
@@ -50,7 +51,7 @@ if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/s
 if [ -p ` + containerControl + `/terminate ]; then
 	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
 fi
-if command -v timeout >/dev/null 2>&1; then timeout -s KILL "$t" sh -c "$c"; else sh -c "$c"; fi
+if timeout -s KILL 5 true 2>/dev/null; then timeout -s KILL "$t" sh -c "$c"; else sh -c "$c"; fi
 exit $?`
 )
 

@@ -533,13 +533,37 @@ func TestDockerGoToolchain(t *testing.T) {
 		}
 		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
 	}
-	// A fixed cache folder, not a fixed instance: a test run beside this one would remove this one's containers.
+	// A fixed workspace folder, cache and instance: the cache is keyed by the workspace's identity, so only a
+	// workspace that stays the same folder from run to run keeps its compiled standard library. Its contents are
+	// made afresh. Another run of this test at the same time holds the instance's lock: this one then skips.
 	base, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(base, "goalbox", "docker-cache", "go-toolchain-test")
-	b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img; c.CacheHostDir = cache })
+	fixed := filepath.Join(base, "goalbox", "docker-test", "go-toolchain")
+	ws := filepath.Join(fixed, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(ws, e.Name()))
+	}
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	if os.Getuid() == 0 {
+		os.Chown(ws, dockerTestUID, dockerTestUID)
+		os.Chown(filepath.Join(ws, "sub"), dockerTestUID, dockerTestUID)
+	}
+	nb, err := New(context.Background(), Config{Image: img, WorkspaceHostDir: ws, Instance: "go-toolchain-test",
+		CacheHostDir: filepath.Join(fixed, "cache"), stateBase: filepath.Join(fixed, "state"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil && strings.Contains(err.Error(), "already serves instance") {
+		t.Skipf("another run of this test holds its workspace: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := nb.(*dockerBackend)
+	t.Cleanup(func() { b.Close() })
 	files := map[string]string{
 		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
 		"sum.go":      "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",

@@ -66,7 +66,7 @@ func (b *dockerBackend) prepareCache(dir string) error {
 	if err != nil {
 		return fmt.Errorf("docker backend: workspace: %w", err)
 	}
-	key, err := workspaceIdentity(fi, b.uid, b.gid)
+	key, err := workspaceIdentity(b.cfg.WorkspaceHostDir, fi, b.uid, b.gid)
 	if err != nil {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}

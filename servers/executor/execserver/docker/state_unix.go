@@ -75,17 +75,22 @@ func (l *instanceLock) release() error {
 	return l.f.Close()
 }
 
-// workspaceIdentity is the key of a workspace's cache: its device and inode, and the user commands run as (by
-// default its owner). A workspace deleted and
+// workspaceIdentity is the key of a workspace's cache: its device, inode and birth time, and the user commands run
+// as (by default its owner). A workspace deleted and
 // made again at the same path (by someone else, perhaps) has another identity, so it never inherits the old one's
 // cache; the old cache is removed at the next start (removeStaleCaches).
-func workspaceIdentity(fi os.FileInfo, uid, gid int) (string, error) {
+func workspaceIdentity(path string, fi os.FileInfo, uid, gid int) (string, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return "", errors.New("no device and inode for the workspace")
 	}
-	return "cache-" + strconv.FormatUint(uint64(st.Dev), 10) + "." + strconv.FormatUint(uint64(st.Ino), 10) + "-" +
-		strconv.Itoa(uid) + "." + strconv.Itoa(gid), nil
+	id := "cache-" + strconv.FormatUint(uint64(st.Dev), 10) + "." + strconv.FormatUint(uint64(st.Ino), 10)
+	// A folder removed and made again at once often gets the freed inode back (ext4 does): its birth time tells
+	// the two apart where the filesystem keeps one.
+	if b := birthTime(path); b != "" {
+		id += "." + b
+	}
+	return id + "-" + strconv.Itoa(uid) + "." + strconv.Itoa(gid), nil
 }
 
 // openWorkspaceFD opens the workspace for the descriptor-relative checks of protected paths (protect_unix.go).

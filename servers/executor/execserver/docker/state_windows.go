@@ -57,7 +57,7 @@ func (l *instanceLock) release() error {
 }
 
 // workspaceIdentity on Windows: no inode; the path and the file's creation are what is at hand.
-func workspaceIdentity(fi os.FileInfo, uid, gid int) (string, error) {
+func workspaceIdentity(path string, fi os.FileInfo, uid, gid int) (string, error) {
 	sum := sha256.Sum256([]byte(fi.Name() + fi.ModTime().String()))
 	return "cache-" + hex.EncodeToString(sum[:8]), nil
 }
