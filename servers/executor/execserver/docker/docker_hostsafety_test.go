@@ -286,6 +286,9 @@ func TestDockerSeccomp(t *testing.T) {
 	}
 	cli := dockerRequire(t)
 	b, ws := newDockerTestBackend(t, nil)
+	if _, out := dockerRun(t, b, execserver.Request{Command: "command -v perl || true"}); out == "" {
+		t.Skip("the probe is written in perl, which the test image does not have (debian:bookworm-slim has)")
+	}
 	// perl is in debian:bookworm-slim; each line prints the call's result and errno.
 	const probe = `perl -e '
 $f = "probe"; open(my $h, ">", $f); close $h;
