@@ -137,6 +137,7 @@ type dockerBackend struct {
 	slots     chan struct{}              // a token per container running; nil: no total cap
 	pool      *warmPool                  // nil without a warm pool
 	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
+	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
 	net       networkHolder
 	closeOnce sync.Once
 	closeErr  error

@@ -380,7 +380,7 @@ r("unix", syscall(41, 1, 1, 0));
 
 // TestDockerModeSweep (item 2): what a command leaves world-writable, or set-user-id where the profile could not
 // stop it (planted here from the host, as an archive extracted by an older daemon would), is cleared after the
-// command; a symlink in the workspace to a file outside is not followed.
+// command, and while a long process runs; a symlink in the workspace to a file outside is not followed.
 func TestDockerModeSweep(t *testing.T) {
 	b, ws := newDockerTestBackend(t, nil)
 	outside := filepath.Join(t.TempDir(), "outside")
@@ -415,6 +415,27 @@ func TestDockerModeSweep(t *testing.T) {
 	}
 	if fi, _ := os.Stat(outside); fi.Mode()&^os.ModeType != 0o777|os.ModeSetuid {
 		t.Errorf("the sweep followed a symlink out of the workspace: %s is now %v", outside, fi.Mode())
+	}
+
+	// A long process: its chmod is cleared while it runs, within a sweep period. Positive control: the process
+	// itself saw the mode it set.
+	old := sweepEvery
+	sweepEvery = 500 * time.Millisecond
+	t.Cleanup(func() { sweepEvery = old })
+	done := runInBackground(t, context.Background(), b, execserver.Request{Command: "chmod 0777 sub && stat -c %a sub > seen && sleep 30",
+		Dir: ".", Timeout: time.Minute})
+	dockerWaitFor(t, 30*time.Second, "the process to make sub world-writable", func() bool {
+		got, _ := os.ReadFile(filepath.Join(ws, "seen"))
+		return string(got) == "777\n"
+	})
+	dockerWaitFor(t, 10*time.Second, "a sweep while the process runs", func() bool {
+		fi, err := os.Stat(filepath.Join(ws, "sub"))
+		return err == nil && fi.Mode().Perm() == 0o775
+	})
+	select {
+	case r := <-done:
+		t.Fatalf("the process ended before its sweep was seen: %+v", r)
+	default:
 	}
 }
 

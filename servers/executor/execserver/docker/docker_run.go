@@ -44,8 +44,9 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	prot := b.checkProtected(req.Protected)
 	b.lastProt.Store(&prot)
 	// Whatever happens below, the workspace loses the mode bits no command may leave (sweep_unix.go) once the
-	// container is gone (the deferred release below runs first).
-	defer b.sweep(orDiscard(req.Stderr))
+	// container is gone (the deferred release below runs first), and every sweepEvery while it runs.
+	sw := &runSweep{}
+	defer b.sweep(sw, orDiscard(req.Stderr))
 	p, err := b.launch(api, ctx, spec, prot)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return execserver.Result{ExitCode: -1}, nil
@@ -57,6 +58,7 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
 	finished := false
 	defer func() { b.release(p, finished) }()
+	defer b.sweepWhileRunning(sw)()
 
 	e := &execution{b: b, api: api, p: p}
 	stderr := orDiscard(req.Stderr)
@@ -258,8 +260,22 @@ func (b *dockerBackend) diskDirs() []string {
 	return []string{b.cfg.WorkspaceHostDir, b.cacheDir}
 }
 
-// sweep clears the mode bits no command may leave in the workspace, and tells the command's reader when it did.
-func (b *dockerBackend) sweep(stderr io.Writer) {
+// sweepEvery is how often the workspace is swept while a command runs: a long process (a dev server) that made
+// the workspace world-writable would otherwise leave it so for as long as it runs.
+var sweepEvery = 5 * time.Second
+
+// runSweep counts what the sweeps during one command cleared.
+type runSweep struct{ fixed atomic.Int64 }
+
+// sweepOnce sweeps the workspace; with wait false it skips when another sweep is under way (one of another
+// command's: they would walk the same tree at the same time).
+func (b *dockerBackend) sweepOnce(sw *runSweep, wait bool) {
+	if wait {
+		b.sweepMu.Lock()
+	} else if !b.sweepMu.TryLock() {
+		return
+	}
+	defer b.sweepMu.Unlock()
 	r, err := sweepModes(b.cfg.WorkspaceHostDir)
 	if err != nil {
 		b.log.Warn("docker backend: mode sweep failed", "err", err)
@@ -269,8 +285,34 @@ func (b *dockerBackend) sweep(stderr io.Writer) {
 		b.log.Warn("docker backend: cleared set-user-id, set-group-id or world-write bits in the workspace",
 			"fixed", r.fixed, "failed", r.failed, "too_deep", r.tooDeep)
 	}
-	if r.fixed > 0 {
-		fmt.Fprintf(stderr, "\n[goalbox: cleared set-user-id, set-group-id and world-write bits on %d files or folders in the workspace: another user of the host could use them; they are not allowed]\n", r.fixed)
+	sw.fixed.Add(int64(r.fixed))
+}
+
+// sweepWhileRunning sweeps every sweepEvery until the returned function is called.
+func (b *dockerBackend) sweepWhileRunning(sw *runSweep) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.sweepOnce(sw, false)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// sweep is the last sweep of a command, once its container is gone; it tells the command's reader what the
+// command's sweeps cleared.
+func (b *dockerBackend) sweep(sw *runSweep, stderr io.Writer) {
+	b.sweepOnce(sw, true)
+	if n := sw.fixed.Load(); n > 0 {
+		fmt.Fprintf(stderr, "\n[goalbox: cleared set-user-id, set-group-id and world-write bits on %d files or folders in the workspace: another user of the host could use them; they are not allowed]\n", n)
 	}
 }
 
