@@ -138,6 +138,7 @@ type dockerBackend struct {
 	pool      *warmPool                  // nil without a warm pool
 	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
 	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
+	lastSweep time.Time                  // when the latest sweep began; under sweepMu
 	net       networkHolder
 	closeOnce sync.Once
 	closeErr  error

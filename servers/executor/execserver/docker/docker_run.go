@@ -270,12 +270,20 @@ type runSweep struct{ fixed atomic.Int64 }
 // sweepOnce sweeps the workspace; with wait false it skips when another sweep is under way (one of another
 // command's: they would walk the same tree at the same time).
 func (b *dockerBackend) sweepOnce(sw *runSweep, wait bool) {
+	asked := time.Now()
 	if wait {
 		b.sweepMu.Lock()
+		// A sweep that began after this one was asked for saw everything this command left: commands ending
+		// together share one walk instead of queueing for one each.
+		if b.lastSweep.After(asked) {
+			b.sweepMu.Unlock()
+			return
+		}
 	} else if !b.sweepMu.TryLock() {
 		return
 	}
 	defer b.sweepMu.Unlock()
+	b.lastSweep = time.Now()
 	r, err := sweepModes(b.cfg.WorkspaceHostDir)
 	if err != nil {
 		b.log.Warn("docker backend: mode sweep failed", "err", err)
