@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,7 +69,17 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	if req.StdinStream != nil {
 		e.feedStdin(req.StdinStream)
 	}
-	stopDisk := diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill)
+	watch := diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill)
+	var (
+		diskOnce     sync.Once
+		killed, used = false, int64(0)
+	)
+	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes.
+	stopDisk := func() (bool, int64) {
+		diskOnce.Do(func() { killed, used = watch() })
+		return killed, used
+	}
+	defer stopDisk()
 	res, err := e.wait(ctx, req.Timeout, req.Terminate)
 	if killed, used := stopDisk(); killed {
 		// The copy of the output has ended (wait waits for it), so the note comes last.
