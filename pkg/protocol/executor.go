@@ -26,6 +26,18 @@ type RunCommandOutput struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	StdoutResource  string `json:"stdout_resource,omitempty" jsonschema:"when stdout was truncated: URI of the whole stdout, for resources/read (in pages: ?offset=&length=)"`
 	StderrResource  string `json:"stderr_resource,omitempty" jsonschema:"when stderr was truncated: URI of the whole stderr, for resources/read (in pages: ?offset=&length=)"`
+
+	// With -net-allow: what the egress proxy refused this command, and what it reached.
+	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"host:port the egress proxy refused to this command (not in the executor's -net-allow, or an address never reachable)"`
+	Network       []NetworkHost `json:"network,omitempty" jsonschema:"hosts this command reached through the egress proxy, with bytes"`
+}
+
+// NetworkHost is one host:port a command reached through the egress proxy, and how much went each way.
+type NetworkHost struct {
+	Host          string `json:"host"` // host:port as asked
+	Connections   int    `json:"connections"`
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
 }
 
 // OutputResourceScheme is the URI scheme of the full outputs the executor keeps: OutputResourceScheme + "://" + an
