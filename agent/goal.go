@@ -18,6 +18,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -98,9 +99,18 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal})
+	allow, err := egress.ParseAllowList(o.NetAllow)
 	if err != nil {
 		return nil, "", nil, err
+	}
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal,
+		Commands: local.Config{Network: egress.Config{Allow: allow}}})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if !allow.Empty() && h.Local.Choice.Backend != "local" {
+		h.Close()
+		return nil, "", nil, fmt.Errorf("-net-allow: the %s backend has no egress proxy yet (its commands have network none); use -backend local", h.Local.Choice.Backend)
 	}
 	showProgress(h.Client)
 	c := h.Local.Choice

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -33,7 +35,7 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 	if opts.MemoryLimitMB > 0 {
 		dc.Memory = opts.MemoryLimitMB << 20
 	}
-	return backends.Open(ctx, g.Dir(), backends.Config{
+	b, c, err := backends.Open(ctx, g.Dir(), backends.Config{
 		Backend: opts.Backend,
 		Local: local.Config{
 			CacheDir:          opts.CacheDir,
@@ -44,9 +46,22 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 			TotalMemoryLimit:  opts.TotalMemoryLimitMB << 20,
 			TotalPidsLimit:    opts.TotalPidsLimit,
 			MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
+			Network: egress.Config{Allow: opts.netAllow, MaxConns: opts.NetMaxConns, MaxConnsPerCommand: opts.NetMaxConnsPerCommand,
+				IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger},
 		},
 		Docker:   dc,
 		Logger:   logger,
 		NewLocal: newLocal,
 	})
+	if err == nil && b.Name() != backends.Local && !opts.netAllow.Empty() {
+		b.Close()
+		return nil, c, errNetAllowBackend(b.Name())
+	}
+	return b, c, err
+}
+
+// errNetAllowBackend refuses -net-allow where no egress proxy confines it.
+func errNetAllowBackend(name string) error {
+	return fmt.Errorf("-net-allow: the %s backend has no egress proxy yet (its commands have network none), so the allowed hosts "+
+		"would not be reachable; use -backend local (namespace mode), or leave -net-allow empty", name)
 }

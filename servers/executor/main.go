@@ -23,6 +23,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 )
 
 const envPrefix = "GOALBOX_EXEC_"
@@ -55,6 +56,12 @@ type options struct {
 	DockerUser         string  `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
+	// The network (package execserver/egress): none unless -net-allow names hosts.
+	NetAllow              string        `env:"NET_ALLOW" flag:"net-allow" usage:"comma-separated hosts (registry.npmjs.org), *.domains, either with :port (default ports 80 and 443), and CIDRs (any port) commands may reach through the executor's egress proxy, the only way out; empty: no network (local backend, namespace mode)"`
+	NetMaxConns           int           `env:"NET_MAX_CONNS" flag:"net-max-conns" usage:"with -net-allow: proxy connections of all commands together (default 256)"`
+	NetMaxConnsPerCommand int           `env:"NET_MAX_CONNS_PER_COMMAND" flag:"net-max-conns-per-command" usage:"with -net-allow: proxy connections of one command or process at once (default 64)"`
+	NetIdleTimeout        time.Duration `env:"NET_IDLE_TIMEOUT" flag:"net-idle-timeout" usage:"with -net-allow: a proxy connection idle both ways this long is closed (default 2m)"`
+	NetMaxBytes           int64         `env:"NET_MAX_BYTES" flag:"net-max-bytes" usage:"with -net-allow: bytes one command or process moves through the proxy, both ways (default 4 GiB, -1 for none)"`
 }
 
 func main() {
@@ -108,7 +115,8 @@ func serve(args []string) error {
 // settings are the options checked: what the executor is built from.
 type settings struct {
 	options
-	policy *execserver.Policy
+	policy   *execserver.Policy
+	netAllow *egress.AllowList
 }
 
 // configure reads the settings: the defaults, then the environment, then the flags; and checks the backend's name
@@ -136,6 +144,9 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 	var err error
 	if s.policy, err = execserver.NewPolicy(s.Allow, s.Deny); err != nil {
 		return cfg, s, mcpserve.ConfigError(fmt.Errorf("policy: %w", err))
+	}
+	if s.netAllow, err = egress.ParseAllowList(s.NetAllow); err != nil {
+		return cfg, s, mcpserve.ConfigError(err)
 	}
 	return cfg, s, nil
 }

@@ -153,8 +153,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
-			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; the network is not reachable.",
-			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
 		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
 	}, e.runCommand)
 	e.addProcessTools()
@@ -259,6 +259,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
 	out.Stdout, out.StdoutTruncated = stdout.String()
 	out.Stderr, out.StderrTruncated = stderr.String()
 	logArgs := []any{"exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
@@ -271,6 +272,21 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	e.logger.Debug("command ran", logArgs...)
 	kept.close()
 	return kept.result(out.RunCommandOutput), nil
+}
+
+// networkSentence tells a model what its commands may reach.
+func networkSentence(eg *protocol.EgressHealth) string {
+	if eg == nil {
+		return "the network is not reachable."
+	}
+	ports := make([]string, len(eg.DefaultPorts))
+	for i, p := range eg.DefaultPorts {
+		ports[i] = fmt.Sprint(p)
+	}
+	return fmt.Sprintf("the network is reachable only through the executor's HTTP proxy (HTTP_PROXY and HTTPS_PROXY are set; curl, pip, npm, go, cargo and git use them), "+
+		"and only to these -net-allow entries: %s (a host without :port means ports %s; a CIDR entry admits IP addresses in it). "+
+		"Anything else is refused with a 403 and listed in the result's network_denied; the hosts reached are listed in network.",
+		strings.Join(eg.Allow, ", "), strings.Join(ports, " and "))
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or

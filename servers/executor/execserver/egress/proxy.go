@@ -155,13 +155,6 @@ func (p *Proxy) Health(addr string) *protocol.EgressHealth {
 	}
 }
 
-// Describe is one sentence for a tool description: what a model's commands may reach.
-func (p *Proxy) Describe() string {
-	return fmt.Sprintf("The network is reachable only through the executor's HTTP proxy (HTTP_PROXY and HTTPS_PROXY are set), "+
-		"and only for these -net-allow entries: %s (a host entry without a port opens ports %s); everything else is refused with a 403 "+
-		"and listed in network_denied.", strings.Join(p.cfg.Allow.Entries(), ", "), joinInts(DefaultPorts))
-}
-
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
