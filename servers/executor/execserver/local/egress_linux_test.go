@@ -5,6 +5,8 @@ package local
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,8 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -73,7 +77,20 @@ func goproxy(t testing.TB) http.Handler {
 	})
 }
 
-func newEgressFixture(t *testing.T) *egressFixture {
+// egressSpec is what a copy of the test binary running as an ordinary user needs of the upstreams its root
+// parent made and serves (TestEgressAsOrdinaryUser), as JSON in egressSpecEnv.
+type egressSpec struct {
+	Subnet, HostIP, IP string
+	CAPEM              []byte
+	Hosts              string
+	LoopPort, SelfPort int
+}
+
+// egressSpecEnv names the spec in the ordinary user's run.
+const egressSpecEnv = "GOALBOX_TEST_EGRESS_SPEC"
+
+// newEgressUpstreams starts the upstreams and the host's own servers, and writes the hosts file.
+func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 	t.Helper()
 	up := newUpstream(t, "allowed.test", "other.test")
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, upstreamBody) })
@@ -81,12 +98,12 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	up.serve(t, 443, true, hello)
 	up.serve(t, 8080, false, hello)
 	up.serve(t, 8081, false, goproxy(t))
-	f := &egressFixture{up: up}
+	spec := egressSpec{Subnet: up.subnet, HostIP: up.hostIP, IP: up.ip, CAPEM: up.caPEM, Hosts: filepath.Join(dir, "hosts")}
 	// Servers on addresses of the host itself, reachable from the host: the proxy must refuse names leading there.
 	for _, c := range []struct {
 		ip   string
 		port *int
-	}{{"127.0.0.1", &f.loopPort}, {up.hostIP, &f.selfPort}} {
+	}{{"127.0.0.1", &spec.LoopPort}, {up.hostIP, &spec.SelfPort}} {
 		ln, err := net.Listen("tcp", c.ip+":0")
 		if err != nil {
 			t.Fatal(err)
@@ -96,11 +113,26 @@ func newEgressFixture(t *testing.T) *egressFixture {
 		t.Cleanup(func() { srv.Close() })
 		*c.port = ln.Addr().(*net.TCPAddr).Port
 	}
-	f.hosts = filepath.Join(t.TempDir(), "hosts")
 	hosts := fmt.Sprintf("%s allowed.test other.test gomod.test\n127.0.0.1 loop.test\n169.254.169.254 meta.test\nfd00:ec2::254 meta6.test\n%s self.test\n", up.ip, up.hostIP)
-	if err := os.WriteFile(f.hosts, []byte(hosts), 0o644); err != nil {
+	if err := os.WriteFile(spec.Hosts, []byte(hosts), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return spec
+}
+
+func newEgressFixture(t *testing.T) *egressFixture {
+	t.Helper()
+	var spec egressSpec
+	if js := os.Getenv(egressSpecEnv); js != "" {
+		if err := json.Unmarshal([]byte(js), &spec); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		spec = newEgressUpstreams(t, t.TempDir())
+	}
+	up := &upstream{subnet: spec.Subnet, hostIP: spec.HostIP, ip: spec.IP, caPEM: spec.CAPEM, certPool: x509.NewCertPool()}
+	up.certPool.AppendCertsFromPEM(spec.CAPEM)
+	f := &egressFixture{up: up, hosts: spec.Hosts, loopPort: spec.LoopPort, selfPort: spec.SelfPort}
 	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.subnet)
 	allow, err := egress.ParseAllowList(f.allowList)
 	if err != nil {
@@ -115,6 +147,52 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	}
 	f.srv = sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
 	return f
+}
+
+// TestEgressAsOrdinaryUser runs TestEgressAllowList in a copy of the test binary running as an ordinary user (the
+// namespace mode through a user namespace: the holder's listener is the only way out there too), against
+// upstreams this root test makes and serves.
+func TestEgressAsOrdinaryUser(t *testing.T) {
+	if os.Getenv(egressSpecEnv) != "" || os.Getenv(asUserEnv) != "" {
+		t.Skip("already the ordinary user")
+	}
+	needNetRoot(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const uid = 64011
+	dir, err := os.MkdirTemp("", "goalbox-egress-as-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755)
+	spec := newEgressUpstreams(t, dir)
+	bin := filepath.Join(dir, "execserver.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, home := filepath.Join(dir, "tmp"), filepath.Join(dir, "home")
+	for _, d := range []string{tmp, home} {
+		if err := os.Mkdir(d, 0o700); err != nil || os.Chown(d, uid, uid) != nil {
+			t.Fatal("cannot make the user's folders")
+		}
+	}
+	js, _ := json.Marshal(spec)
+	cmd := exec.CommandContext(t.Context(), bin, "-test.run", "^TestEgressAllowList$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp, egressSpecEnv + "=" + string(js), asUserEnv + "=namespaces", "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	summary := regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): .*$`).FindAllString(string(out), -1)
+	t.Logf("as uid %d:\n%s", uid, strings.Join(summary, "\n"))
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestEgressAllowList ") {
+		t.Fatalf("TestEgressAllowList as an ordinary user: %v\n%s", err, out)
+	}
 }
 
 func (f *egressFixture) run(t *testing.T, command string) protocol.RunCommandOutput {
@@ -193,7 +271,7 @@ func TestEgressAllowList(t *testing.T) {
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("positive control: go mod download on the host: %v\n%s", err, b)
 		}
-		out := f.run(t, "cd $TMPDIR && GOPROXY=http://gomod.test:8081 GOSUMDB=off go mod download -json "+goModule+"@v1.0.0")
+		out := f.run(t, "cd $TMPDIR && GOPROXY=http://gomod.test:8081 GOSUMDB=off GOFLAGS=-modcacherw go mod download -json "+goModule+"@v1.0.0")
 		if out.ExitCode != 0 || !strings.Contains(out.Stdout, `"Version": "v1.0.0"`) || strings.Contains(out.Stdout, `"Error"`) {
 			t.Fatalf("go mod download in the sandbox: exit %d\n%s\n%s", out.ExitCode, out.Stdout, out.Stderr)
 		}
