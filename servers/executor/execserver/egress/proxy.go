@@ -256,7 +256,7 @@ func (p *Proxy) Begin() *Session {
 }
 
 func (p *Proxy) newSession(id string) *Session {
-	var tok [12]byte
+	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	return &Session{p: p, id: id, token: hex.EncodeToString(tok[:]), conns: map[net.Conn]struct{}{}, hosts: map[string]*protocol.NetworkHost{}}
 }
@@ -666,16 +666,64 @@ func (p *Proxy) tunnel(c *idleConn, br *bufio.Reader, req *http.Request, s *Sess
 	}
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(up, br) // whatever the client sent after its CONNECT is in br already
+		defer close(done)
+		// Whatever the client sent after its CONNECT is in br already; the rest goes kernel to kernel.
+		if n := br.Buffered(); n > 0 {
+			b, _ := br.Peek(n)
+			if _, err := up.Write(b); err != nil {
+				return
+			}
+			_, _ = br.Discard(n)
+		}
+		_, _ = p.pump(up.raw(), c.Conn, -1, func(n int64) bool { return s.count(up.h, n, 0) })
 		up.closeWrite()
-		close(done)
 	}()
-	_, _ = io.Copy(c, up)
+	_, err = p.pump(c.Conn, up.raw(), -1, func(n int64) bool { return s.count(up.h, 0, n) })
+	if errors.Is(err, errByteLimit) {
+		up.overLimit()
+	}
 	c.closeWrite()
 	select {
 	case <-done:
 	case <-time.After(p.cfg.IdleTimeout):
 	}
+}
+
+// pumpChunk is how much pump moves between two looks at the limits and the deadline.
+const pumpChunk = 1 << 20
+
+// pump copies src to dst until EOF (limit < 0) or limit bytes, in chunks that io.CopyN hands to the kernel
+// (splice(2) between two TCP connections, no copy through the proxy's memory): a download through the proxy costs
+// about what it costs directly. account gets each chunk's bytes and says whether the command is still within its
+// byte limit, so the limit may be passed by at most one chunk. The connection is idle only when a whole idle
+// timeout passed without a byte.
+func (p *Proxy) pump(dst, src net.Conn, limit int64, account func(int64) bool) (int64, error) {
+	var total int64
+	for limit < 0 || total < limit {
+		chunk := int64(pumpChunk)
+		if limit >= 0 {
+			chunk = min(chunk, limit-total)
+		}
+		deadline := time.Now().Add(p.cfg.IdleTimeout)
+		_ = src.SetReadDeadline(deadline)
+		_ = dst.SetWriteDeadline(deadline)
+		n, err := io.CopyN(dst, src, chunk)
+		total += n
+		if n > 0 && !account(n) {
+			return total, errByteLimit
+		}
+		var ne net.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF) && limit < 0:
+			return total, nil
+		case errors.As(err, &ne) && ne.Timeout() && n > 0:
+			// Bytes moved within this chunk's deadline: slow, not idle.
+		default:
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // refuseDial answers a failed connect: a 403 when the Control hook refused the address, else a 502.
@@ -786,12 +834,54 @@ func (f *forwarder) forward(c *idleConn, req *http.Request) bool {
 	upClose := resp.Close
 	stripHop(resp.Header)
 	resp.Close = clientClose
-	err = resp.Write(c)
-	resp.Body.Close()
+	if resp.ContentLength > 0 && len(resp.TransferEncoding) == 0 && req.Method != http.MethodHead {
+		// The body is read past resp.Body, from the upstream's reader: closing resp.Body would wait to drain
+		// bytes already sent.
+		err = f.writeSized(c, resp)
+	} else {
+		err = resp.Write(c)
+		resp.Body.Close()
+	}
 	if upClose {
 		f.close()
 	}
 	return err == nil && !clientClose
+}
+
+// writeSized writes a response of known length: the head, what the upstream reader holds already, then the rest
+// of the body pumped kernel to kernel.
+func (f *forwarder) writeSized(c *idleConn, resp *http.Response) error {
+	var head strings.Builder
+	fmt.Fprintf(&head, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
+	resp.Header.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	if resp.Close {
+		resp.Header.Set("Connection", "close")
+	}
+	_ = resp.Header.Write(&head)
+	head.WriteString("\r\n")
+	if _, err := io.WriteString(c, head.String()); err != nil {
+		return err
+	}
+	left := resp.ContentLength
+	if n := min(int64(f.upR.Buffered()), left); n > 0 {
+		b, _ := f.upR.Peek(int(n))
+		if _, err := c.Write(b); err != nil {
+			return err
+		}
+		_, _ = f.upR.Discard(int(n))
+		left -= n
+	}
+	if left == 0 {
+		return nil
+	}
+	_, err := f.p.pump(c.Conn, f.up.raw(), left, func(n int64) bool { return f.s.count(f.up.h, 0, n) })
+	if errors.Is(err, errByteLimit) {
+		f.up.overLimit()
+	}
+	if err != nil {
+		f.close() // the upstream's stream is out of step now
+	}
+	return err
 }
 
 // idleConn closes a connection on which nothing moves for idle: every read and write pushes the deadline on.
@@ -845,6 +935,9 @@ func (u *upConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// raw is the upstream's TCP connection, for pump: reads from it are counted by pump's caller.
+func (u *upConn) raw() net.Conn { return u.idleConn.Conn }
+
 func (u *upConn) overLimit() {
 	u.once.Do(func() {
 		u.s.p.denied.Add(1)
@@ -860,13 +953,19 @@ func (u *upConn) Close() error {
 	return u.idleConn.Conn.Close()
 }
 
-// Env is the proxy variables for a command given proxyURL: both cases, since tools disagree on which they read
-// (curl reads only http_proxy in lower case; Go and pip read either). NO_PROXY keeps the sandbox's own loopback
-// direct, where a test suite's servers listen.
+// ProxyVars are the variables that carry the proxy's URL to a command, in both cases, since tools disagree on
+// which they read (curl reads only http_proxy in lower case; Go and pip read either).
+var ProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// NoProxy keeps the sandbox's own loopback direct, where a test suite's servers listen: the value of NO_PROXY and
+// no_proxy.
+const NoProxy = "localhost,127.0.0.1,::1"
+
+// Env is every proxy variable for a command given proxyURL.
 func Env(proxyURL string) []string {
 	var env []string
-	for _, kv := range [][2]string{{"HTTP_PROXY", proxyURL}, {"HTTPS_PROXY", proxyURL}, {"ALL_PROXY", proxyURL}, {"NO_PROXY", "localhost,127.0.0.1,::1"}} {
-		env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
+	for _, k := range ProxyVars {
+		env = append(env, k+"="+proxyURL)
 	}
-	return env
+	return append(env, "NO_PROXY="+NoProxy, "no_proxy="+NoProxy)
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -161,13 +160,21 @@ func (e *egressState) close() {
 // egressCommand is one command's session with the proxy.
 type egressCommand struct{ s *egress.Session }
 
-// begin opens a command's session: its proxy variables, with its own credentials.
-func (e *egressState) begin() (*egressCommand, []string) {
+// begin opens a command's session: the proxy URL with its own credentials, for the init script's header.
+func (e *egressState) begin() (*egressCommand, string) {
 	if e == nil {
-		return nil, nil
+		return nil, ""
 	}
 	s := e.proxy.Begin()
-	return &egressCommand{s: s}, egress.Env(s.ProxyURL(e.addr))
+	return &egressCommand{s: s}, s.ProxyURL(e.addr)
+}
+
+// staticEnv are the proxy variables every command shares, for the forker's environment.
+func (e *egressState) staticEnv() []string {
+	if e == nil {
+		return nil
+	}
+	return []string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}
 }
 
 // end closes the command's tunnels and puts what it reached and was refused in its result.
@@ -198,13 +205,3 @@ const errEgressFallback = "-net-allow needs the local backend's namespace mode: 
 	"Internet sockets are refused outright (seccomp and Landlock), so it could not reach the egress proxy, and allowing them would open " +
 	"the whole network to it, not the allowed hosts. Run where user namespaces are permitted (see the start-up log for why they are not here), " +
 	"or use -backend docker"
-
-// egressEnvNames are the proxy variables each command gets, for the report's environment allowlist.
-func egressEnvNames() []string {
-	var names []string
-	for _, kv := range egress.Env("") {
-		k, _, _ := strings.Cut(kv, "=")
-		names = append(names, k)
-	}
-	return names
-}

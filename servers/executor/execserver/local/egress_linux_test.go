@@ -382,3 +382,16 @@ func TestEgressRefusedInFallback(t *testing.T) {
 		t.Fatalf("New in the fallback with -net-allow: %v", err)
 	}
 }
+
+// TestEgressInitScriptNamesProxyVars: the init script spells the proxy variables itself; they must be
+// egress.ProxyVars, all of them.
+func TestEgressInitScriptNamesProxyVars(t *testing.T) {
+	for _, k := range egress.ProxyVars {
+		if !strings.Contains(nsInitScript, k+`="$__goalbox_l"`) {
+			t.Errorf("nsInitScript does not export %s", k)
+		}
+	}
+	if n := strings.Count(nsInitScript, `="$__goalbox_l"`); n != len(egress.ProxyVars) {
+		t.Errorf("nsInitScript exports %d proxy variables, egress.ProxyVars has %d", n, len(egress.ProxyVars))
+	}
+}

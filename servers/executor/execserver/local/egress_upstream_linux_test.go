@@ -35,6 +35,7 @@ type upstream struct {
 	subnet   string // 10.231.X.0/30
 	hostIP   string // the host's end, 10.231.X.1: an address of the host's own
 	ip       string // the upstream's, 10.231.X.2
+	nsIf     string // the upstream's end of the veth pair
 	caPEM    []byte // the CA that signed the upstream's certificate
 	certPool *x509.CertPool
 	tlsCert  tls.Certificate
@@ -76,6 +77,7 @@ func newUpstream(t testing.TB, names ...string) *upstream {
 	u := &upstream{name: "gbx-eg-" + tag, subnet: fmt.Sprintf("10.231.%d.0/30", x),
 		hostIP: fmt.Sprintf("10.231.%d.1", x), ip: fmt.Sprintf("10.231.%d.2", x)}
 	hostIf, nsIf := "gbxe"+tag+"h", "gbxe"+tag+"u"
+	u.nsIf = nsIf
 	ipCmd(t, "netns", "add", u.name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", u.name).Run() })
 	ipCmd(t, "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)

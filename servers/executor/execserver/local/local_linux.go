@@ -15,6 +15,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,6 +147,7 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 	if b.egress, err = newEgress(cfg.Network, logger); err != nil {
 		return nil, err
 	}
+	b.env = slices.Concat(b.env, b.egress.staticEnv())
 	var nsErr error
 	if !cfg.NoNamespaces {
 		b.ns, nsErr = b.startNamespaces()
@@ -494,7 +496,7 @@ func (b *localBackend) envNames() []string {
 		names = append(names, k)
 	}
 	if b.egress != nil {
-		names = append(names, egressEnvNames()...)
+		names = append(names, egress.ProxyVars...)
 	}
 	return names
 }

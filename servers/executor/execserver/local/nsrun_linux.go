@@ -22,7 +22,7 @@ import (
 // nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. The sandbox is made
 // before its command is known (nsPool), so the shell first reads, from its stdin, a header the server writes when
 // the command comes (nsHeader): three counts, then the working folder and the command, each that many lines, and
-// that many lines of variables for this command alone, exported.
+// when the third is 1 the egress proxy's URL for this command alone, exported as the proxy variables.
 // dash's read builtin takes one byte at a time from a pipe, so whatever follows the header is left unread for the
 // command, as its own stdin. It then evaluates the command as sh -c would: $0 is "sh", there are no positional
 // parameters. The trailing exit keeps sh from exec'ing the command's last program in its own place, so every
@@ -40,29 +40,33 @@ $__goalbox_l"
 		__goalbox_n=$((__goalbox_n - 1))
 	done
 }
-read -r __goalbox_nd __goalbox_nc __goalbox_ne || exit 125
+read -r __goalbox_nd __goalbox_nc __goalbox_np || exit 125
 __goalbox_lines "$__goalbox_nd"; __goalbox_dir=$__goalbox_v
 __goalbox_lines "$__goalbox_nc"; __goalbox_command=$__goalbox_v
-while [ "${__goalbox_ne:-0}" -gt 0 ]; do
+if [ "${__goalbox_np:-0}" -gt 0 ]; then
 	IFS= read -r __goalbox_l || exit 125
-	export "$__goalbox_l"
-	__goalbox_ne=$((__goalbox_ne - 1))
-done
+	export HTTP_PROXY="$__goalbox_l" HTTPS_PROXY="$__goalbox_l" ALL_PROXY="$__goalbox_l" \
+		http_proxy="$__goalbox_l" https_proxy="$__goalbox_l" all_proxy="$__goalbox_l"
+fi
 cd -P -- "$__goalbox_dir" || exit 125
 unset -f __goalbox_lines
-unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_ne __goalbox_dir OLDPWD
+unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_np __goalbox_dir OLDPWD
 eval "$__goalbox_command"; exit $?`
 
-// nsHeader is what nsInitScript reads before the command's stdin. env are variables of this command alone
-// (NAME=value, one line each: the egress proxy's URL with the command's credentials), exported before it runs.
-func nsHeader(dir, command string, env []string) string {
+// nsHeader is what nsInitScript reads before the command's stdin. proxyURL, when not empty, is the egress proxy's
+// URL with this command's own credentials (egress_linux.go): the shell exports it as egress.ProxyVars, whose names
+// it spells itself, so that the header it reads a byte at a time stays short.
+func nsHeader(dir, command, proxyURL string) string {
 	lines := func(s string) int { return strings.Count(s, "\n") + 1 }
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d %d %d\n%s\n%s\n", lines(dir), lines(command), len(env), dir, command)
-	for _, kv := range env {
-		b.WriteString(strings.ReplaceAll(kv, "\n", " ") + "\n")
+	np := 0
+	if proxyURL != "" {
+		np = 1
 	}
-	return b.String()
+	h := fmt.Sprintf("%d %d %d\n%s\n%s\n", lines(dir), lines(command), np, dir, command)
+	if np == 1 {
+		h += strings.ReplaceAll(proxyURL, "\n", "") + "\n"
+	}
+	return h
 }
 
 // nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
