@@ -26,6 +26,7 @@ import (
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
 // sideBySide runs a and b alternately, each iteration one of each (after wait, off the timer), and reports both
@@ -91,12 +92,12 @@ func BenchmarkEgressDownload(bm *testing.B) {
 }
 
 func egressDownload(bm *testing.B, size int, rate string) {
-	up := newUpstream(bm, "allowed.test")
+	up := sandboxtest.NewUpstream(bm, "allowed.test")
 	if rate != "" {
-		ipCmdTC(bm, up.name, "qdisc", "add", "dev", up.nsIf, "root", "tbf", "rate", rate, "burst", "256kb", "latency", "50ms")
+		ipCmdTC(bm, up.Name, "qdisc", "add", "dev", up.NSIf, "root", "tbf", "rate", rate, "burst", "256kb", "latency", "50ms")
 	}
 	chunk := make([]byte, 1<<20)
-	up.serve(bm, 80, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up.Serve(bm, 80, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(size))
 		for range size / len(chunk) {
 			if _, err := w.Write(chunk); err != nil {
@@ -105,14 +106,14 @@ func egressDownload(bm *testing.B, size int, rate string) {
 		}
 	}))
 	hosts := filepath.Join(bm.TempDir(), "hosts")
-	if err := os.WriteFile(hosts, []byte(up.ip+" allowed.test\n"), 0o644); err != nil {
+	if err := os.WriteFile(hosts, []byte(up.IP+" allowed.test\n"), 0o644); err != nil {
 		bm.Fatal(err)
 	}
-	allow, _ := egress.ParseAllowList("allowed.test," + up.subnet)
+	allow, _ := egress.ParseAllowList("allowed.test," + up.Subnet)
 	be, _ := newLocalTestBackend(bm, func(c *Config) { c.Network = egress.Config{Allow: allow, Resolver: egress.HostsFile(hosts)} })
 	curl := "curl -sS -o /dev/null -w '%{size_download}' "
 	direct := func() {
-		out, err := exec.Command("sh", "-c", curl+"--noproxy '*' http://"+up.ip+"/").CombinedOutput()
+		out, err := exec.Command("sh", "-c", curl+"--noproxy '*' http://"+up.IP+"/").CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != fmt.Sprint(size) {
 			bm.Fatalf("direct download: %v %s", err, out)
 		}

@@ -29,7 +29,7 @@ import (
 // egressFixture is an upstream with its servers, a hosts file naming them, and an executor over the local backend
 // whose -net-allow names some of them.
 type egressFixture struct {
-	up        *upstream
+	up        *sandboxtest.Upstream
 	hosts     string
 	srv       *sandboxtest.Server
 	ws        string
@@ -92,18 +92,18 @@ const egressSpecEnv = "GOALBOX_TEST_EGRESS_SPEC"
 // newEgressUpstreams starts the upstreams and the host's own servers, and writes the hosts file.
 func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 	t.Helper()
-	up := newUpstream(t, "allowed.test", "other.test")
+	up := sandboxtest.NewUpstream(t, "allowed.test", "other.test")
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, upstreamBody) })
-	up.serve(t, 80, false, hello)
-	up.serve(t, 443, true, hello)
-	up.serve(t, 8080, false, hello)
-	up.serve(t, 8081, false, goproxy(t))
-	spec := egressSpec{Subnet: up.subnet, HostIP: up.hostIP, IP: up.ip, CAPEM: up.caPEM, Hosts: filepath.Join(dir, "hosts")}
+	up.Serve(t, 80, false, hello)
+	up.Serve(t, 443, true, hello)
+	up.Serve(t, 8080, false, hello)
+	up.Serve(t, 8081, false, goproxy(t))
+	spec := egressSpec{Subnet: up.Subnet, HostIP: up.HostIP, IP: up.IP, CAPEM: up.CAPEM, Hosts: filepath.Join(dir, "hosts")}
 	// Servers on addresses of the host itself, reachable from the host: the proxy must refuse names leading there.
 	for _, c := range []struct {
 		ip   string
 		port *int
-	}{{"127.0.0.1", &spec.LoopPort}, {up.hostIP, &spec.SelfPort}} {
+	}{{"127.0.0.1", &spec.LoopPort}, {up.HostIP, &spec.SelfPort}} {
 		ln, err := net.Listen("tcp", c.ip+":0")
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 		t.Cleanup(func() { srv.Close() })
 		*c.port = ln.Addr().(*net.TCPAddr).Port
 	}
-	hosts := fmt.Sprintf("%s allowed.test other.test gomod.test\n127.0.0.1 loop.test\n169.254.169.254 meta.test\nfd00:ec2::254 meta6.test\n%s self.test\n", up.ip, up.hostIP)
+	hosts := fmt.Sprintf("%s allowed.test other.test gomod.test\n127.0.0.1 loop.test\n169.254.169.254 meta.test\nfd00:ec2::254 meta6.test\n%s self.test\n", up.IP, up.HostIP)
 	if err := os.WriteFile(spec.Hosts, []byte(hosts), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	} else {
 		spec = newEgressUpstreams(t, t.TempDir())
 	}
-	up := &upstream{subnet: spec.Subnet, hostIP: spec.HostIP, ip: spec.IP, caPEM: spec.CAPEM, certPool: x509.NewCertPool()}
-	up.certPool.AppendCertsFromPEM(spec.CAPEM)
+	up := &sandboxtest.Upstream{Subnet: spec.Subnet, HostIP: spec.HostIP, IP: spec.IP, CAPEM: spec.CAPEM, CertPool: x509.NewCertPool()}
+	up.CertPool.AppendCertsFromPEM(spec.CAPEM)
 	f := &egressFixture{up: up, hosts: spec.Hosts, loopPort: spec.LoopPort, selfPort: spec.SelfPort}
-	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.subnet)
+	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.Subnet)
 	allow, err := egress.ParseAllowList(f.allowList)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 		c.Network = egress.Config{Allow: allow, Resolver: egress.HostsFile(f.hosts)}
 	})
 	f.ws = ws
-	if err := os.WriteFile(filepath.Join(ws, "ca.pem"), up.caPEM, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(ws, "ca.pem"), up.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f.srv = sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
@@ -156,7 +156,7 @@ func TestEgressAsOrdinaryUser(t *testing.T) {
 	if os.Getenv(egressSpecEnv) != "" || os.Getenv(asUserEnv) != "" {
 		t.Skip("already the ordinary user")
 	}
-	needNetRoot(t)
+	sandboxtest.NeedNetRoot(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -203,7 +203,7 @@ func (f *egressFixture) run(t *testing.T, command string) protocol.RunCommandOut
 // hostGet is the positive control: the same URL fetched from the host, outside the sandbox, at ip.
 func (f *egressFixture) hostGet(t *testing.T, ip, url string) {
 	t.Helper()
-	resp, err := f.up.hostClient(ip).Get(url)
+	resp, err := f.up.HostClient(ip).Get(url)
 	if err != nil {
 		t.Fatalf("positive control: %s from the host (at %s): %v", url, ip, err)
 	}
@@ -266,7 +266,7 @@ func TestEgressAllowList(t *testing.T) {
 		cache := t.TempDir()
 		cmd := exec.Command("go", "mod", "download", "-json", goModule+"@v1.0.0")
 		cmd.Dir = cache
-		cmd.Env = append(os.Environ(), "GOPROXY=http://"+up.ip+":8081", "GOSUMDB=off", "GOMODCACHE="+filepath.Join(cache, "mod"),
+		cmd.Env = append(os.Environ(), "GOPROXY=http://"+up.IP+":8081", "GOSUMDB=off", "GOMODCACHE="+filepath.Join(cache, "mod"),
 			"GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "HTTP_PROXY=", "http_proxy=")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("positive control: go mod download on the host: %v\n%s", err, b)
@@ -281,7 +281,7 @@ func TestEgressAllowList(t *testing.T) {
 	})
 
 	t.Run("host-not-listed", func(t *testing.T) {
-		f.hostGet(t, up.ip, "http://other.test/")
+		f.hostGet(t, up.IP, "http://other.test/")
 		out := f.run(t, "curl -sS http://other.test/; echo; curl -sS --cacert ca.pem https://other.test/")
 		if !strings.Contains(out.Stdout, "refused other.test:80 (rule: allow-list)") || !strings.Contains(out.Stdout, "-net-allow") {
 			t.Errorf("curl shows no 403 body naming the host, port, rule and -net-allow: %q", out.Stdout)
@@ -295,9 +295,9 @@ func TestEgressAllowList(t *testing.T) {
 	})
 
 	t.Run("bypassing-the-proxy", func(t *testing.T) {
-		f.hostGet(t, up.ip, "http://"+up.ip+"/")
-		out := f.run(t, "curl -sS --noproxy '*' --max-time 10 http://"+up.ip+"/; echo exit=$?; "+
-			"curl -sS --noproxy '*' --max-time 10 --resolve allowed.test:80:"+up.ip+" http://allowed.test/; echo exit=$?")
+		f.hostGet(t, up.IP, "http://"+up.IP+"/")
+		out := f.run(t, "curl -sS --noproxy '*' --max-time 10 http://"+up.IP+"/; echo exit=$?; "+
+			"curl -sS --noproxy '*' --max-time 10 --resolve allowed.test:80:"+up.IP+" http://allowed.test/; echo exit=$?")
 		if strings.Contains(out.Stdout, upstreamBody) || strings.Count(out.Stdout, "exit=0") != 0 {
 			t.Errorf("a connection around the proxy reached the upstream: %q %q", out.Stdout, out.Stderr)
 		}
@@ -307,7 +307,7 @@ func TestEgressAllowList(t *testing.T) {
 	})
 
 	t.Run("port-not-allowed", func(t *testing.T) {
-		f.hostGet(t, up.ip, "http://allowed.test:8080/")
+		f.hostGet(t, up.IP, "http://allowed.test:8080/")
 		out := f.run(t, "curl -sS http://allowed.test:8080/")
 		if !strings.Contains(out.Stdout, "port 8080 is not allowed for allowed.test") || strings.Contains(out.Stdout, upstreamBody) {
 			t.Errorf("port 8080: %q", out.Stdout)
@@ -322,7 +322,7 @@ func TestEgressAllowList(t *testing.T) {
 		// NO_PROXY keeps 127.0.0.1 direct (the sandbox's own loopback, where nothing listens on that port):
 		// without it the request goes to the proxy, which must refuse the host's loopback.
 		out := f.run(t, fmt.Sprintf("curl -sS http://%s:8080/ && env -u NO_PROXY -u no_proxy curl -sS http://127.0.0.1:%d/; echo; curl -sS http://%s:%d/",
-			up.ip, f.loopPort, up.hostIP, f.selfPort))
+			up.IP, f.loopPort, up.HostIP, f.selfPort))
 		if !strings.HasPrefix(out.Stdout, upstreamBody) {
 			t.Errorf("an IP literal inside the CIDR entry: %q %q", out.Stdout, out.Stderr)
 		}
@@ -335,7 +335,7 @@ func TestEgressAllowList(t *testing.T) {
 		// Positive controls: the host's own servers answer the host; there is no metadata server here, so for
 		// meta.test the control is that the same entry form (a listed name, default port) reaches allowed.test.
 		f.hostGet(t, "127.0.0.1", fmt.Sprintf("http://loop.test:%d/", f.loopPort))
-		f.hostGet(t, up.hostIP, fmt.Sprintf("http://self.test:%d/", f.selfPort))
+		f.hostGet(t, up.HostIP, fmt.Sprintf("http://self.test:%d/", f.selfPort))
 		out := f.run(t, fmt.Sprintf("curl -sS http://loop.test:%d/; echo; curl -sS http://self.test:%d/; echo; curl -sS http://meta.test/latest/meta-data/; echo; curl -sS http://meta6.test/; echo; curl -sS http://allowed.test/",
 			f.loopPort, f.selfPort))
 		for _, want := range []string{"loop.test (allowed by loop.test:", "resolves to 127.0.0.1, a loopback address",
