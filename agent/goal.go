@@ -103,14 +103,10 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, err
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal,
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image, Network: egress.Config{Allow: allow}}, NewLocal: newLocal,
 		Commands: local.Config{Network: egress.Config{Allow: allow}}})
 	if err != nil {
 		return nil, "", nil, err
-	}
-	if !allow.Empty() && h.Local.Choice.Backend != "local" {
-		h.Close()
-		return nil, "", nil, fmt.Errorf("-net-allow: the %s backend has no egress proxy yet (its commands have network none); use -backend local", h.Local.Choice.Backend)
 	}
 	showProgress(h.Client)
 	c := h.Local.Choice

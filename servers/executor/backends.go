@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
@@ -20,7 +19,10 @@ var newLocal = local.New
 // newBackend builds the backend named by opts.Backend, or lets package backends choose one (auto): the flags map
 // onto both backends' configurations, and the choice is the one the agent's in-process executor makes too.
 func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, backends.Choice, error) {
+	network := egress.Config{Allow: opts.netAllow, MaxConns: opts.NetMaxConns, MaxConnsPerCommand: opts.NetMaxConnsPerCommand,
+		IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger}
 	dc := docker.Config{
+		Network:      network,
 		Image:        opts.Image,
 		CacheHostDir: opts.CacheDir,
 		User:         opts.DockerUser,
@@ -35,7 +37,7 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 	if opts.MemoryLimitMB > 0 {
 		dc.Memory = opts.MemoryLimitMB << 20
 	}
-	b, c, err := backends.Open(ctx, g.Dir(), backends.Config{
+	return backends.Open(ctx, g.Dir(), backends.Config{
 		Backend: opts.Backend,
 		Local: local.Config{
 			CacheDir:          opts.CacheDir,
@@ -46,22 +48,10 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 			TotalMemoryLimit:  opts.TotalMemoryLimitMB << 20,
 			TotalPidsLimit:    opts.TotalPidsLimit,
 			MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
-			Network: egress.Config{Allow: opts.netAllow, MaxConns: opts.NetMaxConns, MaxConnsPerCommand: opts.NetMaxConnsPerCommand,
-				IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger},
+			Network:           network,
 		},
 		Docker:   dc,
 		Logger:   logger,
 		NewLocal: newLocal,
 	})
-	if err == nil && b.Name() != backends.Local && !opts.netAllow.Empty() {
-		b.Close()
-		return nil, c, errNetAllowBackend(b.Name())
-	}
-	return b, c, err
-}
-
-// errNetAllowBackend refuses -net-allow where no egress proxy confines it.
-func errNetAllowBackend(name string) error {
-	return fmt.Errorf("-net-allow: the %s backend has no egress proxy yet (its commands have network none), so the allowed hosts "+
-		"would not be reachable; use -backend local (namespace mode), or leave -net-allow empty", name)
 }

@@ -19,6 +19,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/moby/moby/client"
 )
 
@@ -84,6 +85,9 @@ type Config struct {
 	WarmPool int
 	// Logger receives start-up and clean-up messages. Default slog.Default().
 	Logger *slog.Logger
+	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (docker_egress.go); the
+	// zero value keeps network none. Needs a root server on the Docker host: New refuses it elsewhere.
+	Network egress.Config
 }
 
 // dockerBackend runs each command in a fresh, confined container. It holds no per-command state, so Run may be
@@ -103,6 +107,7 @@ type dockerBackend struct {
 	ctlRoot   string    // host folder (0700) holding the per-container control folders
 	pool      *warmPool // nil without a warm pool
 	net       networkHolder
+	egress    *dockerEgress // nil without -net-allow
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -305,6 +310,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if err := b.startNetwork(ctx); err != nil {
 		return err
 	}
+	if err := b.startEgress(ctx); err != nil {
+		return err
+	}
 	if b.cfg.WarmPool > 0 {
 		b.startPool()
 	}
@@ -344,7 +352,8 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 		cache = containerCache
 	}
 	return protocol.Confinement{
-		Network:      networkText,
+		Egress:       b.egress.health(),
+		Network:      b.networkTextFor(),
 		Capabilities: "all dropped",
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:        "docker",
@@ -380,6 +389,7 @@ func (b *dockerBackend) Close() error {
 func (b *dockerBackend) close() error {
 	b.closePool()
 	b.closeNetwork()
+	b.egress.close()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

@@ -36,6 +36,7 @@ const (
 read -r d < ` + containerControl + `/dir && cd "$d" || exit 125
 c=$(cat ` + containerControl + `/command) || exit 125
 if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/stdin; fi
+if [ -e ` + containerControl + `/proxy ]; then read -r p < ` + containerControl + `/proxy && export HTTP_PROXY="$p" HTTPS_PROXY="$p" ALL_PROXY="$p" http_proxy="$p" https_proxy="$p" all_proxy="$p"; unset p; fi
 if [ -p ` + containerControl + `/terminate ]; then
 	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
 fi
@@ -52,6 +53,9 @@ type commandSpec struct {
 	streamStdin bool
 	// terminable makes the terminate FIFO, so the launcher starts the relay (prepared.terminate).
 	terminable bool
+	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
+	// launcher exports it from the control file "proxy" (docker_egress.go).
+	proxy func(holder string) string
 }
 
 // prepared is a started container whose launcher waits for its command.
@@ -135,6 +139,11 @@ func (p *prepared) give(spec commandSpec) error {
 	if !spec.streamStdin {
 		files["stdin"] = spec.stdin
 	}
+	if spec.proxy != nil {
+		if u := spec.proxy(p.network); u != "" {
+			files["proxy"] = u + "\n"
+		}
+	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(p.ctl, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("docker backend: control file: %w", err)
@@ -200,7 +209,7 @@ func (b *dockerBackend) discard(p *prepared) {
 }
 
 func (b *dockerBackend) containerConfig() *container.Config {
-	env := []string{"HOME=/tmp", "TMPDIR=/tmp"}
+	env := append([]string{"HOME=/tmp", "TMPDIR=/tmp"}, b.egress.staticEnv()...)
 	if b.cfg.CacheHostDir != "-" {
 		env = append(env,
 			"XDG_CACHE_HOME="+containerCache,

@@ -11,6 +11,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 )
@@ -19,9 +20,10 @@ import (
 // They normally arrive within milliseconds; the bound only matters when the Engine misbehaves.
 const drainGrace = 10 * time.Second
 
-// Run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
-// removes the container on every path out of Run, panics included.
-func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+// run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
+// removes the container on every path out of run, panics included. net is the command's egress session (nil
+// without -net-allow; Run in docker_egress.go opens and ends it).
+func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *egress.Session) (execserver.Result, error) {
 	if req.Timeout <= 0 {
 		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
 	}
@@ -38,7 +40,7 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
-		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil}
+		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, proxy: b.egress.proxyFor(net)}
 	p, err := b.launch(api, ctx, spec)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return execserver.Result{ExitCode: -1}, nil

@@ -204,4 +204,4 @@ func (e *egressState) networkText() string {
 const errEgressFallback = "-net-allow needs the local backend's namespace mode: without a private network namespace a command's " +
 	"Internet sockets are refused outright (seccomp and Landlock), so it could not reach the egress proxy, and allowing them would open " +
 	"the whole network to it, not the allowed hosts. Run where user namespaces are permitted (see the start-up log for why they are not here), " +
-	"or use -backend docker"
+	"or use -backend docker (as root on the Docker host)"
