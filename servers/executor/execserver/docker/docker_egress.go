@@ -150,4 +150,3 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	endEgress(s, &res)
 	return res, err
 }
-
