@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -329,3 +333,92 @@ func TestLimits(t *testing.T) {
 		t.Errorf("past the byte limit: failed %v, denied %v", failed, u.Denied)
 	}
 }
+
+func TestConnectionLimitsAndLog(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	var logs safeBuf
+	a, _ := ParseAllowList("ok.test:7,198.51.100.0/24")
+	p, err := New(Config{Allow: a, Resolver: hostsFile(t, "198.51.100.7 ok.test"), MaxConns: 3, MaxConnsPerCommand: 2,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.dial = func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+		return net.Dial("tcp", up.Addr().String())
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go p.Serve(ln)
+	defer p.Close()
+	connect := func(s *Session) (net.Conn, string) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := base64.StdEncoding.EncodeToString([]byte(s.id + ":" + s.token))
+		fmt.Fprintf(c, "CONNECT ok.test:7 HTTP/1.1\r\nHost: ok.test:7\r\nProxy-Authorization: Basic %s\r\n\r\n", auth)
+		buf := make([]byte, 4096)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _ := c.Read(buf)
+		return c, string(buf[:n])
+	}
+	s1, s2 := p.Begin(), p.Begin()
+	var open []net.Conn
+	for i, want := range []string{"200", "200", "503"} {
+		c, head := connect(s1)
+		open = append(open, c)
+		if !strings.Contains(strings.SplitN(head, "\n", 2)[0], want) {
+			t.Errorf("command 1, connection %d: %q, want %s", i+1, head, want)
+		}
+		if want == "503" && !strings.Contains(head, "-net-max-conns-per-command") {
+			t.Errorf("the per-command refusal does not name its flag: %q", head)
+		}
+	}
+	// The refused connection counts until the proxy has closed it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p.mu.Lock()
+		n := p.conns
+		p.mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	c, head := connect(s2) // the third of the executor's three
+	open = append(open, c)
+	if !strings.Contains(head, "200") {
+		t.Errorf("command 2's first connection: %q", head)
+	}
+	c, head = connect(s2)
+	open = append(open, c)
+	if !strings.Contains(head, "503") || !strings.Contains(head, "-net-max-conns") {
+		t.Errorf("past the executor's total: %q", head)
+	}
+	for _, c := range open {
+		c.Close()
+	}
+	s1.End()
+	s2.End()
+	if !strings.Contains(logs.String(), "egress refused") || !strings.Contains(logs.String(), "rule=limit") {
+		t.Errorf("no log line for the refusals:\n%s", logs.String())
+	}
+}
+
+type safeBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *safeBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *safeBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
