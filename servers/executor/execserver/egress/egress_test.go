@@ -2,12 +2,18 @@ package egress
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +21,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,3 +430,142 @@ type safeBuf struct {
 
 func (s *safeBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *safeBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestParseSecret(t *testing.T) {
+	t.Setenv("EGRESS_TEST_TOKEN", "s3cr3t-value")
+	f := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(f, []byte("file-value\n"), 0o600)
+	s, err := ParseSecret("GH_TOKEN=env:EGRESS_TEST_TOKEN@GitHub.com,api.github.com")
+	if err != nil || s.value != "s3cr3t-value" || strings.Join(s.Hosts, ",") != "github.com,api.github.com" {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if !regexp.MustCompile(`^goalbox_secret_[0-9a-f]{32}$`).MatchString(s.Placeholder()) {
+		t.Errorf("placeholder %q: letters, digits and _ only", s.Placeholder())
+	}
+	if s, err := ParseSecret("T=file:" + f + "@h.test"); err != nil || s.value != "file-value" {
+		t.Errorf("file source: %+v %v", s, err)
+	}
+	for spec, want := range map[string]string{
+		"T=hunter2@h.test":                 "a literal value is refused",
+		"T=env:NOPE_NOT_SET@h.test":        "has no NOPE_NOT_SET",
+		"T=env:EGRESS_TEST_TOKEN":          "no @HOST",
+		"1T=env:X@h.test":                  "variable name",
+		"T=env:EGRESS_TEST_TOKEN@*.h.test": "exact host names",
+	} {
+		if _, err := ParseSecret(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
+	}
+	a, _ := ParseAllowList("other.test")
+	if _, err := New(Config{Allow: a, Secrets: []Secret{s}}); err == nil || !strings.Contains(err.Error(), "does not allow") {
+		t.Errorf("a secret for a host not allowed: %v", err)
+	}
+}
+
+// testCA makes a CA and a server certificate for names, signed by it.
+func testCA(t *testing.T, names ...string) (caPEM []byte, leaf tls.Certificate, pool *x509.CertPool) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egress test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: names, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(caCert)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+// TestSecretsReplacedOnlyForTheirHosts: the proxy terminates TLS for a secret's host, puts the real value in place
+// of the placeholder (a header, and inside Basic credentials), and refuses the placeholder over plain HTTP and to
+// another intercepted host. Positive control: the upstream sees the real value when the placeholder went to its host.
+func TestSecretsReplacedOnlyForTheirHosts(t *testing.T) {
+	t.Setenv("EGRESS_TEST_TOKEN", "real-token-123")
+	t.Setenv("EGRESS_TEST_OTHER", "other-token-456")
+	tok, _ := ParseSecret("TOKEN=env:EGRESS_TEST_TOKEN@ok.test")
+	other, _ := ParseSecret("OTHER=env:EGRESS_TEST_OTHER@other.test")
+	upCA, upCert, _ := testCA(t, "ok.test", "other.test")
+	var got safeBuf
+	upTLS := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		fmt.Fprintf(&got, "%s|%s|%s:%s\n", r.Host, r.Header.Get("X-Token"), user, pass)
+		io.WriteString(w, "ok")
+	}))
+	upTLS.TLS = &tls.Config{Certificates: []tls.Certificate{upCert}}
+	upTLS.StartTLS()
+	defer upTLS.Close()
+	upPlain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(&got, "plain|%s\n", r.Header.Get("X-Token")) }))
+	defer upPlain.Close()
+	a, _ := ParseAllowList("ok.test,other.test,198.51.100.0/24")
+	var logs safeBuf
+	p, err := New(Config{Allow: a, Resolver: hostsFile(t, "198.51.100.7 ok.test other.test"), Secrets: []Secret{tok, other},
+		UpstreamCA: upCA, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.dial = func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+		if ap.Port() == 443 {
+			return net.Dial("tcp", upTLS.Listener.Addr().String())
+		}
+		return net.Dial("tcp", upPlain.Listener.Addr().String())
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go p.Serve(ln)
+	defer p.Close()
+	s := p.Begin()
+	pu, _ := url.Parse(s.ProxyURL(ln.Addr().String()))
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(p.CAPEM())
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: trust}}}
+	do := func(u string, basicUser, token string) (int, string) {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("X-Token", token)
+		if basicUser != "" {
+			req.SetBasicAuth(basicUser, token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := do("https://ok.test/", "git", tok.Placeholder()); code != 200 || body != "ok" {
+		t.Fatalf("a placeholder to its host: %d %q", code, body)
+	}
+	if want := "ok.test|real-token-123|git:real-token-123\n"; got.String() != want {
+		t.Errorf("the upstream saw %q, want %q", got.String(), want)
+	}
+	code, body := do("https://other.test/", "", tok.Placeholder())
+	if code != 403 || !strings.Contains(body, "secret TOKEN") {
+		t.Errorf("TOKEN's placeholder to other.test: %d %q", code, body)
+	}
+	code, body = do("http://ok.test/", "", tok.Placeholder())
+	if code != 403 || !strings.Contains(body, "only ever sent over HTTPS") {
+		t.Errorf("the placeholder over plain HTTP: %d %q", code, body)
+	}
+	if strings.Contains(got.String(), "plain|") || strings.Count(got.String(), "\n") != 1 {
+		t.Errorf("a refused request reached an upstream: %q", got.String())
+	}
+	u := s.End()
+	if !slices.Equal(u.Denied, []string{"other.test:443", "ok.test:80"}) {
+		t.Errorf("denied %v", u.Denied)
+	}
+	if strings.Contains(logs.String(), "real-token-123") || strings.Contains(logs.String(), "other-token-456") {
+		t.Errorf("a real value in the log:\n%s", logs.String())
+	}
+	// The proxy's CA vouches for the secrets' hosts only.
+	block, _ := pem.Decode(p.CAPEM())
+	ca, _ := x509.ParseCertificate(block.Bytes)
+	if !slices.Equal(ca.PermittedDNSDomains, []string{"ok.test", "other.test"}) || !ca.PermittedDNSDomainsCritical {
+		t.Errorf("the CA's name constraints: %v", ca.PermittedDNSDomains)
+	}
+}

@@ -62,6 +62,11 @@ type Config struct {
 	MaxBytesPerCommand int64
 	// Logger gets one line per refusal (the audit trail of the network) and per error.
 	Logger *slog.Logger
+	// Secrets are credentials the proxy puts in HTTPS requests to their hosts (secret.go); each host must be
+	// allowed by Allow.
+	Secrets []Secret
+	// UpstreamCA is PEM certificates trusted, beside the host's roots, for the upstreams of intercepted hosts.
+	UpstreamCA []byte
 }
 
 func (c *Config) fill() error {
@@ -86,6 +91,13 @@ func (c *Config) fill() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	for _, s := range c.Secrets {
+		for _, h := range s.Hosts {
+			if _, ok, _ := c.Allow.matchName(h, 443); !ok {
+				return fmt.Errorf("-secret %s is for %s, which -net-allow does not allow on port 443: add it, or the secret can never be sent", s.Name, h)
+			}
+		}
+	}
 	switch {
 	case c.MaxConns < 1:
 		return fmt.Errorf("egress proxy: -net-max-conns %d: must be at least 1", c.MaxConns)
@@ -106,8 +118,9 @@ func (c *Config) fill() error {
 // allow-list and a session of its own ("unattributed", with a command's limits), and shows only in the log: the
 // credentials are for accounting, the allow-list is the confinement. Wrong credentials are refused (407).
 type Proxy struct {
-	cfg    Config
-	anon   *Session
+	cfg     Config
+	secrets *interceptor // nil without secrets
+	anon    *Session
 	denied atomic.Int64
 
 	mu        sync.Mutex
@@ -129,6 +142,13 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, sessions: map[string]*Session{}}
+	if len(cfg.Secrets) > 0 {
+		in, err := newInterceptor(cfg.Secrets, cfg.UpstreamCA)
+		if err != nil {
+			return nil, fmt.Errorf("egress proxy: %w", err)
+		}
+		p.secrets = in
+	}
 	p.anon = p.newSession("unattributed")
 	p.dial = p.dialChecked
 	return p, nil
@@ -664,6 +684,10 @@ func (p *Proxy) tunnel(c *idleConn, br *bufio.Reader, req *http.Request, s *Sess
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	if p.secrets.intercepts(strings.ToLower(strings.TrimSuffix(host, "."))) {
+		p.intercept(c, br, up, s, strings.ToLower(strings.TrimSuffix(host, ".")), port)
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -799,6 +823,11 @@ func (f *forwarder) forward(c *idleConn, req *http.Request) bool {
 		return false
 	}
 	host, port := targetOf(req)
+	if sec := p.secrets.misplaced(req, host, true); sec != nil {
+		p.refuse(c, f.s, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "secret", denied: true, detailed: true,
+			reason: fmt.Sprintf("the request carries the placeholder of the secret %s, which is only ever sent over HTTPS, to %s", sec.Name, strings.Join(sec.Hosts, ", "))})
+		return false
+	}
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	if f.up == nil || f.hostport != hp {
 		f.close()
@@ -968,4 +997,22 @@ func Env(proxyURL string) []string {
 		env = append(env, k+"="+proxyURL)
 	}
 	return append(env, "NO_PROXY="+NoProxy, "no_proxy="+NoProxy)
+}
+
+// CAPEM is the certificate of the proxy's CA, for commands to trust (nil without secrets): it signs certificates
+// for the secrets' hosts only (name constraints).
+func (p *Proxy) CAPEM() []byte {
+	if p.secrets == nil {
+		return nil
+	}
+	return p.secrets.caPEM
+}
+
+// SecretEnv is NAME=placeholder for each secret, for every command's environment.
+func (p *Proxy) SecretEnv() []string {
+	var env []string
+	for _, s := range p.cfg.Secrets {
+		env = append(env, s.Name+"="+s.placeholder)
+	}
+	return env
 }
