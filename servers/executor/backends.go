@@ -20,7 +20,7 @@ var newLocal = local.New
 // onto both backends' configurations, and the choice is the one the agent's in-process executor makes too.
 func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, backends.Choice, error) {
 	network := egress.Config{Allow: opts.netAllow, MaxConns: opts.NetMaxConns, MaxConnsPerCommand: opts.NetMaxConnsPerCommand,
-		IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger}
+		IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger, Secrets: opts.secrets, UpstreamCA: opts.upstreamCA}
 	dc := docker.Config{
 		Network:      network,
 		Image:        opts.Image,

@@ -39,6 +39,9 @@ func (b *dockerBackend) startEgress(ctx context.Context) error {
 	if b.cfg.Network.Allow.Empty() {
 		return nil
 	}
+	if len(b.cfg.Network.Secrets) > 0 {
+		return fmt.Errorf("docker backend: -secret is not supported yet (the containers would need the egress proxy's CA); use -backend local")
+	}
 	cfg := b.cfg.Network
 	if cfg.Logger == nil {
 		cfg.Logger = b.log

@@ -121,7 +121,7 @@ type Proxy struct {
 	cfg     Config
 	secrets *interceptor // nil without secrets
 	anon    *Session
-	denied atomic.Int64
+	denied  atomic.Int64
 
 	mu        sync.Mutex
 	sessions  map[string]*Session

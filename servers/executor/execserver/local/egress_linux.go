@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -121,6 +122,7 @@ type egressState struct {
 	proxy *egress.Proxy
 	addr  string // 127.0.0.1:port in the sandbox's network namespace
 	serve chan error
+	files []string // the CA files egressTrust wrote
 }
 
 // newEgress makes the proxy for cfg; nil when cfg allows nothing (commands keep no network).
@@ -154,6 +156,9 @@ func (e *egressState) attach(ln net.Listener) error {
 func (e *egressState) close() {
 	if e != nil {
 		e.proxy.Close()
+		for _, f := range e.files {
+			os.Remove(f)
+		}
 	}
 }
 
@@ -205,3 +210,45 @@ const errEgressFallback = "-net-allow needs the local backend's namespace mode: 
 	"Internet sockets are refused outright (seccomp and Landlock), so it could not reach the egress proxy, and allowing them would open " +
 	"the whole network to it, not the allowed hosts. Run where user namespaces are permitted (see the start-up log for why they are not here), " +
 	"or use -backend docker (as root on the Docker host)"
+
+// egressTrust gives commands the secrets' placeholders and the proxy's CA (secret.go): the CA and a bundle of the
+// host's roots with it are written beside the workspaces' folders in cacheDir (not writable by commands: Landlock),
+// named for this instance, and readable by commands; the usual variables point at them. close removes them.
+func (b *localBackend) egressTrust(cacheDir, instance string) error {
+	if b.egress == nil {
+		return nil
+	}
+	b.env = append(b.env, b.egress.proxy.SecretEnv()...)
+	ca := b.egress.proxy.CAPEM()
+	if ca == nil {
+		return nil
+	}
+	roots := systemRoots()
+	caFile := filepath.Join(cacheDir, "egress-ca-"+instance+".pem")
+	bundle := filepath.Join(cacheDir, "egress-roots-"+instance+".pem")
+	for f, content := range map[string][]byte{caFile: ca, bundle: append(append(roots, '\n'), ca...)} {
+		if err := os.WriteFile(f, content, 0o644); err != nil {
+			return fmt.Errorf("local backend: the egress proxy's CA: %w", err)
+		}
+		b.egress.files = append(b.egress.files, f)
+	}
+	b.rules.ReadFiles = append(b.rules.ReadFiles, caFile, bundle)
+	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
+		b.env = append(b.env, k+"="+bundle)
+	}
+	b.env = append(b.env, "NODE_EXTRA_CA_CERTS="+caFile) // node adds it to its own roots
+	return nil
+}
+
+// systemRoots is the host's CA bundle (the first of the usual places that exists).
+func systemRoots() []byte {
+	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+		if f == "" {
+			continue
+		}
+		if b, err := os.ReadFile(f); err == nil {
+			return b
+		}
+	}
+	return nil
+}

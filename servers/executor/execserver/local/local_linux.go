@@ -148,6 +148,10 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 		return nil, err
 	}
 	b.env = slices.Concat(b.env, b.egress.staticEnv())
+	if err := b.egressTrust(cacheDir, instanceLabel(id)); err != nil {
+		b.egress.close()
+		return nil, err
+	}
 	var nsErr error
 	if !cfg.NoNamespaces {
 		b.ns, nsErr = b.startNamespaces()
