@@ -127,4 +127,6 @@ type EgressHealth struct {
 	MaxBytesPerCommand int64    `json:"max_bytes_per_command"` // 0: none
 	ActiveConns        int      `json:"active_conns"`
 	Denied             int64    `json:"denied"` // refusals since start
+	// Secrets are the -secret names and the hosts each is sent to ("TOKEN@api.example.com"); never a value.
+	Secrets []string `json:"secrets,omitempty"`
 }

@@ -286,7 +286,20 @@ func networkSentence(eg *protocol.EgressHealth) string {
 	return fmt.Sprintf("the network is reachable only through the executor's HTTP proxy (HTTP_PROXY and HTTPS_PROXY are set; curl, pip, npm, go, cargo and git use them), "+
 		"and only to these -net-allow entries: %s (a host without :port means ports %s; a CIDR entry admits IP addresses in it). "+
 		"Anything else is refused with a 403 and listed in the result's network_denied; the hosts reached are listed in network.",
-		strings.Join(eg.Allow, ", "), strings.Join(ports, " and "))
+		strings.Join(eg.Allow, ", "), strings.Join(ports, " and ")) + secretsSentence(eg.Secrets)
+}
+
+// secretsSentence tells a model how to use the -secret credentials it cannot see.
+func secretsSentence(secrets []string) string {
+	if len(secrets) == 0 {
+		return ""
+	}
+	var uses []string
+	for _, s := range secrets {
+		name, hosts, _ := strings.Cut(s, "@")
+		uses = append(uses, fmt.Sprintf("$%s for https://%s", name, strings.ReplaceAll(hosts, ",", " and https://")))
+	}
+	return " Credentials: " + strings.Join(uses, "; ") + " (each variable holds a placeholder the proxy replaces by the real value only in HTTPS requests to those hosts: use it in a header or in the URL as usual; sent anywhere else it is refused)."
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or

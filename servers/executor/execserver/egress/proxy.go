@@ -172,6 +172,7 @@ func (p *Proxy) Health(addr string) *protocol.EgressHealth {
 		MaxBytesPerCommand: max(p.cfg.MaxBytesPerCommand, 0),
 		ActiveConns:        conns,
 		Denied:             p.denied.Load(),
+		Secrets:            p.secretNames(),
 	}
 }
 
@@ -1015,4 +1016,13 @@ func (p *Proxy) SecretEnv() []string {
 		env = append(env, s.Name+"="+s.placeholder)
 	}
 	return env
+}
+
+// secretNames are NAME@host,host for each secret.
+func (p *Proxy) secretNames() []string {
+	var out []string
+	for _, s := range p.cfg.Secrets {
+		out = append(out, s.Name+"@"+strings.Join(s.Hosts, ","))
+	}
+	return out
 }

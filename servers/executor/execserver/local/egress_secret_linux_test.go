@@ -114,6 +114,19 @@ func TestEgressSecrets(t *testing.T) {
 		return out
 	}
 
+	if eg := srv.Exec.Health().Confinement.Egress; eg == nil || strings.Join(eg.Secrets, " ") != "TOKEN@secret.test OTHER@allowed.test" {
+		t.Errorf("/healthz secrets: %+v", eg)
+	}
+	tools, err := srv.Session.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name == protocol.ToolRunCommand && !strings.Contains(tool.Description, "$TOKEN for https://secret.test") {
+			t.Errorf("the tool description does not say how to use the secrets: %s", tool.Description)
+		}
+	}
+
 	// Positive controls, from the host: the upstream refuses the placeholder and takes the real value.
 	for _, c := range []struct {
 		token string
