@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -224,7 +225,7 @@ func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	lns := p.listeners
-	sessions := slices.Collect(mapValues(p.sessions))
+	sessions := slices.Collect(maps.Values(p.sessions))
 	p.mu.Unlock()
 	for _, ln := range lns {
 		ln.Close()
@@ -234,16 +235,6 @@ func (p *Proxy) Close() error {
 	}
 	p.wg.Wait()
 	return nil
-}
-
-func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
-	return func(yield func(V) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // Session is one command's use of the proxy: its credentials, its connections, what it was refused and what it
@@ -315,20 +306,10 @@ func (s *Session) End() Usage {
 
 func (s *Session) closeConns() {
 	s.mu.Lock()
-	conns := slices.Collect(mapKeys(s.conns))
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
-	}
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
@@ -597,7 +578,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 				}
 				sess = nil
 				host, port := targetOf(req)
-				p.refuse(ic, s, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true,
+				p.refuse(ic, s, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true, denied: true,
 					reason: fmt.Sprintf("this command already holds %d proxy connections, the executor's -net-max-conns-per-command", p.cfg.MaxConnsPerCommand)})
 				return
 			}
