@@ -103,8 +103,16 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, err
 	}
+	var secrets []egress.Secret
+	for _, spec := range o.Secrets {
+		sec, err := egress.ParseSecret(spec)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		secrets = append(secrets, sec)
+	}
 	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image, Network: egress.Config{Allow: allow}}, NewLocal: newLocal,
-		Commands: local.Config{Network: egress.Config{Allow: allow}}})
+		Commands: local.Config{Network: egress.Config{Allow: allow, Secrets: secrets}}})
 	if err != nil {
 		return nil, "", nil, err
 	}
