@@ -245,6 +245,7 @@ func (b *dockerBackend) hostConfig(ctl, network string) *container.HostConfig {
 	if b.cfg.CacheHostDir != "-" {
 		mounts = append(mounts, bind(b.cfg.CacheHostDir, containerCache, false))
 	}
+	mounts = append(mounts, b.egress.mounts()...)
 	return &container.HostConfig{
 		Mounts:         mounts,
 		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (docker_network.go)

@@ -18,29 +18,55 @@ package docker
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
 // dockerEgress is the backend's egress proxy and its listeners, one per network holder.
 type dockerEgress struct {
-	proxy *egress.Proxy
-	mu    sync.Mutex
-	addrs map[string]string // holder ID → 127.0.0.1:port in its namespace
-	last  string            // the address of the newest listener, for /healthz
+	proxy  *egress.Proxy
+	mu     sync.Mutex
+	addrs  map[string]string // holder ID → 127.0.0.1:port in its namespace
+	last   string            // the address of the newest listener, for /healthz
+	bundle string            // host path of the CA bundle (-secret), "" without
+}
+
+// containerBundle is where a container finds the CA bundle.
+const containerBundle = "/run/goalbox-egress/roots.pem"
+
+// mounts are the egress proxy's binds for a command container.
+func (e *dockerEgress) mounts() []mount.Mount {
+	if e == nil || e.bundle == "" {
+		return nil
+	}
+	return []mount.Mount{{Type: mount.TypeBind, Source: e.bundle, Target: containerBundle, ReadOnly: true,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}}
+}
+
+// systemRoots is the host's CA bundle (the first of the usual places that exists).
+func systemRoots() []byte {
+	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+		if f == "" {
+			continue
+		}
+		if b, err := os.ReadFile(f); err == nil {
+			return b
+		}
+	}
+	return nil
 }
 
 // startEgress makes the proxy when the configuration allows hosts, and its listener in the current holder.
 func (b *dockerBackend) startEgress(ctx context.Context) error {
 	if b.cfg.Network.Allow.Empty() {
 		return nil
-	}
-	if len(b.cfg.Network.Secrets) > 0 {
-		return fmt.Errorf("docker backend: -secret is not supported yet (the containers would need the egress proxy's CA); use -backend local")
 	}
 	cfg := b.cfg.Network
 	if cfg.Logger == nil {
@@ -51,6 +77,14 @@ func (b *dockerBackend) startEgress(ctx context.Context) error {
 		return fmt.Errorf("docker backend: %w", err)
 	}
 	b.egress = &dockerEgress{proxy: p, addrs: map[string]string{}}
+	if ca := p.CAPEM(); ca != nil {
+		// The proxy's CA (-secret), with the host's roots, for every container: a file of the control root, bound
+		// read-only into each container.
+		b.egress.bundle = filepath.Join(b.ctlRoot, "egress-roots.pem")
+		if err := os.WriteFile(b.egress.bundle, append(append(systemRoots(), '\n'), ca...), 0o644); err != nil {
+			return fmt.Errorf("docker backend: the egress proxy's CA: %w", err)
+		}
+	}
 	return b.egressAttach(ctx, b.net.current())
 }
 
@@ -124,7 +158,13 @@ func (e *dockerEgress) staticEnv() []string {
 	if e == nil {
 		return nil
 	}
-	return []string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}
+	env := append([]string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}, e.proxy.SecretEnv()...)
+	if e.bundle != "" {
+		for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS"} {
+			env = append(env, k+"="+containerBundle)
+		}
+	}
+	return env
 }
 
 func (e *dockerEgress) health() *protocol.EgressHealth {

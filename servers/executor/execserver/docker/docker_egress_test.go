@@ -32,12 +32,20 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
+
+type headers []string
+
+func (h *headers) String() string     { return "" }
+func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
 
 func main() {
 	direct := flag.Bool("direct", false, "no proxy")
 	ca := flag.String("ca", "", "CA file")
+	var hs headers
+	flag.Var(&hs, "H", "header")
 	flag.Parse()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if *direct {
@@ -53,7 +61,12 @@ func main() {
 		pool.AppendCertsFromPEM(pem)
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
-	resp, err := (&http.Client{Transport: tr, Timeout: 20 * time.Second}).Get(flag.Arg(0))
+	req, _ := http.NewRequest("GET", flag.Arg(0), nil)
+	for _, h := range hs {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 20 * time.Second}).Do(req)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -153,5 +166,53 @@ func TestDockerEgressAllowList(t *testing.T) {
 	}
 	if want := []string{fmt.Sprintf("self.test:%d", selfPort), "meta.test:80"}; !slices.Equal(out.NetworkDenied, want) {
 		t.Errorf("network_denied %v, want %v", out.NetworkDenied, want)
+	}
+}
+
+// TestDockerEgressSecrets: -secret on the docker backend: the placeholder in the container, the real value put in
+// only for the secret's host over HTTPS (the container trusts the proxy's CA through SSL_CERT_FILE), refused over
+// plain HTTP; the real value nowhere in the container. Control: the upstream refuses the placeholder from the host.
+func TestDockerEgressSecrets(t *testing.T) {
+	sandboxtest.NeedNetRoot(t)
+	dockerRequire(t)
+	const real = "docker-real-value-5e2a"
+	t.Setenv("GOALBOX_TEST_DOCKER_SECRET", real)
+	up := sandboxtest.NewUpstream(t, "secret.test")
+	up.Serve(t, 443, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+real {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, "authorized\n")
+	}))
+	up.Serve(t, 80, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain answered\n") }))
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	os.WriteFile(hosts, []byte(up.IP+" secret.test\n"), 0o644)
+	allow, _ := egress.ParseAllowList("secret.test," + up.Subnet)
+	tok, err := egress.ParseSecret("TOKEN=env:GOALBOX_TEST_DOCKER_SECRET@secret.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ws := newDockerTestBackend(t, func(c *Config) {
+		c.Network = egress.Config{Allow: allow, Resolver: egress.HostsFile(hosts), Secrets: []egress.Secret{tok}, UpstreamCA: up.CAPEM}
+	})
+	buildFetch(t, ws)
+	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
+	run := func(command string) protocol.RunCommandOutput {
+		t.Helper()
+		return sandboxtest.MustCall[protocol.RunCommandOutput](t, srv.Session, protocol.ToolRunCommand, protocol.RunCommandInput{Command: command, TimeoutSeconds: 60})
+	}
+	req, _ := http.NewRequest("GET", "https://secret.test/", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Placeholder())
+	if resp, err := up.HostClient(up.IP).Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("control: the upstream takes the placeholder: %v %v", resp, err)
+	}
+	out := run(`./fetch -H "Authorization: Bearer $TOKEN" https://secret.test/; ./fetch -H "Authorization: Bearer $TOKEN" http://secret.test/; echo; echo "$TOKEN"; env | grep -c ` + real + `; true`)
+	lines := strings.Split(out.Stdout, "\n")
+	if len(lines) < 4 || lines[0] != "200 authorized" || !strings.Contains(lines[1], "secret TOKEN") || !strings.Contains(out.Stdout, tok.Placeholder()+"\n0\n") {
+		t.Errorf("secrets in a container: %q %q", out.Stdout, out.Stderr)
+	}
+	if strings.Contains(out.Stdout, real) || !slices.Equal(out.NetworkDenied, []string{"secret.test:80"}) {
+		t.Errorf("the real value in the output, or network_denied %v", out.NetworkDenied)
 	}
 }
