@@ -62,7 +62,7 @@ type options struct {
 	NetMaxConnsPerCommand int           `env:"NET_MAX_CONNS_PER_COMMAND" flag:"net-max-conns-per-command" usage:"with -net-allow: proxy connections of one command or process at once (default 64)"`
 	NetIdleTimeout        time.Duration `env:"NET_IDLE_TIMEOUT" flag:"net-idle-timeout" usage:"with -net-allow: a proxy connection idle both ways this long is closed (default 2m)"`
 	NetMaxBytes           int64         `env:"NET_MAX_BYTES" flag:"net-max-bytes" usage:"with -net-allow: bytes one command or process moves through the proxy, both ways (default 4 GiB, -1 for none)"`
-	Secrets               []string      `env:"SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder, which the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH of the server's) only in HTTPS requests to HOST; local backend"`
+	Secrets               []string      `env:"SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder, which the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH of the server's) only in HTTPS requests to HOST"`
 	UpstreamCA            string        `env:"UPSTREAM_CA" flag:"upstream-ca" usage:"PEM file of CAs trusted, beside the host's, for the upstreams of -secret hosts (a private registry, tests)"`
 }
 
