@@ -56,6 +56,7 @@ type options struct {
 	DockerUser         string  `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
+	QuarantineDir      string  `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
 	// The network (package execserver/egress): none unless -net-allow names hosts.
 	NetAllow              string        `env:"NET_ALLOW" flag:"net-allow" usage:"comma-separated hosts (registry.npmjs.org), *.domains, either with :port (default ports 80 and 443), and CIDRs (any port) commands may reach through the executor's egress proxy, the only way out; empty: no network (local backend, namespace mode)"`
 	NetMaxConns           int           `env:"NET_MAX_CONNS" flag:"net-max-conns" usage:"with -net-allow: proxy connections of all commands together (default 256)"`
@@ -185,5 +186,6 @@ func newExecutor(s settings, choice backends.Choice, backend execserver.Backend,
 		OutputTotal:     s.OutputTotal,
 		BackendChoice:   how,
 		BackendReason:   choice.Reason,
+		QuarantineDir:   s.QuarantineDir,
 	}, backend, g, logger)
 }

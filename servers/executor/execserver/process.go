@@ -145,7 +145,10 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	go func() {
 		defer close(p.done)
 		defer kill()
-		res, err := e.backend.Run(ctx, r)
+		res, undone, err := e.runBackend(ctx, r)
+		if len(undone) > 0 {
+			_, _ = p.stderr.Write([]byte(protectedNote(undone)))
+		}
 		if p.stdinR != nil {
 			p.stdinR.CloseWithError(errProcessEnded)
 		}

@@ -61,6 +61,12 @@ type Config struct {
 	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
 	// the health report: "auto" or "explicit", and a sentence.
 	BackendChoice, BackendReason string
+	// Protection is the protected project paths commands may not change (protect.go); nil means
+	// pathguard.DefaultProtected.
+	Protection *pathguard.Protection
+	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
+	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
+	QuarantineDir string
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -68,6 +74,13 @@ type Config struct {
 var DefaultMaxConcurrent = max(4, 2*runtime.NumCPU())
 
 func (c *Config) fill() error {
+	if c.Protection == nil {
+		p, err := pathguard.NewProtection(nil, nil)
+		if err != nil {
+			return err
+		}
+		c.Protection = p
+	}
 	if c.DefaultTimeout == 0 {
 		c.DefaultTimeout = DefaultTimeout
 	}
@@ -127,7 +140,8 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
-	outputs *Outputs // the full outputs of truncated streams, per session
+	outputs *Outputs   // the full outputs of truncated streams, per session
+	protect *protector // nil when no path is protected
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -140,6 +154,14 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
 		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
+	if len(cfg.Protection.Patterns()) > 0 {
+		enforcer, ok := backend.(ProtectEnforcer)
+		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
+		if err != nil {
+			return nil, fmt.Errorf("protected files: %w", err)
+		}
+		e.protect = p
+	}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
@@ -191,6 +213,13 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 // workspace's host path names the advertised root instead (advertise walks the report's JSON, so no field is missed).
 func (e *Executor) confinement() protocol.Confinement {
 	c := e.backend.Confinement()
+	if c.Sandbox == nil {
+		c.Sandbox = &protocol.SandboxPolicy{Summary: e.backend.Name() + " backend", ProtectedEnforcement: "sweep"}
+	}
+	c.Sandbox.Protected = e.cfg.Protection.Patterns()
+	if e.protect == nil {
+		c.Sandbox.ProtectedEnforcement = "none"
+	}
 	var generic any
 	b, err := json.Marshal(c)
 	if err == nil {
@@ -251,7 +280,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		defer close(done)
 		go e.progress(ctx, req.Session, tok, start, r.Timeout, done, stdout, stderr)
 	}
-	res, err := e.backend.Run(ctx, r)
+	res, undone, err := e.runBackend(ctx, r)
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
@@ -260,6 +289,10 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
+	if len(undone) > 0 {
+		_, _ = stderr.Write([]byte(protectedNote(undone)))
+		out.ProtectedUndone = undone
+	}
 	out.Stdout, out.StdoutTruncated = stdout.String()
 	out.Stderr, out.StderrTruncated = stderr.String()
 	logArgs := []any{"exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,
