@@ -569,3 +569,27 @@ func TestSecretsReplacedOnlyForTheirHosts(t *testing.T) {
 		t.Errorf("the CA's name constraints: %v", ca.PermittedDNSDomains)
 	}
 }
+
+// TestExpectContinue: a client waiting for "100 Continue" before its body is answered at once, so an upload does
+// not stall (curl and git would wait a second each time).
+func TestExpectContinue(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }))
+	defer up.Close()
+	p, addr := testProxy(t, "ok.test,198.51.100.0/24", map[string]string{"198.51.100.7:80": up.Listener.Addr().String()})
+	s := p.Begin()
+	defer s.End()
+	pu, _ := url.Parse(s.ProxyURL(addr))
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), ExpectContinueTimeout: 5 * time.Second}}
+	req, _ := http.NewRequest("POST", "http://ok.test/", strings.NewReader("uploaded body"))
+	req.Header.Set("Expect", "100-continue")
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "uploaded body" || time.Since(start) > 2*time.Second {
+		t.Errorf("upload with Expect: 100-continue: %q after %v", b, time.Since(start))
+	}
+}

@@ -830,6 +830,7 @@ func (f *forwarder) forward(c *idleConn, req *http.Request) bool {
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // else Request.Write adds Go's own
 	}
+	continueEarly(c, req)
 	req.RequestURI = ""
 	req.Close = false
 	if err := req.Write(f.up); err != nil {
@@ -1006,4 +1007,14 @@ func (p *Proxy) secretNames() []string {
 		out = append(out, s.Name+"@"+strings.Join(s.Hosts, ","))
 	}
 	return out
+}
+
+// continueEarly answers a client's "Expect: 100-continue" at once and drops it from the request: Request.Write
+// sends the body without waiting for the upstream's 100, so a client still waiting for one would stall (curl and
+// git wait a second, then send anyway).
+func continueEarly(w io.Writer, req *http.Request) {
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		req.Header.Del("Expect")
+		_, _ = io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n")
+	}
 }

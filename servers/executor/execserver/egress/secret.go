@@ -294,6 +294,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 		}
 		in.substitute(req, host)
 		stripHop(req.Header)
+		continueEarly(client, req)
 		closeAfter := req.Close
 		req.Close = false
 		if err := req.Write(server); err != nil {
