@@ -59,6 +59,40 @@ func moduleZip(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
+// pypiIndex serves a one-wheel package index as a static PEP 503 "simple" index would.
+func pypiIndex(t testing.TB) http.Handler {
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	files := map[string]string{
+		"goalbox_hello/__init__.py":            "HELLO = 'hi'\n",
+		"goalbox_hello-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: goalbox-hello\nVersion: 1.0\n",
+		"goalbox_hello-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: goalbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+	}
+	var record strings.Builder
+	for _, name := range []string{"goalbox_hello/__init__.py", "goalbox_hello-1.0.dist-info/METADATA", "goalbox_hello-1.0.dist-info/WHEEL"} {
+		w, _ := z.Create(name)
+		io.WriteString(w, files[name])
+		fmt.Fprintf(&record, "%s,,\n", name)
+	}
+	w, _ := z.Create("goalbox_hello-1.0.dist-info/RECORD")
+	io.WriteString(w, record.String()+"goalbox_hello-1.0.dist-info/RECORD,,\n")
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wheel := buf.Bytes()
+	const file = "goalbox_hello-1.0-py3-none-any.whl"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/simple/goalbox-hello/":
+			fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, file, file)
+		case "/files/" + file:
+			w.Write(wheel)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
 // goproxy serves the module as a static GOPROXY would (the files of $GOPROXY/<module>/@v/).
 func goproxy(t testing.TB) http.Handler {
 	files := map[string][]byte{
@@ -98,6 +132,7 @@ func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 	up.Serve(t, 443, true, hello)
 	up.Serve(t, 8080, false, hello)
 	up.Serve(t, 8081, false, goproxy(t))
+	up.Serve(t, 8082, false, pypiIndex(t))
 	spec := egressSpec{Subnet: up.Subnet, HostIP: up.HostIP, IP: up.IP, CAPEM: up.CAPEM, Hosts: filepath.Join(dir, "hosts")}
 	// Servers on addresses of the host itself, reachable from the host: the proxy must refuse names leading there.
 	for _, c := range []struct {
@@ -113,7 +148,7 @@ func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 		t.Cleanup(func() { srv.Close() })
 		*c.port = ln.Addr().(*net.TCPAddr).Port
 	}
-	hosts := fmt.Sprintf("%s allowed.test other.test gomod.test\n127.0.0.1 loop.test\n169.254.169.254 meta.test\nfd00:ec2::254 meta6.test\n%s self.test\n", up.IP, up.HostIP)
+	hosts := fmt.Sprintf("%s allowed.test other.test gomod.test pypi.test\n127.0.0.1 loop.test\n169.254.169.254 meta.test\nfd00:ec2::254 meta6.test\n%s self.test\n", up.IP, up.HostIP)
 	if err := os.WriteFile(spec.Hosts, []byte(hosts), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +168,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	up := &sandboxtest.Upstream{Subnet: spec.Subnet, HostIP: spec.HostIP, IP: spec.IP, CAPEM: spec.CAPEM, CertPool: x509.NewCertPool()}
 	up.CertPool.AppendCertsFromPEM(spec.CAPEM)
 	f := &egressFixture{up: up, hosts: spec.Hosts, loopPort: spec.LoopPort, selfPort: spec.SelfPort}
-	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.Subnet)
+	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,pypi.test:8082,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.Subnet)
 	allow, err := egress.ParseAllowList(f.allowList)
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +293,28 @@ func TestEgressAllowList(t *testing.T) {
 		}
 		if len(out.NetworkDenied) != 0 {
 			t.Errorf("network_denied: %v", out.NetworkDenied)
+		}
+	})
+
+	t.Run("pip-download", func(t *testing.T) {
+		if out := f.run(t, "python3 -m pip --version"); out.ExitCode != 0 {
+			t.Skipf("no pip in the sandbox: %s", out.Stderr)
+		}
+		// Positive control: the host downloads the wheel from the same index.
+		dl := t.TempDir()
+		cmd := exec.Command("python3", "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check", "--no-cache-dir",
+			"--index-url", "http://"+up.IP+":8082/simple/", "--trusted-host", up.IP, "-d", dl, "goalbox-hello==1.0")
+		cmd.Env = append(os.Environ(), "HTTP_PROXY=", "http_proxy=", "PIP_CONFIG_FILE=/dev/null")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("positive control: pip download on the host: %v\n%s", err, b)
+		}
+		out := f.run(t, "cd $TMPDIR && rm -rf dl && PIP_CONFIG_FILE=/dev/null python3 -m pip download -q --no-deps --disable-pip-version-check --no-cache-dir "+
+			"--index-url http://pypi.test:8082/simple/ --trusted-host pypi.test -d dl goalbox-hello==1.0 && ls dl")
+		if out.ExitCode != 0 || out.Stdout != "goalbox_hello-1.0-py3-none-any.whl\n" {
+			t.Fatalf("pip download in the sandbox: exit %d\n%s\n%s", out.ExitCode, out.Stdout, out.Stderr)
+		}
+		if !slices.Contains(hostsOf(out), "pypi.test:8082") {
+			t.Errorf("network: %+v", out.Network)
 		}
 	})
 
