@@ -47,6 +47,14 @@ type ExecutorHealth struct {
 	MaxConcurrent  int           `json:"max_concurrent"`
 	// FullOutputs is the store that keeps truncated streams whole, as MCP resources.
 	FullOutputs FullOutputsHealth `json:"full_outputs"`
+	// ProcessBuffers is what the background processes' ring buffers hold, all sessions together.
+	ProcessBuffers ProcessBuffersHealth `json:"process_buffers"`
+}
+
+// ProcessBuffersHealth is the state of the processes' ring buffers.
+type ProcessBuffersHealth struct {
+	Total int `json:"total"` // bytes they may hold together
+	Bytes int `json:"bytes"` // bytes they hold now beyond the 4 KiB every buffer has outside the total
 }
 
 // FullOutputsHealth is the state of the executor's store of full outputs.

@@ -52,6 +52,9 @@ type Config struct {
 	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
 	// counted); 0 means DefaultProcessBuffer.
 	ProcessBuffer int
+	// ProcessBufferTotal is the bytes all processes' ring buffers may hold together; a buffer grows with its
+	// stream's output and, once the total is spent, wraps within what it has. 0 means DefaultProcessBufferTotal.
+	ProcessBufferTotal int
 	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
 	// first. 0 means DefaultOutputBudget, -1 keeps none.
 	OutputBudget int64
@@ -102,6 +105,9 @@ func (c *Config) fill() error {
 	if c.ProcessBuffer == 0 {
 		c.ProcessBuffer = DefaultProcessBuffer
 	}
+	if c.ProcessBufferTotal == 0 {
+		c.ProcessBufferTotal = max(DefaultProcessBufferTotal, 2*c.ProcessBuffer)
+	}
 	if c.OutputBudget == 0 {
 		c.OutputBudget = DefaultOutputBudget
 	}
@@ -140,8 +146,9 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
-	outputs *Outputs   // the full outputs of truncated streams, per session
-	protect *protector // nil when no path is protected
+	outputs *Outputs    // the full outputs of truncated streams, per session
+	protect *protector  // nil when no path is protected
+	buffers *bufferPool // the processes' ring buffers, all together
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -153,7 +160,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
+		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -206,6 +213,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.health(),
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.buffers.inUse()},
 	}
 }
 
