@@ -110,7 +110,12 @@ func (b *dockerBackend) egressAttach(ctx context.Context, id string) error {
 	b.egress.addrs[id] = ln.Addr().String()
 	b.egress.last = ln.Addr().String()
 	b.egress.mu.Unlock()
-	go func() { _ = b.egress.proxy.Serve(ln) }()
+	go func() {
+		// Serve ends with nil when the proxy is closed; anything else leaves this holder's commands without a way out.
+		if err := b.egress.proxy.Serve(ln); err != nil {
+			b.log.Error("docker backend: the egress listener failed; commands have no network from now on", "err", err)
+		}
+	}()
 	return nil
 }
 

@@ -119,10 +119,10 @@ func holderEgressListen() error {
 
 // egressState is the backend's egress proxy and where commands reach it.
 type egressState struct {
-	proxy *egress.Proxy
-	addr  string // 127.0.0.1:port in the sandbox's network namespace
-	serve chan error
-	files []string // the CA files egressTrust wrote
+	proxy  *egress.Proxy
+	addr   string // 127.0.0.1:port in the sandbox's network namespace
+	logger *slog.Logger
+	files  []string // the CA files egressTrust wrote
 }
 
 // newEgress makes the proxy for cfg; nil when cfg allows nothing (commands keep no network).
@@ -137,7 +137,7 @@ func newEgress(cfg egress.Config, logger *slog.Logger) (*egressState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)
 	}
-	return &egressState{proxy: p, serve: make(chan error, 1)}, nil
+	return &egressState{proxy: p, logger: cfg.Logger}, nil
 }
 
 // attach serves the proxy on the holder's listener.
@@ -149,7 +149,12 @@ func (e *egressState) attach(ln net.Listener) error {
 		return errors.New("local backend: the namespace holder made no egress listener")
 	}
 	e.addr = ln.Addr().String()
-	go func() { e.serve <- e.proxy.Serve(ln) }()
+	go func() {
+		// Serve ends with nil when the proxy is closed; anything else leaves commands without a way out.
+		if err := e.proxy.Serve(ln); err != nil {
+			e.logger.Error("egress proxy: the listener failed; commands have no network from now on", "err", err)
+		}
+	}()
 	return nil
 }
 
