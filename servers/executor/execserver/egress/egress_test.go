@@ -593,3 +593,59 @@ func TestExpectContinue(t *testing.T) {
 		t.Errorf("upload with Expect: 100-continue: %q after %v", b, time.Since(start))
 	}
 }
+
+// TestIdleTunnelCloses: a tunnel on which nothing moves for the idle timeout is closed; one that keeps moving is
+// not (the positive control).
+func TestIdleTunnelCloses(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	a, _ := ParseAllowList("ok.test:7,198.51.100.0/24")
+	p, err := New(Config{Allow: a, Resolver: hostsFile(t, "198.51.100.7 ok.test"), IdleTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.dial = func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) { return net.Dial("tcp", up.Addr().String()) }
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go p.Serve(ln)
+	defer p.Close()
+	open := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "CONNECT ok.test:7 HTTP/1.1\r\nHost: ok.test:7\r\n\r\n")
+		buf := make([]byte, 64)
+		if n, _ := c.Read(buf); !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+			t.Fatalf("CONNECT: %q", buf[:n])
+		}
+		return c
+	}
+	busy, idle := open(), open()
+	defer busy.Close()
+	defer idle.Close()
+	buf := make([]byte, 8)
+	for range 6 { // 3 s of traffic every half second: never idle for 1 s
+		io.WriteString(busy, "ping")
+		_ = busy.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := io.ReadFull(busy, buf[:4]); err != nil {
+			t.Fatalf("the busy tunnel was closed: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(buf); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("the idle tunnel is still open after 3 s with a 1 s idle timeout: %v", err)
+	}
+}
