@@ -616,7 +616,9 @@ func TestIdleTunnelCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.dial = func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) { return net.Dial("tcp", up.Addr().String()) }
+	p.dial = func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+		return net.Dial("tcp", up.Addr().String())
+	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go p.Serve(ln)
 	defer p.Close()
