@@ -18,6 +18,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -117,8 +118,20 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal,
-		Protection: o.protection})
+	allow, err := egress.ParseAllowList(o.NetAllow)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var secrets []egress.Secret
+	for _, spec := range o.Secrets {
+		sec, err := egress.ParseSecret(spec)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		secrets = append(secrets, sec)
+	}
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image, Network: egress.Config{Allow: allow}}, NewLocal: newLocal,
+		Protection: o.protection, Commands: local.Config{Network: egress.Config{Allow: allow, Secrets: secrets}}})
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -81,6 +81,8 @@ type CommandPolicy struct {
 type Confinement struct {
 	Network      string `json:"network"`
 	Capabilities string `json:"capabilities"`
+	// Egress is the egress proxy (-net-allow), nil when commands have no network.
+	Egress *EgressHealth `json:"egress,omitempty"`
 	// Sandbox is the same policy as data: what a command's world is built from, and which promises hold.
 	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
 	*LocalConfinement
@@ -168,4 +170,19 @@ type DockerConfinement struct {
 	TotalPidsLimit   int64 `json:"total_pids_limit,omitempty"`
 	// Watchdog says what ends a command whose executor died.
 	Watchdog string `json:"watchdog,omitempty"`
+}
+
+// EgressHealth is the executor's egress proxy: what commands may reach, and its limits.
+type EgressHealth struct {
+	Allow              []string `json:"allow"`         // -net-allow entries, canonical
+	DefaultPorts       []int    `json:"default_ports"` // ports a host entry without :port opens
+	Proxy              string   `json:"proxy"`         // where commands reach it (HTTP_PROXY, without credentials)
+	MaxConns           int      `json:"max_conns"`     // all commands together
+	MaxConnsPerCommand int      `json:"max_conns_per_command"`
+	IdleTimeoutSeconds int      `json:"idle_timeout_seconds"`
+	MaxBytesPerCommand int64    `json:"max_bytes_per_command"` // 0: none
+	ActiveConns        int      `json:"active_conns"`
+	Denied             int64    `json:"denied"` // refusals since start
+	// Secrets are the -secret names and the hosts each is sent to ("TOKEN@api.example.com"); never a value.
+	Secrets []string `json:"secrets,omitempty"`
 }

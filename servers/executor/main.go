@@ -23,6 +23,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 )
 
 const envPrefix = "GOALBOX_EXEC_"
@@ -61,6 +62,14 @@ type options struct {
 	// Protect and Unprotect adjust the protected project files; their usage is pathguard's, shared by every command.
 	Protect   []string `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
 	Unprotect []string `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	// The network (package execserver/egress): none unless -net-allow names hosts.
+	NetAllow              string        `env:"NET_ALLOW" flag:"net-allow" usage:"comma-separated hosts (registry.npmjs.org), *.domains, either with :port (default ports 80 and 443), and CIDRs (any port) commands may reach through the executor's egress proxy, the only way out; empty: no network (local backend, namespace mode)"`
+	NetMaxConns           int           `env:"NET_MAX_CONNS" flag:"net-max-conns" usage:"with -net-allow: proxy connections of all commands together (default 256)"`
+	NetMaxConnsPerCommand int           `env:"NET_MAX_CONNS_PER_COMMAND" flag:"net-max-conns-per-command" usage:"with -net-allow: proxy connections of one command or process at once (default 64)"`
+	NetIdleTimeout        time.Duration `env:"NET_IDLE_TIMEOUT" flag:"net-idle-timeout" usage:"with -net-allow: a proxy connection idle both ways this long is closed (default 2m)"`
+	NetMaxBytes           int64         `env:"NET_MAX_BYTES" flag:"net-max-bytes" usage:"with -net-allow: bytes one command or process moves through the proxy, both ways (default 4 GiB, -1 for none)"`
+	Secrets               []string      `env:"SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder, which the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH of the server's) only in HTTPS requests to HOST"`
+	UpstreamCA            string        `env:"UPSTREAM_CA" flag:"upstream-ca" usage:"PEM file of CAs trusted, beside the host's, for the upstreams of -secret hosts (a private registry, tests)"`
 }
 
 // protectDocs are the usage of -protect and -unprotect, the same text as the filesystem server's and the agent's.
@@ -122,6 +131,9 @@ type settings struct {
 	options
 	policy     *execserver.Policy
 	protection *pathguard.Protection
+	netAllow   *egress.AllowList
+	secrets    []egress.Secret
+	upstreamCA []byte
 }
 
 // configure reads the settings: the defaults, then the environment, then the flags; and checks the backend's name
@@ -152,6 +164,21 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 	}
 	if s.protection, err = pathguard.ParseProtection(s.Protect, s.Unprotect); err != nil {
 		return cfg, s, mcpserve.ConfigError(err)
+	}
+	if s.netAllow, err = egress.ParseAllowList(s.NetAllow); err != nil {
+		return cfg, s, mcpserve.ConfigError(err)
+	}
+	for _, spec := range s.Secrets {
+		sec, err := egress.ParseSecret(spec)
+		if err != nil {
+			return cfg, s, mcpserve.ConfigError(err)
+		}
+		s.secrets = append(s.secrets, sec)
+	}
+	if s.UpstreamCA != "" {
+		if s.upstreamCA, err = os.ReadFile(s.UpstreamCA); err != nil {
+			return cfg, s, mcpserve.ConfigError(fmt.Errorf("-upstream-ca: %w", err))
+		}
 	}
 	return cfg, s, nil
 }

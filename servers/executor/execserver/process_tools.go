@@ -104,6 +104,9 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	stderr, next, dropped := p.stderr.readFrom(in.StderrOffset, maxProcessReadBytes)
 	out.Stderr, out.StderrOffset, out.StderrDropped = string(stderr), next, dropped
 	out.DurationMs = p.duration().Milliseconds()
+	if !out.Running {
+		out.NetworkDenied, out.Network = p.result.NetworkDenied, p.result.Network
+	}
 	return p.withResources(out.ReadProcessOutputOutput), nil
 }
 
@@ -146,7 +149,8 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	}
 	killed := p.stop(grace)
 	e.logger.Info("process stopped", "process", p.id, "exit_code", p.result.ExitCode, "killed", killed)
-	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed}, nil
+	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
+		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}, nil
 }
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {

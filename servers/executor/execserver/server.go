@@ -182,8 +182,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
-			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; the network is not reachable.",
-			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
 		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
 	}, e.runCommand)
 	e.addProcessTools()
@@ -296,6 +296,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
 	if len(undone) > 0 {
 		_, _ = stderr.Write([]byte(protectedNote(undone)))
 		out.ProtectedUndone = undone
@@ -312,6 +313,34 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	e.logger.Debug("command ran", logArgs...)
 	kept.close()
 	return kept.result(out.RunCommandOutput), nil
+}
+
+// networkSentence tells a model what its commands may reach.
+func networkSentence(eg *protocol.EgressHealth) string {
+	if eg == nil {
+		return "the network is not reachable."
+	}
+	ports := make([]string, len(eg.DefaultPorts))
+	for i, p := range eg.DefaultPorts {
+		ports[i] = fmt.Sprint(p)
+	}
+	return fmt.Sprintf("the network is reachable only through the executor's HTTP proxy (HTTP_PROXY and HTTPS_PROXY are set; curl, pip, npm, go, cargo and git use them), "+
+		"and only to these -net-allow entries: %s (a host without :port means ports %s; a CIDR entry admits IP addresses in it). "+
+		"Anything else is refused with a 403 and listed in the result's network_denied; the hosts reached are listed in network.",
+		strings.Join(eg.Allow, ", "), strings.Join(ports, " and ")) + secretsSentence(eg.Secrets)
+}
+
+// secretsSentence tells a model how to use the -secret credentials it cannot see.
+func secretsSentence(secrets []string) string {
+	if len(secrets) == 0 {
+		return ""
+	}
+	var uses []string
+	for _, s := range secrets {
+		name, hosts, _ := strings.Cut(s, "@")
+		uses = append(uses, fmt.Sprintf("$%s for https://%s", name, strings.ReplaceAll(hosts, ",", " and https://")))
+	}
+	return " Credentials: " + strings.Join(uses, "; ") + " (each variable holds a placeholder the proxy replaces by the real value only in HTTPS requests to those hosts: use it in a header or in the URL as usual; sent anywhere else it is refused)."
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or

@@ -21,6 +21,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/client"
 )
@@ -111,6 +112,9 @@ type Config struct {
 
 	// stateBase replaces defaultStateBase in tests.
 	stateBase string
+	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (docker_egress.go); the
+	// zero value keeps network none. Needs a root server on the Docker host: New refuses it elsewhere.
+	Network egress.Config
 }
 
 // dockerBackend runs each command in a fresh, confined container. It holds no per-command state, so Run may be
@@ -140,6 +144,7 @@ type dockerBackend struct {
 	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
 	lastSweep time.Time                  // when the latest sweep began; under sweepMu
 	net       networkHolder
+	egress    *dockerEgress // nil without -net-allow
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -335,6 +340,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if err := b.startNetwork(ctx); err != nil {
 		return err
 	}
+	if err := b.startEgress(ctx); err != nil {
+		return err
+	}
 	if b.cfg.WarmPool > 0 {
 		b.startPool()
 	}
@@ -373,7 +381,8 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 		maxContainers = cap(b.slots)
 	}
 	return protocol.Confinement{
-		Network:      networkText,
+		Egress:       b.egress.health(),
+		Network:      b.networkTextFor(),
 		Capabilities: "all dropped",
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:        "docker",
@@ -418,6 +427,7 @@ func (b *dockerBackend) Close() error {
 func (b *dockerBackend) close() error {
 	b.closePool()
 	b.closeNetwork()
+	b.egress.close()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

@@ -48,6 +48,7 @@ read -r d < ` + containerControl + `/dir && cd "$d" || exit 125
 c=$(cat ` + containerControl + `/command) || exit 125
 read -r t < ` + containerControl + `/deadline || exit 125
 if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/stdin; fi
+if [ -e ` + containerControl + `/proxy ]; then read -r p < ` + containerControl + `/proxy && export HTTP_PROXY="$p" HTTPS_PROXY="$p" ALL_PROXY="$p" http_proxy="$p" https_proxy="$p" all_proxy="$p"; unset p; fi
 if [ -p ` + containerControl + `/terminate ]; then
 	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
 fi
@@ -69,6 +70,9 @@ type commandSpec struct {
 	terminable bool
 	// timeout is the command's; the watchdog kills it watchdogGrace later.
 	timeout time.Duration
+	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
+	// launcher exports it from the control file "proxy" (docker_egress.go).
+	proxy func(holder string) string
 }
 
 // prepared is a started container whose launcher waits for its command.
@@ -163,6 +167,11 @@ func (p *prepared) give(spec commandSpec) error {
 	if !spec.streamStdin {
 		files["stdin"] = spec.stdin
 	}
+	if spec.proxy != nil {
+		if u := spec.proxy(p.network); u != "" {
+			files["proxy"] = u + "\n"
+		}
+	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(p.ctl, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("docker backend: control file: %w", err)
@@ -232,7 +241,7 @@ func (b *dockerBackend) discard(p *prepared) {
 }
 
 func (b *dockerBackend) containerConfig() *container.Config {
-	env := []string{"HOME=/tmp", "TMPDIR=/tmp"}
+	env := append([]string{"HOME=/tmp", "TMPDIR=/tmp"}, b.egress.staticEnv()...)
 	if b.cacheDir != "" {
 		env = append(env,
 			"XDG_CACHE_HOME="+containerCache,
@@ -276,6 +285,7 @@ func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *contai
 	for _, rel := range prot.paths {
 		mounts = append(mounts, bind(filepath.Join(b.cfg.WorkspaceHostDir, filepath.FromSlash(rel)), path.Join(containerWorkspace, rel), true))
 	}
+	mounts = append(mounts, b.egress.mounts()...)
 	return &container.HostConfig{
 		Mounts:         mounts,
 		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (docker_network.go)

@@ -154,6 +154,9 @@ func (b *dockerBackend) renewNetwork(ctx context.Context, stale string) (string,
 	b.net.att = att
 	b.log.Warn("docker backend: the network holder was gone; started a new one (processes started before it "+
 		"no longer share a loopback with new commands)", "old", stale[:12], "new", id[:12])
+	if err := b.egressAttach(ctx, id); err != nil {
+		b.log.Error("docker backend: no egress listener in the new network holder: its commands have no way out", "err", err)
+	}
 	b.net.id = id
 	return id, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
@@ -22,9 +23,10 @@ import (
 // They normally arrive within milliseconds; the bound only matters when the Engine misbehaves.
 const drainGrace = 10 * time.Second
 
-// Run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
-// removes the container on every path out of Run, panics included.
-func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+// run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
+// removes the container on every path out of run, panics included. net is the command's egress session (nil
+// without -net-allow; Run in docker_egress.go opens and ends it).
+func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *egress.Session) (execserver.Result, error) {
 	if req.Timeout <= 0 {
 		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
 	}
@@ -41,7 +43,8 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
-		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, timeout: req.Timeout}
+		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, timeout: req.Timeout,
+		proxy: b.egress.proxyFor(net)}
 	prot := b.checkProtected(req.Protected)
 	b.lastProt.Store(&prot)
 	// Whatever happens below, the workspace loses the mode bits no command may leave (sweep_unix.go) once the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"golang.org/x/sys/unix"
 )
 
@@ -49,7 +50,8 @@ type localBackend struct {
 	mem        *cgroupLimit            // nil where no memory cgroup can be made
 	memNote    string                  // why there is no memory limit per command
 	applied    *appliedConfinement
-	rootPaths  [2][]string // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
+	rootPaths  [2][]string  // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
+	egress     *egressState // nil without -net-allow (egress_linux.go)
 	logger     *slog.Logger
 }
 
@@ -145,6 +147,14 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
 	}
+	if b.egress, err = newEgress(cfg.Network, logger); err != nil {
+		return nil, err
+	}
+	b.env = slices.Concat(b.env, b.egress.staticEnv())
+	if err := b.egressTrust(cacheDir, instanceLabel(id)); err != nil {
+		b.egress.close()
+		return nil, err
+	}
 	var nsErr error
 	if !cfg.NoNamespaces {
 		b.ns, nsErr = b.startNamespaces()
@@ -152,6 +162,13 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create a user namespace and the others in it here; "+
 				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", nsErr)
 		}
+	}
+	if b.ns == nil && b.egress != nil {
+		b.egress.close()
+		if nsErr == nil {
+			nsErr = errors.New("namespaces turned off (-no-namespaces)")
+		}
+		return nil, fmt.Errorf("local backend: %s; namespaces: %v", errEgressFallback, nsErr)
 	}
 	if b.ns == nil {
 		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
@@ -277,6 +294,7 @@ func (b *localBackend) Close() error {
 	if b.ns != nil {
 		b.ns.close()
 	}
+	b.egress.close()
 	if b.inits != nil {
 		b.inits.close()
 	}
@@ -300,8 +318,12 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	rules.ReadDirs = append(rules.ReadDirs, "/etc")
 	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
 	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
-	h, err := startHolder(plan.ops, b.uid, b.gid)
+	h, err := startHolder(plan.ops, b.uid, b.gid, b.egress != nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.egress.attach(h.egress); err != nil {
+		h.close()
 		return nil, err
 	}
 	b.rootPaths = plan.paths()
@@ -358,6 +380,7 @@ func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execser
 func (b *localBackend) Confinement() protocol.Confinement {
 	a := b.applied
 	return protocol.Confinement{
+		Egress:       b.egress.health(),
 		Network:      b.networkText(),
 		Capabilities: b.capabilitiesText(),
 		LocalConfinement: &protocol.LocalConfinement{
@@ -396,6 +419,8 @@ func (b *localBackend) processesText() string {
 func (b *localBackend) networkText() string {
 	a := b.applied
 	switch {
+	case b.ns != nil && b.egress != nil:
+		return b.egress.networkText()
 	case b.ns != nil:
 		return "private network namespace: loopback only, no route out"
 	case a.Seccomp && a.LandlockNet:
@@ -479,6 +504,9 @@ func (b *localBackend) envNames() []string {
 	for _, kv := range b.env {
 		k, _, _ := strings.Cut(kv, "=")
 		names = append(names, k)
+	}
+	if b.egress != nil {
+		names = append(names, egress.ProxyVars...)
 	}
 	return names
 }
