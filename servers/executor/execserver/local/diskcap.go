@@ -1,9 +1,10 @@
 package local
 
-// The disk cap of the local backend: while a command runs, the server measures the workspace and the command's
-// private home and temp folders every diskCheckEvery, and kills the command when together they pass the cap
-// (package diskcap, which the docker backend shares). RLIMIT_FSIZE still bounds each file between two checks.
-// Build caches are not counted: they are shared, kept, and pruned by their own tools.
+// The disk cap of the local backend: while a command runs, the server measures the workspace and the private home,
+// temp and build cache folders, plus the files the backend's running commands deleted but hold open, every
+// diskCheckEvery, and kills the command when together they pass the cap (package diskcap, which the docker backend
+// shares). RLIMIT_FSIZE still bounds each file between two checks. A cache shared between workspaces on purpose
+// (SharedCacheDir) is not counted.
 
 import (
 	"fmt"
@@ -22,10 +23,9 @@ type diskMeter = diskcap.Meter
 var (
 	diskUsage    = diskcap.Usage
 	newDiskMeter = diskcap.NewMeter
-	watchDisk    = diskcap.Watch
 )
 
 // diskCapNote is what a command killed by the disk cap finds at the end of its stderr.
 func diskCapNote(used, limit int64) string {
-	return fmt.Sprintf("\n[goalbox: the command was killed: the workspace, home and temp folders use %d bytes, past the disk cap of %d bytes (-max-workspace-bytes)]\n", used, limit)
+	return fmt.Sprintf("\n[goalbox: the command was killed: the workspace, home, temp and cache folders and deleted files still open use %d bytes, past the disk cap of %d bytes (-max-workspace-bytes)]\n", used, limit)
 }

@@ -350,7 +350,7 @@ func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request
 	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.
 	defer onTerminate(req.Terminate, func() { signalTree(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, kill)
+	stopDisk := b.watchDisk(ctx, st.pid, kill)
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)
 	// Every process of the namespace died with PID 1, so the pipes are at EOF.
 	finishOutput()

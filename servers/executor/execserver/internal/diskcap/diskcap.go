@@ -20,13 +20,18 @@ const DefaultMax = 16 << 30
 const CheckEvery = 500 * time.Millisecond
 
 // Usage is the space the files under dirs take on disk (allocated blocks, so sparse files count for what they hold
-// and fallocate for what it reserves). Hard links are counted once. Symlinks are not followed.
+// and fallocate for what it reserves). Hard links are counted once. Symlinks are not followed. A folder a command
+// made unreadable (chmod 000) is still counted when it belongs to the server's user: it is opened for the count and
+// its mode put back (unlockedUsage); a root server reads it anyway.
 func Usage(dirs ...string) int64 {
 	var total int64
 	seen := map[[2]uint64]bool{}
 	for _, d := range dirs {
 		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
+				if e != nil && e.IsDir() && p != d {
+					total += unlockedUsage(p) // unreadable: counted all the same where it is the server's own
+				}
 				return nil // vanished or unreadable: skip
 			}
 			fi, err := e.Info()
@@ -70,6 +75,12 @@ func NewMeter() *Meter {
 // may be older than the files the filesystem server wrote since), so a command shorter than CheckEvery costs no
 // walk at all. A limit of 0 or less watches nothing.
 func Watch(ctx context.Context, limit int64, dirs []string, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
+	return WatchWith(ctx, limit, dirs, nil, meter, kill)
+}
+
+// WatchWith is Watch counting extra bytes too at each check: what the backend's commands hold that no folder
+// shows (files deleted while open, OpenDeleted).
+func WatchWith(ctx context.Context, limit int64, dirs []string, extra func() int64, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
 	if limit <= 0 {
 		return func() (bool, int64) { return false, 0 }
 	}
@@ -97,6 +108,9 @@ func Watch(ctx context.Context, limit int64, dirs []string, meter *Meter, kill f
 			case <-t.C:
 				used := Usage(dirs...)
 				meter.last.Store(used)
+				if extra != nil {
+					used += extra()
+				}
 				if used > limit && used > base {
 					kill()
 					done <- verdict{true, used}
