@@ -24,8 +24,13 @@ type Config struct {
 	Workspace string `env:"WORKSPACE" flag:"workspace" usage:"workspace folder, created if missing"`
 	// Stdio serves one client on stdin/stdout instead of HTTP.
 	Stdio bool `env:"STDIO" flag:"stdio" usage:"serve one client on stdin/stdout instead of HTTP"`
-	// Token, when set, is required as "Authorization: Bearer <token>" on the MCP endpoint.
-	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint; prefer the environment variable: flags show in ps"`
+	// Token is required as "Authorization: Bearer <token>" on the MCP endpoint over HTTP. Empty (the default)
+	// generates one at start: Run writes it to TokenFile and prints it, Start keeps it in Running.Token. NoToken
+	// ("none") serves without one, which lets every user of the machine in (loopback is shared): Run warns.
+	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint over HTTP; default: one generated at start, printed and written to -token-file; none to serve without (any user of this machine gets in); prefer the environment variable: flags show in ps"`
+	// TokenFile is where Run writes a generated token, readable by this user only; empty is DefaultTokenDir plus a
+	// name per server and port.
+	TokenFile string `env:"TOKEN_FILE" flag:"token-file" usage:"file a generated token is written to, mode 0600 (default $XDG_RUNTIME_DIR/goalbox, else the user cache folder/goalbox, /run/goalbox for root; one file per server and port)"`
 	// AuditLog, when set, is a file that gets one JSON line per tool call ("-" for stderr).
 	AuditLog string `env:"AUDIT_LOG" flag:"audit-log" usage:"file for a JSON line per tool call, - for stderr"`
 	// AllowedHosts are extra Host header names (without port) accepted besides localhost, 127.0.0.1 and [::1].

@@ -62,7 +62,8 @@ type serving struct {
 	activity   activity
 }
 
-func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *serving {
+// newServing serves srv; token is the bearer token the MCP endpoint requires, "" for none (settled by Start).
+func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, logger *slog.Logger) *serving {
 	base, cancel := context.WithCancelCause(context.Background())
 	s := &serving{
 		cfg:    cfg,
@@ -102,12 +103,14 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		httpError(w, http.StatusForbidden, "cross-origin request refused: origin "+r.Header.Get("Origin")+" is not allowed (see -allowed-origins)")
 	}))
 	var mcpHandler http.Handler = cop.Handler(http.HandlerFunc(s.serveMCP))
-	if cfg.Token != "" {
-		mcpHandler = bearer(cfg.Token, mcpHandler)
+	if token != "" {
+		mcpHandler = bearer(token, mcpHandler)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(protocol.EndpointPath, hostCheck(cfg.AllowedHosts, mcpHandler))
-	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, r *http.Request) {
+	// The health endpoint takes no token (container and cluster probes read it), but the same Host check as /mcp:
+	// a page the browser loaded from a rebinding name must not read it either.
+	mux.Handle(protocol.HealthPath, hostCheck(cfg.AllowedHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := map[string]any{"status": "ok"}
 		if health != nil {
 			for k, v := range health() {
@@ -120,7 +123,7 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
-	})
+	})))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %q: MCP is served at %s, health at %s", r.URL.Path, protocol.EndpointPath, protocol.HealthPath))
 	})
@@ -230,10 +233,20 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 func bearer(token string, next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		header := strings.TrimSpace(r.Header.Get("Authorization"))
+		scheme, got, _ := strings.Cut(header, " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
+			what := "no bearer token"
+			switch {
+			case header != "" && !strings.EqualFold(scheme, "Bearer"):
+				what = "an Authorization header that is not a bearer token"
+			case header != "":
+				what = "a wrong bearer token"
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="goalbox"`)
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
+			httpError(w, http.StatusUnauthorized, what+": this server requires the header Authorization: Bearer <token>, with the token "+
+				"it was started with (-token or its environment variable) or, when none was given, the one it generated, printed at start "+
+				"and wrote to its token file (-token-file)")
 			return
 		}
 		next.ServeHTTP(w, r)
