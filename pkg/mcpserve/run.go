@@ -160,10 +160,10 @@ type Running struct {
 	// it gave none; "" for Config.Token NoToken. A client sends it as "Authorization: Bearer <Token>".
 	Token      string
 	tokenState tokenState
-	hs   *http.Server
-	s    *serving
-	ln   *connLimiter
-	errc chan error
+	hs         *http.Server
+	s          *serving
+	ln         *connLimiter
+	errc       chan error
 }
 
 // Start serves srv over HTTP on cfg.Addr (use "127.0.0.1:0" for a free port) in the background and returns at
