@@ -256,5 +256,7 @@ func bearer(token string, next http.Handler) http.Handler {
 func httpError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "<token>" as a person reads it, not "\u003ctoken\u003e"
+	_ = enc.Encode(map[string]string{"error": msg})
 }

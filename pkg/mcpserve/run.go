@@ -19,6 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// console is where Run prints what a person starting a server needs (the token, or the warning without one): stderr,
+// as stdout may be the stdio transport. Tests replace it.
+var console io.Writer = os.Stderr
+
 // ShutdownGrace is how long in-flight requests get to finish after SIGINT/SIGTERM.
 const ShutdownGrace = 10 * time.Second
 
@@ -88,10 +92,10 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 		}
 		defer remove()
 		tokenFile = file
-		announceToken(os.Stderr, name, r.URL, r.Token, file)
+		announceToken(console, name, r.URL, r.Token, file)
 	case tokenOff:
 		logger.Warn("serving without a token (-token none): every user of this machine who reaches the port can use this server", "server", name, "url", r.URL)
-		warnNoToken(os.Stderr, name, r.URL)
+		warnNoToken(console, name, r.URL)
 	}
 	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", r.tokenState.String(), "token_file", tokenFile,
 		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String(), "max_connections", cfg.MaxConnections)

@@ -78,17 +78,26 @@ func tokenFileName(server, addr string) string {
 	return fmt.Sprintf("%s-%s-%s.token", clean(strings.TrimPrefix(server, "goalbox-")), clean(host), clean(port))
 }
 
-// writeTokenFile writes token to path (or, for "", to DefaultTokenDir under tokenFileName), readable by this user
+// DefaultTokenFile is the file Run writes a generated token to when no -token-file is given, for the server named
+// server (e.g. "goalbox-executor") listening on addr (host:port as it listens, e.g. 127.0.0.1:7102).
+func DefaultTokenFile(server, addr string) (string, error) {
+	dir, err := DefaultTokenDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, tokenFileName(server, addr)), nil
+}
+
+// writeTokenFile writes token to path (or, for "", to DefaultTokenFile), readable by this user
 // only, and returns the path written and a function that removes the file. The file is made with O_EXCL and
 // O_NOFOLLOW in a folder that only this user (or root) can change, reached without following a symlink a user could
 // plant (writePrivateFile); an old file of the same name is replaced.
 func writeTokenFile(path, server, addr, token string) (string, func(), error) {
 	if path == "" {
-		dir, err := DefaultTokenDir()
-		if err != nil {
+		var err error
+		if path, err = DefaultTokenFile(server, addr); err != nil {
 			return "", nil, err
 		}
-		path = filepath.Join(dir, tokenFileName(server, addr))
 	}
 	if !filepath.IsAbs(path) {
 		abs, err := filepath.Abs(path)
