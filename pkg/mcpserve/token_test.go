@@ -164,7 +164,13 @@ func TestRunWithoutTokenWarns(t *testing.T) {
 	addr := freeAddr(t)
 	_, printed, logged := runInBackground(t, Config{Addr: addr, Workspace: t.TempDir(), Token: NoToken})
 	url := "http://" + addr + "/mcp"
-	waitFor(t, "the server", func() bool { c, err := net.Dial("tcp", addr); if err == nil { c.Close() }; return err == nil })
+	waitFor(t, "the server", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	if resp := post(t, url, nil); resp.StatusCode != 200 {
 		t.Errorf("-token none, no token sent: %d, want 200", resp.StatusCode)
 	}
