@@ -45,9 +45,16 @@ type Config struct {
 
 	// SessionIdleTimeout closes an HTTP session that has had no request open for this long.
 	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long"`
-	// MaxSessions caps live HTTP sessions; past it the least recently used idle session is closed, and when every
-	// session is busy a new one is refused with 503.
-	MaxSessions int `env:"MAX_SESSIONS" flag:"max-sessions" usage:"live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use"`
+	// MaxSessions caps live HTTP sessions. Past it a new session closes the least recently used session that is
+	// idle — no request open, no command or process running (HoldSession), no request for SessionKeepActive — or,
+	// when there is none, is refused with 503: a flood of new sessions never closes a session in use.
+	MaxSessions int `env:"MAX_SESSIONS" flag:"max-sessions" usage:"live HTTP sessions; past it the least recently used idle one (nothing running, no request for -session-keep-active) is closed, else the new one is refused with 503"`
+	// SessionKeepActive is how recently a session must have had a request to be safe from being closed to make room.
+	SessionKeepActive time.Duration `env:"SESSION_KEEP_ACTIVE" flag:"session-keep-active" usage:"a session with a request this recently is never closed to make room for a new one"`
+	// MaxSessionsPerClient caps the live sessions of one client address, so that one client cannot take every
+	// session; past it a new session of that address is refused with 429. 0 is half of MaxSessions. Every local
+	// client shares the loopback address.
+	MaxSessionsPerClient int `env:"MAX_SESSIONS_PER_CLIENT" flag:"max-sessions-per-client" usage:"live HTTP sessions of one client address (every local client shares loopback's); past it 429; default half of -max-sessions"`
 	// MaxConnections caps open TCP connections; past it the least recently active connection that is not serving a
 	// request is closed, and when every connection is serving one a new one gets 503.
 	MaxConnections int `env:"MAX_CONNECTIONS" flag:"max-connections" usage:"open TCP connections; past it the quietest one not serving a request is closed, or the new one answered 503"`
@@ -123,7 +130,7 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
+	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"session-keep-active", cfg.SessionKeepActive}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
 		{"idle-timeout", cfg.IdleTimeout}, {"write-stall-timeout", cfg.WriteStallTimeout}} {
 		if d.v <= 0 {
 			return fs, fmt.Errorf("-%s must be positive, got %v", d.name, d.v)
@@ -132,7 +139,7 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"max-sessions", cfg.MaxSessions}, {"max-connections", cfg.MaxConnections}, {"max-header-bytes", cfg.MaxHeaderBytes}} {
+	}{{"max-sessions", cfg.MaxSessions}, {"max-sessions-per-client", cfg.MaxSessionsPerClient}, {"max-connections", cfg.MaxConnections}, {"max-header-bytes", cfg.MaxHeaderBytes}} {
 		if n.v <= 0 {
 			return fs, fmt.Errorf("-%s must be positive, got %d", n.name, n.v)
 		}
@@ -154,6 +161,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.SessionKeepActive == 0 {
+		c.SessionKeepActive = DefaultSessionKeepActive
+	}
+	if c.MaxSessionsPerClient == 0 {
+		c.MaxSessionsPerClient = max(1, c.MaxSessions/2)
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 
@@ -150,14 +151,15 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Header.Del(callHeader)
 	sid := r.Header.Get(sessionHeader)
+	client := clientAddr(r)
 	switch {
 	case sid == "" && r.Method == http.MethodPost:
-		if refusal := s.sessions.reserve(); refusal != "" {
+		if status, refusal := s.sessions.reserve(client); refusal != "" {
 			w.Header().Set("Retry-After", "5")
-			httpError(w, http.StatusServiceUnavailable, refusal)
+			httpError(w, status, refusal)
 			return
 		}
-		defer s.sessions.release()
+		defer s.sessions.release(client)
 	case sid != "":
 		if r.Method == http.MethodDelete {
 			// The session's calls are cancelled and the session closed in the background: the answer does not
@@ -176,7 +178,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer s.sessions.leave(sess)
 	}
 	if r.Method == http.MethodPost {
-		tok, call := s.calls.add(r.Context())
+		tok, call := s.calls.add(r.Context(), client)
 		r.Header.Set(callHeader, tok)
 		w = splicingWriter{w}
 		defer func() {
@@ -205,6 +207,15 @@ func (s *serving) shutdown(ctx context.Context, hs *http.Server) error {
 		return hs.Close()
 	}
 	return nil
+}
+
+// clientAddr is the address a request came from, without its port: the key of the per-client session cap. A
+// forwarded-for header is not believed (anyone may send one).
+func clientAddr(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return r.RemoteAddr
 }
 
 // hostCheck refuses requests whose Host header is not this machine's loopback name or an allowed host. Browsers

@@ -70,6 +70,10 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
+	// While it runs, its session is not closed to make room for new ones (mcpserve's session cap): a flood of
+	// sessions must not kill another client's dev server.
+	release := mcpserve.HoldSession(ctx)
+	go func() { <-p.done; release() }()
 	e.logger.Info("process started", "process", p.id, "command", clipForLog(in.Command))
 	return protocol.StartProcessOutput{ProcessID: p.id, StartedAt: p.started.UTC().Format(time.RFC3339Nano)}, nil
 }
