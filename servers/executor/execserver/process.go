@@ -48,7 +48,7 @@ type process struct {
 	stdinMu   sync.Mutex
 	stdin     *io.PipeWriter // nil when closed
 	stdinTurn chan struct{}  // held (a value in it) by the write to stdin in progress, which may outlast its call
-	stdinR  *io.PipeReader // closed when the process ends, so a write it will never read fails at once
+	stdinR    *io.PipeReader // closed when the process ends, so a write it will never read fails at once
 
 	terminate     chan struct{}
 	terminateOnce sync.Once

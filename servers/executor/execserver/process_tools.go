@@ -40,7 +40,7 @@ func (e *Executor) addProcessTools() {
 		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
-		Name:        protocol.ToolWriteProcessInput,
+		Name: protocol.ToolWriteProcessInput,
 		Description: fmt.Sprintf("Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process "+
 			"sees EOF). If the process has not taken it all within %v (it is not reading), the call returns an error saying how much it took; "+
 			"the rest is written as it reads.", e.cfg.StdinWriteTimeout),
