@@ -1,10 +1,13 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,6 +64,7 @@ type serving struct {
 	closing    atomic.Bool
 	ln         atomic.Pointer[connLimiter] // for /healthz; nil when not served by Start
 	activity   activity
+	ids        *idStandIns
 }
 
 // newServing serves srv; token is the bearer token the MCP endpoint requires, "" for none (settled by Start).
@@ -80,6 +84,7 @@ func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, 
 		}),
 		sessions: newSessions(base, cfg, logger),
 		calls:    newCallTable(),
+		ids:      newIDStandIns(),
 		base:     base,
 		cancel:   cancel,
 	}
@@ -152,6 +157,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(callHeader)
 	sid := r.Header.Get(sessionHeader)
 	client := clientAddr(r)
+	var sess *session
 	switch {
 	case sid == "" && r.Method == http.MethodPost:
 		if status, refusal := s.sessions.reserve(client); refusal != "" {
@@ -169,7 +175,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		sess := s.sessions.enter(sid)
+		sess = s.sessions.enter(sid)
 		if sess == nil {
 			// Expired, deleted or never known: the go-sdk may still be closing it, but it is gone for the client.
 			httpError(w, http.StatusNotFound, "session not found: it expired, was deleted or was closed to make room; initialize a new one")
@@ -178,6 +184,14 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer s.sessions.leave(sess)
 	}
 	if r.Method == http.MethodPost {
+		rw, ok := s.prepareIDs(w, r, sid, sess)
+		if !ok {
+			return
+		}
+		defer rw.release()
+		if rw.restore != nil {
+			w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
+		}
 		tok, call := s.calls.add(r.Context(), client)
 		r.Header.Set(callHeader, tok)
 		w = splicingWriter{w}
@@ -189,6 +203,38 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	s.streamable.ServeHTTP(w, r)
+}
+
+// prepareIDs reads the body of a POST and gives the SDK in its place one whose JSON-RPC ids it keeps exact
+// (ids.go), or answers the POST itself (a batch it refuses) and reports false.
+func (s *serving) prepareIDs(w http.ResponseWriter, r *http.Request, sid string, sess *session) (idRewrite, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes (-max-request-bytes)", tooLarge.Limit))
+		} else {
+			httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return idRewrite{}, false
+	}
+	version := r.Header.Get(protocolVersionHeader)
+	if version == "" && sess != nil {
+		// A client may leave the header out; the session's version still holds (the SDK would take 2025-03-26).
+		if p := sess.ss.InitializeParams(); p != nil {
+			version = p.ProtocolVersion
+		}
+	}
+	rw, refusal := s.ids.prepare(body, sid, version)
+	if refusal != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(refusal.status)
+		_, _ = w.Write(refusal.body)
+		return idRewrite{}, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(rw.body))
+	r.ContentLength = int64(len(rw.body))
+	return rw, true
 }
 
 // shutdown ends every call and session at once (commands are killed, not awaited), then stops the HTTP server,
