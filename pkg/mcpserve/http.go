@@ -3,9 +3,9 @@ package mcpserve
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"

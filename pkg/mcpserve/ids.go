@@ -321,4 +321,3 @@ func (w idRestoringWriter) Unwrap() http.ResponseWriter { return w.ResponseWrite
 
 // protocolVersionHeader is the streamable HTTP transport's version header.
 const protocolVersionHeader = "Mcp-Protocol-Version"
-
