@@ -124,11 +124,20 @@ func clientConfig(name, url, token string) string {
 // configuration to paste. It goes to w (stderr: stdout is the stdio transport's) as plain lines for a person, as
 // Jupyter prints its URL with the token; the structured log says only that a token is required and where it is.
 func announceToken(w io.Writer, name, url, token, file string) {
+	// Listening on every interface (in a container), the URL names no host a client can use: say loopback, and
+	// that another name or a published port may be the one to use.
+	shown := url
+	for _, all := range []string{"//0.0.0.0:", "//[::]:"} {
+		if strings.Contains(url, all) {
+			url = strings.Replace(url, all, "//127.0.0.1:", 1)
+			shown = url + " (listening on every interface: from elsewhere, use the name or published port clients reach it by)"
+		}
+	}
 	fmt.Fprintf(w, "\n%s is serving MCP at %s\n"+
 		"  Every request needs the header:  Authorization: Bearer %s\n"+
 		"  The token is in %s (readable by this user only); it changes at every start unless -token or the\n"+
 		"  environment gives one. For an MCP client's configuration:\n  %s\n\n",
-		name, url, token, file, clientConfig(strings.TrimPrefix(name, "goalbox-"), url, token))
+		name, shown, token, file, clientConfig(strings.TrimPrefix(name, "goalbox-"), url, token))
 }
 
 // warnNoToken is the warning for -token none, in the log and as plain lines for a person.
