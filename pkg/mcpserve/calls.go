@@ -26,6 +26,7 @@ const (
 type httpCall struct {
 	ctx     context.Context         // the HTTP request's: done when the client's connection closes
 	client  string                  // the client's address
+	res     *reservation            // the session place reserved for this POST's initialize, if any
 	created atomic.Pointer[session] // the session this POST's initialize created, if any
 }
 
@@ -117,7 +118,7 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer stop()
 			res, err := next(ctx, method, req)
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && call != nil {
-				if sess := s.sessions.add(ss, call.client); sess != nil {
+				if sess := s.sessions.add(ss, call.client, call.res.take()); sess != nil {
 					call.created.Store(sess)
 				}
 			}

@@ -158,6 +158,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(sessionHeader)
 	client := clientAddr(r)
 	var sess *session
+	var res *reservation
 	switch {
 	case sid == "" && r.Method == http.MethodPost:
 		if status, refusal := s.sessions.reserve(client); refusal != "" {
@@ -165,7 +166,12 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, status, refusal)
 			return
 		}
-		defer s.sessions.release(client)
+		res = &reservation{}
+		defer func() {
+			if res.take() { // no session was made of it
+				s.sessions.release(client)
+			}
+		}()
 	case sid != "":
 		if r.Method == http.MethodDelete {
 			// The session's calls are cancelled and the session closed in the background: the answer does not
@@ -193,6 +199,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 			w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
 		}
 		tok, call := s.calls.add(r.Context(), client)
+		call.res = res
 		r.Header.Set(callHeader, tok)
 		w = splicingWriter{w}
 		defer func() {

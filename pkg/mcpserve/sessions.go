@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -184,11 +185,24 @@ func (t *sessions) dropClientLocked(client string) {
 	}
 }
 
-// add registers a session of client that has just initialized.
-func (t *sessions) add(ss *mcp.ServerSession, client string) *session {
+// reservation is a place reserve made for a new session: it becomes the session's (add) or is given back
+// (release), once.
+type reservation struct{ taken atomic.Bool }
+
+// take reports whether the place is still to be taken, and takes it.
+func (r *reservation) take() bool { return r != nil && r.taken.CompareAndSwap(false, true) }
+
+// add registers a session of client that has just initialized. fromReservation says it takes the place its
+// initialize reserved (else it is counted anew): counting both until the initialize's POST ended made a burst of
+// sessions meet the cap early.
+func (t *sessions) add(ss *mcp.ServerSession, client string, fromReservation bool) *session {
 	ctx, cancel := context.WithCancelCause(t.base)
 	s := &session{ss: ss, ctx: ctx, cancel: cancel, client: client, last: time.Now()}
 	t.mu.Lock()
+	if fromReservation {
+		t.pending--
+		t.dropClientLocked(client)
+	}
 	if t.closing {
 		t.mu.Unlock()
 		cancel(ErrShutdown)
