@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -117,8 +116,7 @@ func TestRunWritesTheTokenFile(t *testing.T) {
 	addr := freeAddr(t)
 	file, ws := filepath.Join(t.TempDir(), "made", "echo.token"), t.TempDir()
 	// Made after the folders above, which a umask of 0 would open to everyone (and the walk then refuse).
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
+	defer setUmask(0)()
 	stop, printed, logged := runInBackground(t, Config{Addr: addr, Workspace: ws, TokenFile: file})
 	waitFor(t, "the token file", func() bool { _, err := os.Stat(file); return err == nil })
 	b, err := os.ReadFile(file)
