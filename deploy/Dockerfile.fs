@@ -41,8 +41,10 @@ COPY --from=build --chown=10001:10001 /rootfs/tmp /tmp
 COPY --from=build /out/filesystem /out/healthprobe /usr/local/bin/
 USER 10001:10001
 # In a container the server listens on all interfaces; publish the port on 127.0.0.1 only (deploy/compose.yaml does).
+# Without a token given (GOALBOX_FS_TOKEN), the server generates one and writes it here: the root is read-only.
 ENV GOALBOX_FS_ADDR=0.0.0.0:7101 \
-    GOALBOX_FS_WORKSPACE=/workspace
+    GOALBOX_FS_WORKSPACE=/workspace \
+    GOALBOX_FS_TOKEN_FILE=/tmp/goalbox/token
 VOLUME /workspace
 EXPOSE 7101
 HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 \
