@@ -115,8 +115,13 @@ func writeTokenFile(path, server, addr, token string) (string, func(), error) {
 
 // clientConfig is what to paste into an MCP client's configuration to reach url with token.
 func clientConfig(name, url, token string) string {
-	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{name: map[string]any{
-		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer " + token}}}}, "  ", "  ")
+	type server struct { // in the order a person reads it
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]server{name: {
+		Type: "http", URL: url, Headers: map[string]string{"Authorization": "Bearer " + token}}}}, "  ", "  ")
 	return string(b)
 }
 
