@@ -107,8 +107,9 @@ func TestHTTPIDsExact(t *testing.T) {
 	}
 }
 
-// TestHTTPCancelByBigID: with the call's id replaced by a stand-in, a notifications/cancelled naming the id as the
-// client sent it (above 2^53) still cancels the call.
+// TestHTTPCancelByBigID: with the call's id replaced by a stand-in, a second call with the same id is still refused
+// while the first runs, and a notifications/cancelled naming the id as the client sent it (above 2^53) still
+// cancels the call.
 func TestHTTPCancelByBigID(t *testing.T) {
 	p := newProbe()
 	r := start(t, newProbeServer(p), Config{})
@@ -120,6 +121,11 @@ func TestHTTPCancelByBigID(t *testing.T) {
 		done <- body
 	}()
 	within(t, p.started, 5*time.Second, "the call to start")
+	// A second call with the same id while the first runs meets the go-sdk's refusal of an id in flight (both get
+	// the one stand-in), and names the id as sent.
+	if status, body := postRaw(t, c, sid, "2025-06-18", ping(bigA)); status != http.StatusBadRequest || !strings.Contains(body, "duplicate") || !strings.Contains(body, `"id":`+bigA) {
+		t.Errorf("a second call with an id in flight: %d %s; want 400 naming it", status, body)
+	}
 	postRaw(t, c, sid, "2025-06-18", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+bigA+`,"reason":"test"}}`)
 	select {
 	case <-p.ended:
