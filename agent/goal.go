@@ -37,16 +37,33 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RequestTimeout: o.AttemptTimout,
-		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }})
+		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout, MaxOutputTokens: o.MaxOutputTokens,
+		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) },
+		OnProgress:      func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, ProgressEvery: 15 * time.Second})
 	if err != nil {
 		return fail("%v", err)
 	}
-	transcriptPath, summaryPath, err := runFiles(o)
-	if err != nil {
+	var history *loop.History
+	var transcriptPath, summaryPath string
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if o.Continue != "" {
+		c, err := loadRun(o)
+		if err != nil {
+			return fail("%v", err)
+		}
+		history, transcriptPath, summaryPath, flags = c.history, c.transcript, c.summary, os.O_WRONLY|os.O_APPEND
+		o.Goal = history.Goal
+		if o.Verify == "" {
+			o.Verify = history.Verify
+		}
+		if c.workspace != "" && o.FSURL == "" {
+			o.Workspace = c.workspace
+		}
+		fmt.Fprintf(stderr, "agent: continuing %s after %d turn(s) in %s\n", transcriptPath, history.Turns, o.Workspace)
+	} else if transcriptPath, summaryPath, err = runFiles(o); err != nil {
 		return fail("%v", err)
 	}
-	tf, err := os.OpenFile(transcriptPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tf, err := os.OpenFile(transcriptPath, flags, 0o600)
 	if err != nil {
 		return fail("transcript: %v", err)
 	}
@@ -59,7 +76,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode, History: history}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
 	}
@@ -72,6 +89,8 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	}
 	printSummary(stdout, sum, summaryPath)
 	switch {
+	case res.StopReason == loop.StopCanceled && ctx.Err() != nil:
+		return exitInterrupted
 	case runErr != nil || res.Outcome == loop.OutcomeError:
 		fmt.Fprintf(stderr, "agent: %v\n", runErr)
 		return exitError
@@ -157,7 +176,14 @@ func printSummary(w io.Writer, s summary, path string) {
 		loop.OutcomeUnverified: "completed (unverified: give -verify CMD to check the goal)",
 		loop.OutcomeError:      "error",
 	}[s.Outcome]
-	fmt.Fprintf(w, "%s\n  stop reason  %s\n  turns        %d\n  tokens       %d in, %d out\n", verdict, s.StopReason, s.Turns, s.TokensIn, s.TokensOut)
+	fmt.Fprintf(w, "%s\n  stop reason  %s\n  turns        %d\n  tokens       %d in, %d out", verdict, s.StopReason, s.Turns, s.TokensIn, s.TokensOut)
+	if s.TokensCached > 0 {
+		fmt.Fprintf(w, " (%d in from the prompt cache)", s.TokensCached)
+	}
+	if s.TokensEstimated {
+		fmt.Fprint(w, " (partly estimated: the server reported no usage)")
+	}
+	fmt.Fprintln(w)
 	if s.CostUSD != nil {
 		fmt.Fprintf(w, "  cost         $%.4f\n", *s.CostUSD)
 	} else {
@@ -169,6 +195,9 @@ func printSummary(w io.Writer, s summary, path string) {
 	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "  error        %s\n", s.Error)
+	}
+	if e := s.ModelError; e != nil && e.Hint != "" && !strings.Contains(s.Error, e.Hint) {
+		fmt.Fprintf(w, "  hint         %s\n", e.Hint)
 	}
 	fmt.Fprintf(w, "  transcript   %s\n  summary      %s\n", s.Transcript, path)
 }

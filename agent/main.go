@@ -4,7 +4,8 @@
 //	OPENAI_API_KEY=... go run ./agent -goal "make the tests in ./calc pass" -verify "go test ./calc/..."
 //
 // With no -fs-url/-exec-url both servers run inside this process over -workspace. Exit status: 0 the goal was
-// met (verified), 1 it was not (or could not be verified), 2 a configuration or infrastructure error.
+// met (verified), 1 it was not (or could not be verified), 2 a configuration or infrastructure error, 130 the run
+// was interrupted (Ctrl-C: the sandbox's commands are stopped first; a second Ctrl-C exits at once).
 package main
 
 import (
@@ -23,17 +24,45 @@ import (
 
 // Exit statuses.
 const (
-	exitMet    = 0
-	exitNotMet = 1
-	exitError  = 2
+	exitMet         = 0
+	exitNotMet      = 1
+	exitError       = 2
+	exitInterrupted = 130 // 128 + SIGINT, as shells report a command ended by Ctrl-C
 )
 
 func main() {
 	mcpserve.TuneGC() // as the filesystem server: a small live heap, and each tool call churns through JSON
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupts(cancel, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], env.ToMap(os.Environ()), os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
+}
+
+// interrupts makes the first Ctrl-C (or SIGTERM) cancel the run, which stops the sandbox's commands, writes the
+// summary and exits 130; a second one calls exit(130) at once, for a person who will not wait for that. stop
+// ends the handling (for tests).
+func interrupts(cancel context.CancelFunc, stderr io.Writer, exit func(int)) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if n == 0 {
+				fmt.Fprintln(stderr, "agent: interrupted: stopping the sandbox's commands (Ctrl-C again to exit at once)")
+				cancel()
+				continue
+			}
+			fmt.Fprintln(stderr, "agent: interrupted twice: exiting now")
+			exit(exitInterrupted)
+			return
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // run is the whole command, separated from the process so tests can call it: it parses the options, picks the

@@ -17,7 +17,7 @@ import (
 )
 
 // These tests run the whole command — options, the real filesystem and executor servers started in-process over
-// loopback HTTP, the OpenAI SDK — against a scripted model server, the only test double.
+// loopback HTTP, the model adapter — against a scripted model server, the only test double.
 
 type agentRun struct {
 	code           int
@@ -203,8 +203,8 @@ func TestModelServerErrorsAreRetried(t *testing.T) {
 	if r.summary.Turns != 1 || !strings.Contains(r.stdout, "unverified") {
 		t.Errorf("summary = %+v", r.summary)
 	}
-	if !strings.Contains(r.stderr, "model server answered 500 Internal Server Error\n") ||
-		!strings.Contains(r.stderr, "model server answered 429 Too Many Requests, Retry-After 1\n") {
+	if !strings.Contains(r.stderr, "model server: 500 scripted failure 500; retry 1 in ") ||
+		!strings.Contains(r.stderr, "model server: 429 scripted failure 429; retry 2 in 1s\n") {
 		t.Errorf("failed attempts should show in the progress")
 	}
 }
@@ -411,8 +411,13 @@ func TestOldOutputsAreElidedForTheModelButKeptInTheTranscript(t *testing.T) {
 			}
 		}},
 	)
-	r := runAgent(t, model, "", nil, "-goal", "read f.txt", "-context-bytes", "12000", "-tool-output-bytes", "10000")
+	r := runAgent(t, model, "", nil, "-goal", "read f.txt", "-context-bytes", "30000", "-tool-output-bytes", "10000")
 	r.want(t, exitNotMet, loop.OutcomeUnverified, loop.StopDone)
+	for i, req := range model.Requests() {
+		if len(req.Raw) > 30000 {
+			t.Errorf("request %d is %d bytes, over -context-bytes 30000", i+1, len(req.Raw))
+		}
+	}
 	elides, fullReads := 0, 0
 	for _, ev := range r.events {
 		if ev.Type == "elide" {
@@ -438,7 +443,7 @@ func TestInterruptEndsTheRunWithASummary(t *testing.T) {
 	code := run(ctx, []string{"-goal", "x", "-workspace", filepath.Join(dir, "ws"), "-runs-dir", filepath.Join(dir, "runs")},
 		map[string]string{"OPENAI_BASE_URL": model.BaseURL}, strings.NewReader(""), &stdout, io.Discard)
 	sums, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "summary.json"))
-	if code != exitNotMet || len(sums) != 1 || !strings.Contains(stdout.String(), "stop reason  canceled") {
+	if code != exitInterrupted || len(sums) != 1 || !strings.Contains(stdout.String(), "stop reason  canceled") {
 		t.Errorf("exit %d, summaries %v, stdout %s", code, sums, stdout.String())
 	}
 }

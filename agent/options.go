@@ -21,13 +21,17 @@ type options struct {
 	Goal string `env:"GOALBOX_GOAL" flag:"goal" usage:"what the agent should achieve"`
 
 	// The model.
-	Model         string        `env:"GOALBOX_MODEL" flag:"model" usage:"model name"`
-	BaseURL       string        `env:"OPENAI_BASE_URL" flag:"base-url" usage:"OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama; default OpenAI"`
-	APIKey        string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
-	Retries       int           `env:"GOALBOX_MODEL_RETRIES" flag:"retries" usage:"retries of a model request on 429, 5xx, connection errors and attempt timeouts"`
-	AttemptTimout time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"time one model request attempt may take"`
-	PriceIn       float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
-	PriceOut      float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
+	Model           string        `env:"GOALBOX_MODEL" flag:"model" usage:"model name"`
+	BaseURL         string        `env:"OPENAI_BASE_URL" flag:"base-url" usage:"OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama; default OpenAI"`
+	APIKey          string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
+	Retries         int           `env:"GOALBOX_MODEL_RETRIES" flag:"retries" usage:"most retries of one model request on 429, 5xx, broken or stalled answers (not on quota, auth or unknown-model errors)"`
+	RetryWindow     time.Duration `env:"GOALBOX_RETRY_WINDOW" flag:"retry-window" usage:"most time spent retrying one model request, waits included (they grow to a minute; Retry-After is obeyed), 0 for no bound but -retries"`
+	AttemptTimout   time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream)"`
+	MaxOutputTokens int           `env:"GOALBOX_MAX_OUTPUT_TOKENS" flag:"max-output-tokens" usage:"most tokens of one model answer (max_tokens), 0 for the server's default"`
+	ToolMode        string        `env:"GOALBOX_TOOL_MODE" flag:"tool-mode" usage:"how the model calls tools: auto (native, text when the server refuses tools), native, or text (Hermes <tool_call> blocks described in the prompt)"`
+	PriceIn         float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
+	PriceOut        float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
+	PriceCached     float64       `env:"GOALBOX_PRICE_CACHED" flag:"price-cached" usage:"USD per million input tokens read from the server's prompt cache, where it reports them; 0 prices them as other input"`
 
 	// The sandbox. The tokens have no flags of their own: -token sets both (registered in parseOptions).
 	Workspace string `env:"GOALBOX_WORKSPACE" flag:"workspace" usage:"workspace folder for the in-process servers, created if missing"`
@@ -46,6 +50,7 @@ type options struct {
 	Approve       bool          `env:"GOALBOX_APPROVE" flag:"approve" usage:"ask on the terminal before each command runs"`
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT" flag:"transcript" usage:"transcript file (JSON lines); default <runs-dir>/<time>/transcript.jsonl"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR" flag:"runs-dir" usage:"folder that gets one sub-folder per run with transcript.jsonl and summary.json"`
+	Continue      string        `env:"GOALBOX_CONTINUE" flag:"continue" usage:"continue a goal run with the conversation it had: its run folder, its transcript file, or last (the newest in -runs-dir)"`
 	loop.Limits
 	BenchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
@@ -57,14 +62,17 @@ var limitFlags = map[string]envflag.Doc{
 	"MaxCost":         {Flag: "max-cost", Usage: "most USD to spend, 0 for no limit; needs a known price"},
 	"Timeout":         {Flag: "timeout", Usage: "wall-clock limit of the whole run, 0 for none"},
 	"ToolOutputBytes": {Flag: "tool-output-bytes", Usage: "most bytes of one tool result sent to the model, head and tail kept"},
-	"ContextBytes":    {Flag: "context-bytes", Usage: "conversation size past which old tool outputs are elided, 0 never"},
+	"ContextBytes":    {Flag: "context-bytes", Usage: "most bytes of one model request (schemas, messages, latest results); past it old outputs are elided in one large step, 0 never"},
+	"MaxFormatErrors": {Flag: "max-format-errors", Usage: "unusable model replies in a row (empty, cut off, unreadable or only malformed calls) that end the run, 0 for no limit"},
 }
 
 func defaultOptions() options {
 	return options{
 		Model:         "gpt-4.1-mini",
-		Retries:       4,
+		Retries:       10,
+		RetryWindow:   90 * time.Second,
 		AttemptTimout: 5 * time.Minute,
+		ToolMode:      loop.ToolModeAuto,
 		Workspace:     "workspace",
 		Backend:       backends.Auto,
 		RunsDir:       "runs",
@@ -128,8 +136,10 @@ func (o options) check() error {
 	switch {
 	case o.SandboxPool != "" && !o.benchMode():
 		return bad("-sandbox-pool belongs to -benchmarks and -selftest; the goal mode takes one sandbox's -fs-url and -exec-url")
-	case o.Goal == "" && !o.benchMode():
-		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL)")
+	case o.Goal == "" && o.Continue == "" && !o.benchMode():
+		return bad("no goal: give -goal \"what to achieve\" (or GOALBOX_GOAL), or -continue RUN")
+	case o.Goal != "" && o.Continue != "":
+		return bad("-continue goes on with the earlier run's goal: give -goal or -continue, not both")
 	case (o.FSURL == "") != (o.ExecURL == ""):
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")
 	case o.FSURL == "" && o.Workspace == "":
@@ -138,8 +148,14 @@ func (o options) check() error {
 		return bad("unknown backend %q: use %s", o.Backend, backends.Names)
 	case o.Retries < 0:
 		return bad("-retries must be 0 or more, got %d", o.Retries)
-	case o.PriceIn < 0 || o.PriceOut < 0:
-		return bad("-price-in and -price-out must be 0 or more")
+	case o.RetryWindow < 0 || o.AttemptTimout < 0:
+		return bad("-retry-window and -model-timeout must be 0 or more")
+	case o.MaxOutputTokens < 0:
+		return bad("-max-output-tokens must be 0 (the server's default) or more, got %d", o.MaxOutputTokens)
+	case o.ToolMode != loop.ToolModeAuto && o.ToolMode != loop.ToolModeNative && o.ToolMode != loop.ToolModeText:
+		return bad("unknown -tool-mode %q: use %s, %s or %s", o.ToolMode, loop.ToolModeAuto, loop.ToolModeNative, loop.ToolModeText)
+	case o.PriceIn < 0 || o.PriceOut < 0 || o.PriceCached < 0:
+		return bad("-price-in, -price-out and -price-cached must be 0 or more")
 	case o.VerifyTimeout < 0:
 		return bad("-verify-timeout must be 0 or more")
 	}
@@ -152,7 +168,7 @@ func (o options) check() error {
 // price is -price-in/-price-out when either is given, else the built-in table's entry for the model, else unknown.
 func (o options) price() loop.Price {
 	if o.PriceIn > 0 || o.PriceOut > 0 {
-		return loop.Price{InPerMillion: o.PriceIn, OutPerMillion: o.PriceOut}
+		return loop.Price{InPerMillion: o.PriceIn, OutPerMillion: o.PriceOut, CachedInPerMillion: o.PriceCached}
 	}
 	p, _ := openaichat.LookupPrice(o.Model)
 	return p

@@ -33,6 +33,7 @@ packages=(
 	cmake make g++ ccache libboost-date-time-dev
 	default-jdk-headless junit5 libassertj-core-java
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev
+	bubblewrap # the anchor of the executor's per-command cost (BenchmarkBwrapTrue)
 )
 if ! command -v cargo >/dev/null 2>&1; then
 	packages+=(cargo)

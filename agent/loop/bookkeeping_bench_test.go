@@ -45,9 +45,10 @@ func BenchmarkBookkeeping(b *testing.B) {
 		b.StartTimer()
 		sent := compactResult(res, limits.ToolOutputBytes)
 		msgs = append(msgs[:len(base)], Message{Role: RoleTool, ToolCallID: call.ID, Content: sent})
-		elide(msgs, names, limits.ContextBytes)
+		r := &runner{msgs: msgs, toolNames: names, cfg: Config{Limits: limits}}
+		r.fit()
 		reply := Message{Role: RoleAssistant, ToolCalls: []ToolCall{call}}
-		_ = tr.Observe(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{1000, 100}, DurationMs: 1})
+		_ = tr.Observe(Event{Type: "model", Turn: 1, Message: &reply, Usage: &Usage{PromptTokens: 1000, CompletionTokens: 100}, DurationMs: 1})
 		_ = tr.Observe(Event{Type: "tool", Turn: 1, Call: &call, Result: &res, Sent: sent, Outcome: CallOK, DurationMs: int64(time.Millisecond)})
 	}
 }

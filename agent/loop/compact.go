@@ -18,6 +18,12 @@ import (
 // compactResult renders r for the model within budget bytes (a best effort: structure and markers may exceed a
 // tiny budget).
 func compactResult(r ToolResult, budget int) string {
+	s, _ := compact(r, budget)
+	return s
+}
+
+// compact is compactResult saying whether something was left out.
+func compact(r ToolResult, budget int) (string, bool) {
 	var v any
 	switch {
 	case r.IsError:
@@ -36,8 +42,8 @@ func compactResult(r ToolResult, budget int) string {
 	return fitJSON(v, budget)
 }
 
-// fitJSON marshals v, cutting its longest strings until the result fits budget.
-func fitJSON(v any, budget int) string {
+// fitJSON marshals v, cutting its longest strings until the result fits budget; cut says it had to.
+func fitJSON(v any, budget int) (string, bool) {
 	// Sizes are counted, not marshalled: a 256 KiB output is encoded once, after it was cut. Work in encoded
 	// bytes: a newline is one byte in a string and two in JSON.
 	var ptrs []*string
@@ -51,7 +57,7 @@ func fitJSON(v any, budget int) string {
 	}
 	excess := size - budget
 	if excess <= 0 || budget <= 0 {
-		return marshalCompact(v)
+		return marshalCompact(v), false
 	}
 	// Water-filling: the largest cap c (encoded bytes) such that cutting every longer string to c saves enough,
 	// markers included.
@@ -77,7 +83,7 @@ func fitJSON(v any, budget int) string {
 		// The bulk is structure (a long listing), not strings: cut the JSON text itself.
 		out = marshalCompact(map[string]any{"truncated_json": keepEnds(out, budget)})
 	}
-	return out
+	return out, true
 }
 
 // jsonLen is len(marshalCompact(v)) for a decoded JSON value, counted without encoding it, except that the strings
@@ -181,58 +187,6 @@ func marshalCompact(v any) string {
 		return fmt.Sprintf(`{"error":%q}`, "result could not be encoded: "+err.Error())
 	}
 	return string(bytes.TrimRight(b.Bytes(), "\n"))
-}
-
-// Eliding: when the conversation sent to the model grows past its budget, the oldest tool outputs are replaced by
-// a short note, then the long string arguments of old tool calls (whole files written). The system prompt, the
-// goal, the model's own words and the latest turn are never touched. Elided messages stay elided, which keeps the
-// conversation's prefix stable for the server's prompt cache.
-
-// conversationSize is the bytes the model is sent, near enough: contents and tool call arguments.
-func conversationSize(msgs []Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Content)
-		for _, tc := range m.ToolCalls {
-			n += len(tc.Arguments)
-		}
-	}
-	return n
-}
-
-// elide shrinks msgs in place until it fits budget or nothing more can go, and reports how many bytes it saved.
-func elide(msgs []Message, names map[string]string, budget int) int {
-	size := conversationSize(msgs)
-	if budget <= 0 || size <= budget {
-		return 0
-	}
-	start := size
-	last := len(msgs)
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleAssistant {
-			last = i
-			break
-		}
-	}
-	for i := 0; i < last && size > budget; i++ {
-		m := &msgs[i]
-		if m.Role != RoleTool || m.Elided {
-			continue
-		}
-		note := marshalCompact(map[string]any{"elided": fmt.Sprintf("the %d-byte output of %s was removed to save space; call the tool again if you need it", len(m.Content), names[m.ToolCallID])})
-		size += len(note) - len(m.Content)
-		m.Content, m.Elided = note, true
-	}
-	for i := 0; i < last && size > budget; i++ {
-		m := &msgs[i]
-		for j := range m.ToolCalls {
-			tc := &m.ToolCalls[j]
-			short := shortenArgs(tc.Arguments, 256)
-			size += len(short) - len(tc.Arguments)
-			tc.Arguments = short
-		}
-	}
-	return start - size
 }
 
 // shortenArgs replaces string values longer than keep in a JSON object with a note, keeping it valid JSON. Arguments

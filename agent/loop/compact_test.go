@@ -60,36 +60,6 @@ func TestCompactResultCutsLongListingsAndKeepsUTF8(t *testing.T) {
 	}
 }
 
-func TestElideOldOutputsFirst(t *testing.T) {
-	big := strings.Repeat("x", 10_000)
-	msgs := []Message{
-		{Role: RoleSystem, Content: "sys"},
-		{Role: RoleUser, Content: "goal"},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "1", Name: "sandbox_write_file", Arguments: `{"path":"a","content":"` + big + `"}`}}},
-		{Role: RoleTool, ToolCallID: "1", Content: big},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "2", Name: "sandbox_read_file", Arguments: `{"path":"a"}`}}},
-		{Role: RoleTool, ToolCallID: "2", Content: big},
-	}
-	names := map[string]string{"1": "sandbox_write_file", "2": "sandbox_read_file"}
-	saved := elide(msgs, names, 25_000)
-	if !msgs[3].Elided || !strings.Contains(msgs[3].Content, "sandbox_write_file") || msgs[5].Elided || msgs[5].Content != big {
-		t.Errorf("the old output should go first and the latest stay: %+v", msgs[3])
-	}
-	if msgs[2].ToolCalls[0].Arguments == `{"path":"a","content":"`+big+`"}` && conversationSize(msgs) > 25_000 {
-		t.Error("still over budget with old arguments whole")
-	}
-	if saved <= 0 || conversationSize(msgs) > 25_000 {
-		t.Errorf("saved %d, size now %d", saved, conversationSize(msgs))
-	}
-	saved = elide(msgs, names, 12_000)
-	if !json.Valid([]byte(msgs[2].ToolCalls[0].Arguments)) || !strings.Contains(msgs[2].ToolCalls[0].Arguments, "elided") || msgs[0].Content != "sys" {
-		t.Errorf("old arguments should be shortened, staying JSON: %s", msgs[2].ToolCalls[0].Arguments)
-	}
-	if saved <= 0 {
-		t.Error("nothing saved on the second pass")
-	}
-}
-
 func TestJSONLenMatchesTheEncoder(t *testing.T) {
 	values := []string{
 		`{"a":"plain","b":"quote \" backslash \\ nl \n tab \t cr \r bell \u0007 bs \b ff \f","c":[1,2.5,-3e7,true,false,null,{},[]]}`,

@@ -19,8 +19,14 @@ type Limits struct {
 	Timeout time.Duration `env:"GOALBOX_TIMEOUT"`
 	// ToolOutputBytes is the most bytes of one tool result the model is sent (head and tail kept). Required (> 0).
 	ToolOutputBytes int `env:"GOALBOX_TOOL_OUTPUT_BYTES"`
-	// ContextBytes is the conversation size past which old tool outputs are elided. 0 never elides.
+	// ContextBytes bounds each request as sent: the tool schemas, every message and the latest turn's results.
+	// Past it, old tool outputs, old check outputs and old call arguments are elided, in one large step (down to
+	// ContextLowWater of it) so that the requests after it share their prefix for the server's prompt cache.
+	// 0 never elides.
 	ContextBytes int `env:"GOALBOX_CONTEXT_BYTES"`
+	// MaxFormatErrors ends the run after this many model replies in a row that could not be used: empty,
+	// cut off, tool calls that could not be read, or only malformed calls. 0 means no such limit.
+	MaxFormatErrors int `env:"GOALBOX_MAX_FORMAT_ERRORS"`
 }
 
 // DefaultLimits are the command's defaults: generous enough for an exercise, small enough that a confused model
@@ -32,6 +38,7 @@ func DefaultLimits() Limits {
 		Timeout:         30 * time.Minute,
 		ToolOutputBytes: 16 << 10,
 		ContextBytes:    400_000,
+		MaxFormatErrors: 3,
 	}
 }
 
@@ -50,6 +57,10 @@ func (l Limits) Check(price Price) error {
 		return fmt.Errorf("tool output budget must be positive, got %d", l.ToolOutputBytes)
 	case l.ContextBytes < 0:
 		return fmt.Errorf("context budget must be 0 (never elide) or more, got %d", l.ContextBytes)
+	case l.ContextBytes > 0 && l.ContextBytes < minContextBytes:
+		return fmt.Errorf("context budget must be 0 (never elide) or at least %d bytes (the system prompt and the tool schemas alone are about 15 KB), got %d", minContextBytes, l.ContextBytes)
+	case l.MaxFormatErrors < 0:
+		return fmt.Errorf("max format errors must be 0 (no limit) or more, got %d", l.MaxFormatErrors)
 	case l.MaxCost > 0 && !price.Known():
 		return fmt.Errorf("a cost limit needs a price: this model is not in the built-in table, give -price-in and -price-out (USD per million tokens)")
 	}
@@ -72,4 +83,22 @@ type Config struct {
 	Approve Approver
 	// Observers hear every event of the run: a Transcript keeps them in full, a Progress prints a line per step.
 	Observers []Observer
+	// ToolMode is how tools reach the model: ToolModeAuto (the default, ""), ToolModeNative or ToolModeText.
+	ToolMode string
+	// History, when set, is an earlier run's conversation to continue (Resume); Goal and Verify should be its own.
+	// The limits apply to the new turns alone.
+	History *History
 }
+
+// Tool modes.
+const (
+	// ToolModeAuto uses native tool calls and switches to text when the server says it has none.
+	ToolModeAuto = "auto"
+	// ToolModeNative uses native tool calls only: a server without them ends the run.
+	ToolModeNative = "native"
+	// ToolModeText describes the tools in the system prompt and reads Hermes <tool_call> blocks (textcalls.go).
+	ToolModeText = "text"
+)
+
+// minContextBytes is the smallest context budget accepted: below it the fixed part of a request cannot fit.
+const minContextBytes = 24_000

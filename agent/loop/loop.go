@@ -35,14 +35,25 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 		if stop := r.limitReached(ctx); stop != "" {
 			return stop, nil
 		}
-		if saved := elide(r.msgs, r.toolNames, r.cfg.Limits.ContextBytes); saved > 0 {
-			r.event(Event{Type: "elide", Turn: r.turns, SavedBytes: saved})
-		}
+		r.fit()
 		reply, err := r.ask(ctx)
 		if err != nil {
+			// The request may be changed to suit the server, or the model told of its mistake.
+			switch again, stop := r.recover(ctx, err); {
+			case again:
+				continue
+			case stop != "":
+				return stop, nil
+			}
 			return stopFor(ctx, StopModelError), err
 		}
-		if len(reply.ToolCalls) == 0 {
+		if reply.problem != "" { // the model was told what was wrong with its reply; it tries again
+			if r.formatError(reply.problem) {
+				return StopFormatErrors, nil
+			}
+			continue
+		}
+		if len(reply.Message.ToolCalls) == 0 {
 			if r.cfg.Verify == "" {
 				r.outcome = OutcomeUnverified
 				return StopDone, nil
@@ -56,13 +67,23 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 			}
 			continue // the failure was handed to the model
 		}
-		for _, call := range reply.ToolCalls {
-			if err := r.call(ctx, call); err != nil {
+		malformed := 0
+		for _, call := range reply.Message.ToolCalls {
+			outcome, err := r.call(ctx, call)
+			if err != nil {
 				return stopFor(ctx, StopSandboxError), err
+			}
+			if outcome == CallBadArguments || outcome == CallUnknownTool {
+				malformed++
 			}
 		}
 		if r.err != nil {
 			return StopInternal, r.err
+		}
+		if malformed < len(reply.Message.ToolCalls) {
+			r.formatErrors = 0
+		} else if r.formatError("only malformed tool calls (each error went back to the model)") {
+			return StopFormatErrors, nil
 		}
 	}
 }
@@ -86,7 +107,7 @@ func (r *runner) limitReached(ctx context.Context) string {
 		return stopFor(ctx, StopCanceled)
 	case r.err != nil:
 		return StopInternal
-	case l.MaxTurns > 0 && r.turns >= l.MaxTurns:
+	case l.MaxTurns > 0 && r.turns-r.turn0 >= l.MaxTurns:
 		return StopMaxTurns
 	case l.MaxTokens > 0 && r.usage.Total() >= l.MaxTokens:
 		return StopMaxTokens
@@ -116,6 +137,17 @@ type runner struct {
 	lastVerify *VerifyResult
 	started    []startedProcess // the model's processes not yet seen ended (processes.go)
 	err        error            // first observer failure (the transcript could not be written)
+
+	callIDs      map[string]bool // every tool call ID in the conversation, to keep them unique (turn.go)
+	textMode     bool            // tools are described in the system prompt and called in text (textcalls.go)
+	formatErrors int             // unusable replies in a row
+	formatStop   string          // why the run ended on format errors
+	shrunk       bool            // the conversation was shrunk for a context overflow since the last reply
+	modelErr     *ModelError     // the model server's failure the run ended on
+	estimated    bool            // some usage was estimated
+	schemaSize   int             // bytes of the tool definitions in a request (budget.go)
+	sizes        []int           // each message's bytes in a request, counted once (budget.go)
+	turn0        int             // turns of the run this one continues (resume.go); limits count from it
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
@@ -126,27 +158,55 @@ func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
 		return nil, errors.New("no goal: say what the agent should achieve")
 	}
 	r := &runner{cfg: cfg, model: model, sb: sb, tools: sb.Tools(), toolSet: map[string]bool{}, toolNames: map[string]string{},
-		start: time.Now()}
+		start: time.Now(), callIDs: map[string]bool{}, textMode: cfg.ToolMode == ToolModeText}
+	switch cfg.ToolMode {
+	case "", ToolModeAuto, ToolModeNative, ToolModeText:
+	default:
+		return nil, fmt.Errorf("unknown tool mode %q: use %s, %s or %s", cfg.ToolMode, ToolModeAuto, ToolModeNative, ToolModeText)
+	}
 	for _, t := range r.tools {
 		r.toolSet[t.Name] = true
 	}
 	if (cfg.Verify != "" || cfg.Approve != nil) && !r.toolSet[protocol.ToolRunCommand] {
 		return nil, fmt.Errorf("the sandbox offers no %s tool, which -verify and -approve need: is the executor server connected?", protocol.ToolRunCommand)
 	}
-	data := prompts.Data{Goal: cfg.Goal, TestCommand: cfg.Verify, Processes: r.toolSet[protocol.ToolStartProcess]}
-	sys, err := prompts.Render("system.md", data)
+	sys, err := r.systemPrompt()
 	if err != nil {
 		return nil, err
 	}
-	goal, err := prompts.Render("goal.md", data)
+	goal, err := prompts.Render("goal.md", prompts.Data{Goal: cfg.Goal, TestCommand: cfg.Verify})
 	if err != nil {
 		return nil, err
 	}
 	limits, price := cfg.Limits, cfg.Price
-	r.event(Event{Type: "start", Model: model.Name(), Goal: cfg.Goal, Verify: cfg.Verify, Limits: &limits, Price: &price, Tools: r.tools})
+	start := Event{Type: "start", Model: model.Name(), Goal: cfg.Goal, Verify: cfg.Verify, Limits: &limits, Price: &price, Tools: r.tools}
+	if h := cfg.History; h != nil {
+		return r, r.resume(start, *h)
+	}
+	r.event(start)
 	r.add(Message{Role: RoleSystem, Content: sys})
 	r.add(Message{Role: RoleUser, Content: goal})
 	return r, r.err
+}
+
+// resume starts from an earlier run's conversation, telling the model so.
+func (r *runner) resume(start Event, h History) error {
+	r.msgs = append([]Message(nil), h.Messages...)
+	r.turns, r.turn0 = h.Turns, h.Turns
+	r.textMode = r.textMode || h.TextMode
+	for _, m := range r.msgs {
+		for _, tc := range m.ToolCalls {
+			r.callIDs[tc.ID], r.toolNames[tc.ID] = true, tc.Name
+		}
+	}
+	start.Turn, start.Reason = h.Turns, "continue"
+	r.event(start)
+	note, err := prompts.Render("continued.md", prompts.Data{TestCommand: r.cfg.Verify})
+	if err != nil {
+		return err
+	}
+	r.add(Message{Role: RoleUser, Content: note})
+	return r.err
 }
 
 // add appends a system or user message and records it.
@@ -165,47 +225,37 @@ func (r *runner) event(ev Event) {
 	}
 }
 
-// ask makes one model call and records the reply.
-func (r *runner) ask(ctx context.Context) (Message, error) {
-	t0 := time.Now()
-	reply, err := r.model.Complete(ctx, r.msgs, r.tools)
-	if err != nil {
-		r.event(Event{Type: "error", Turn: r.turns + 1, Error: "model: " + err.Error(), DurationMs: ms(t0)})
-		return Message{}, fmt.Errorf("model: %w", err)
-	}
-	r.turns++
-	r.usage.PromptTokens += reply.Usage.PromptTokens
-	r.usage.CompletionTokens += reply.Usage.CompletionTokens
-	msg := reply.Message
-	msg.Role = RoleAssistant
-	for i := range msg.ToolCalls {
-		if msg.ToolCalls[i].ID == "" { // some compatible servers leave it out; the answer must name its call
-			msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", r.turns, i+1)
-		}
-	}
-	r.msgs = append(r.msgs, msg)
-	for _, tc := range msg.ToolCalls {
-		r.toolNames[tc.ID] = tc.Name
-	}
-	total := r.usage
-	r.event(Event{Type: "model", Turn: r.turns, Model: reply.Model, Message: &msg, Usage: &reply.Usage, TotalUsage: &total,
-		FinishReason: reply.FinishReason, DurationMs: ms(t0)})
-	return msg, nil
-}
-
 func ms(t0 time.Time) int64 { return time.Since(t0).Milliseconds() }
 
-// finish runs a last verification when a limit stopped a run whose work was never checked, and builds the Result.
+// finish runs a last verification when a limit or the model server stopped a run whose work was never checked,
+// and builds the Result.
 func (r *runner) finish(ctx context.Context, stop string, err error) (Result, error) {
-	budgetStop := stop == StopMaxTurns || stop == StopMaxTokens || stop == StopMaxCost
-	if err == nil && budgetStop && r.cfg.Verify != "" && r.dirty && ctx.Err() == nil {
-		// The model may have finished the work without saying so; the check, not the model, decides.
-		_, err = r.verify(ctx, false)
+	budgetStop := stop == StopMaxTurns || stop == StopMaxTokens || stop == StopMaxCost || stop == StopFormatErrors
+	modelStop := stop == StopModelError && r.dirty
+	var runErr error
+	if (err == nil && budgetStop || modelStop) && r.cfg.Verify != "" && r.dirty && ctx.Err() == nil {
+		// The model may have finished the work without saying so, or before its server failed: the check, not the
+		// model, decides.
+		if _, verr := r.verify(ctx, false); verr != nil {
+			runErr = verr
+		}
+	}
+	if modelStop && r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty {
+		runErr, err = err, nil // the goal is met; the server's failure stays in the result, not in the exit status
+	} else if runErr != nil && err == nil {
+		err = runErr
 	}
 	r.stopAtEnd(ctx)
-	res := Result{StopReason: stop, Turns: r.turns, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
+	res := Result{StopReason: stop, Turns: r.turns - r.turn0, TokensIn: r.usage.PromptTokens, TokensOut: r.usage.CompletionTokens,
 		Seconds: time.Since(r.start).Seconds(), ToolCalls: r.toolCalls, ToolErrors: r.toolErrors,
-		VerifyRuns: r.verifyRuns, LastVerify: r.lastVerify, Model: r.model.Name()}
+		VerifyRuns: r.verifyRuns, LastVerify: r.lastVerify, Model: r.model.Name(), ModelError: r.modelErr,
+		TokensEstimated: r.estimated, TokensCached: r.usage.CachedTokens}
+	switch {
+	case runErr != nil:
+		res.Error = runErr.Error()
+	case stop == StopFormatErrors:
+		res.Error = r.formatStop
+	}
 	if r.cfg.Price.Known() {
 		c := r.cfg.Price.Cost(r.usage)
 		res.CostUSD = &c

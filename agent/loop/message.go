@@ -30,6 +30,11 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Reasoning is an assistant's thinking as the server sent it, and ReasoningField the field it came in
+	// (reasoning_content from DeepSeek, Qwen and vLLM; reasoning from OpenRouter and Ollama). It is kept and sent
+	// back in that field: DeepSeek refuses a conversation whose tool-calling turns lost theirs.
+	Reasoning      string `json:"reasoning,omitempty"`
+	ReasoningField string `json:"reasoning_field,omitempty"`
 	// Elided is set once an old tool output was replaced by a short note to keep the conversation within budget.
 	Elided bool `json:"elided,omitempty"`
 }
@@ -53,6 +58,11 @@ type Tool struct {
 type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// CachedTokens is the part of PromptTokens the server read from its prompt cache, when it says.
+	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// Estimated says the server reported no usage and the counts were estimated from the bytes sent and
+	// received (about 4 bytes a token), so that token budgets still hold.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Total is prompt plus completion tokens.
@@ -66,10 +76,14 @@ type Reply struct {
 	Model string
 	// FinishReason is the server's reason for ending the reply (stop, tool_calls, length, ...).
 	FinishReason string
+
+	problem string // why calls written in the content could not be read (turn.go)
 }
 
 // Model is a chat model that can call tools. Complete must not keep msgs or tools after it returns. An error means
-// no usable reply after any retries the implementation does; the loop ends the run with StopModelError.
+// no usable reply after any retries the implementation does; a *ModelError says what the server said, and the loop
+// acts on its Kind (errors.go); any other error ends the run with StopModelError. With no tools (the text tool
+// mode, toolmode.go) the model is sent the conversation's tool calls and results as text.
 type Model interface {
 	Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error)
 	// Name is the configured model name, for the transcript and the price table.

@@ -33,8 +33,12 @@ func (p *Progress) Observe(ev Event) error {
 	case ev.Type == "start" && ev.Price != nil:
 		p.price = *ev.Price
 	case ev.Type == "model":
-		fmt.Fprintf(p.w, "turn %d  model %s  tokens in %d out %d (run total %d%s)  %s\n", ev.Turn, took,
-			ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.TotalUsage.Total(), p.costNote(*ev.TotalUsage), replyNote(*ev.Message))
+		est := ""
+		if ev.Usage.Estimated {
+			est = " estimated"
+		}
+		fmt.Fprintf(p.w, "turn %d  model %s  tokens%s in %d out %d (run total %d%s)  %s\n", ev.Turn, took, est,
+			ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.TotalUsage.Total(), p.costNote(*ev.TotalUsage), replyNote(*ev.Message, ev.FinishReason, ev.Outcome))
 		if say := firstLine(ev.Message.Content); say != "" {
 			fmt.Fprintf(p.w, "turn %d  says: %s\n", ev.Turn, say)
 		}
@@ -45,6 +49,14 @@ func (p *Progress) Observe(ev Event) error {
 			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
 	case ev.Type == "verify":
 		fmt.Fprintf(p.w, "turn %d  verify %q  exit %d  %s\n", ev.Turn, ev.Command, *ev.ExitCode, took)
+	case ev.Type == "tool_mode":
+		fmt.Fprintf(p.w, "turn %d  the model server refused tools (%s): tools are now described in the prompt and called as <tool_call> text\n", ev.Turn, shorten(ev.Error, 120))
+	case ev.Type == "elide":
+		why := ""
+		if ev.Reason != "" {
+			why = " (the server said: " + shorten(ev.Error, 100) + ")"
+		}
+		fmt.Fprintf(p.w, "turn %d  context: %d bytes of old output elided%s\n", ev.Turn, ev.SavedBytes, why)
 	case ev.Type == "error" && ev.Call != nil:
 		fmt.Fprintf(p.w, "turn %d  %s  failed: %s\n", ev.Turn, ev.Call.Name, ev.Error)
 	case ev.Type == "error" && ev.Command == "":
@@ -60,9 +72,16 @@ func (p *Progress) costNote(total Usage) string {
 	return fmt.Sprintf(", $%.4f", p.price.Cost(total))
 }
 
-func replyNote(m Message) string {
-	if n := len(m.ToolCalls); n > 0 {
+func replyNote(m Message, finish, outcome string) string {
+	switch n := len(m.ToolCalls); {
+	case outcome == ReplyUnreadable:
+		return "tool calls in the text that could not be read: the model is told"
+	case finish == "length":
+		return fmt.Sprintf("%d tool call(s), cut off at the output limit", n)
+	case n > 0:
 		return fmt.Sprintf("%d tool call(s)", n)
+	case m.Content == "":
+		return "an empty reply"
 	}
 	return "no tool call: the model says it is done"
 }

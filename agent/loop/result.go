@@ -23,6 +23,7 @@ const (
 	StopModelError   = "model_error"    // the model server failed after its retries
 	StopSandboxError = "sandbox_error"  // a tool server failed (not a tool error: the server itself)
 	StopInternal     = "internal_error" // the transcript could not be written, a prompt could not be rendered
+	StopFormatErrors = "format_errors"  // Limits.MaxFormatErrors replies in a row could not be used
 )
 
 // VerifyResult is one run of the verification command.
@@ -49,8 +50,15 @@ type Result struct {
 	VerifyRuns int           `json:"verify_runs"`
 	LastVerify *VerifyResult `json:"last_verify,omitempty"`
 	Model      string        `json:"model"`
-	// Error explains an OutcomeError.
+	// Error explains an OutcomeError, or the failure a run ended on although its goal was met or not (the model
+	// server failing after the work passed its check; the model's unusable replies).
 	Error string `json:"error,omitempty"`
+	// ModelError is the model server's failure that ended the run, in the provider's words.
+	ModelError *ModelError `json:"model_error,omitempty"`
+	// TokensEstimated says some token counts were estimated: the server reported no usage for them.
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+	// TokensCached is the part of TokensIn read from the server's prompt cache, where it reports it.
+	TokensCached int64 `json:"tokens_cached,omitempty"`
 }
 
 // Met says the goal was verified.

@@ -25,12 +25,12 @@ const (
 // call runs one tool call and appends its answer to the conversation. Every call gets an answer, even a
 // malformed one, because the API requires one per call ID and because the model can only correct what it sees.
 // The returned error is the sandbox failing (or the run's context ending); the run stops on it.
-func (r *runner) call(ctx context.Context, tc ToolCall) error {
+func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	t0 := time.Now()
 	res, outcome, err := r.dispatch(ctx, tc)
 	if err != nil {
 		r.event(Event{Type: "error", Turn: r.turns, Call: &tc, Error: err.Error(), DurationMs: ms(t0)})
-		return err
+		return "", err
 	}
 	r.toolCalls++
 	if outcome != CallOK {
@@ -40,10 +40,28 @@ func (r *runner) call(ctx context.Context, tc ToolCall) error {
 		r.dirty = true
 	}
 	r.noteStart(tc, res, outcome)
-	sent := compactResult(res, r.cfg.Limits.ToolOutputBytes)
+	sent, cut := compact(res, r.cfg.Limits.ToolOutputBytes)
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
-	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: &res, Sent: sent, Outcome: outcome, DurationMs: ms(t0)})
-	return nil
+	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: recorded(res), Sent: sentIf(sent, cut), Outcome: outcome, DurationMs: ms(t0)})
+	return outcome, nil
+}
+
+// recorded is res as the transcript keeps it: once. An MCP tool with structured output repeats it as its text
+// content, so the text goes when the structure is there (the model is sent the structure too).
+func recorded(res ToolResult) *ToolResult {
+	if len(res.Structured) > 0 && !res.IsError {
+		res.Text = ""
+	}
+	return &res
+}
+
+// sentIf is what the transcript records of what the model was sent: only a cut version, since an uncut one is the
+// result itself, compacted (compact makes it again).
+func sentIf(sent string, cut bool) string {
+	if cut {
+		return sent
+	}
+	return ""
 }
 
 // dispatch checks a call and runs it, turning every mistake of the model's into a tool error it can read.

@@ -11,15 +11,20 @@ import (
 
 // Event is one line of the transcript. Type says which fields are set:
 //
-//	start    Model, Goal, Verify, Limits, Price, Tools
+//	start    Model, Goal, Verify, Limits, Price, Tools; Reason "continue" and Turn (the turns before) when the run
+//	         continues an earlier one whose events come before it (Resume)
 //	message  Turn, Message (the system prompt, the goal, a verification failure handed back)
-//	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason
-//	tool     Turn, Call, Result (in full, as the server sent it), Sent (what the model got), Outcome, DurationMs
+//	model    Turn, Message (the assistant reply, tool calls included), Usage, TotalUsage, DurationMs, FinishReason,
+//	         Outcome (ReplyEmpty, ReplyCut, ReplyUnreadable: a reply the model was told it could not be used)
+//	tool     Turn, Call, Result (in full, as the server sent it; its text left out when it repeats the structured
+//	         result), Sent (what the model got, when it was cut; else the result compacted), Outcome, DurationMs
 //	verify   Turn, Command, Result, ExitCode, DurationMs
 //	stop_process  Turn, Call (the agent's own sandbox_stop_process call), Result, Outcome, Command (the process's),
 //	              Reason (StopBeforeVerify, StopAtEnd), DurationMs: a process the model left running, stopped by the agent
-//	elide    Turn, SavedBytes (old outputs replaced in what the model is sent; the transcript keeps them)
-//	error    Turn, Error, Call (when a tool call failed)
+//	elide    Turn, SavedBytes (old outputs replaced in what the model is sent; the transcript keeps them), Reason
+//	         ("context_length" when the server said the request was too long, with its words in Error)
+//	tool_mode  Turn, Reason (the new mode), Message (the new system prompt), Error (the server's refusal of tools)
+//	error    Turn, Error, Call (when a tool call failed), ModelError (when the model server failed, in its words)
 //	end      Summary
 type Event struct {
 	Type         string      `json:"type"`
@@ -45,6 +50,7 @@ type Event struct {
 	SavedBytes   int         `json:"saved_bytes,omitempty"`
 	DurationMs   int64       `json:"duration_ms,omitempty"`
 	Error        string      `json:"error,omitempty"`
+	ModelError   *ModelError `json:"model_error,omitempty"`
 	Summary      *Result     `json:"summary,omitempty"`
 }
 

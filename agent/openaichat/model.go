@@ -1,20 +1,28 @@
 // Package openaichat is the agent's model adapter: loop.Model over /chat/completions of OpenAI or any
-// OpenAI-compatible server (Ollama, vLLM, a router), through the official SDK, and the built-in price table. It
-// owns the translation between the loop's own message types and the SDK's, and nothing else: retries are the SDK's.
+// OpenAI-compatible server (DeepSeek, OpenRouter, Groq, Ollama, vLLM, LM Studio), and the built-in price table. It
+// owns the translation between the loop's message types and the wire, streaming, retries and the reading of
+// providers' errors.
+//
+// It speaks HTTP itself rather than through the OpenAI SDK: the SDK retries only until the headers arrive (a body
+// cut or stalled after them failed the run), bounds an attempt's whole length rather than its silences, and has no
+// place for the fields other providers add (reasoning_content, failed_generation, errors inside a 200).
 package openaichat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // Config says which OpenAI-compatible endpoint and model to use and how hard to retry.
@@ -26,32 +34,55 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as a bearer token. It may be empty for a local server that wants none, when BaseURL is set.
 	APIKey string
-	// MaxRetries is how many times a failed request (429, 408, 409, 5xx, connection error, RequestTimeout) is
-	// tried again. Waits grow exponentially from 0.5 s (capped at 8 s) with jitter; a Retry-After or Retry-After-Ms
-	// header is obeyed instead, up to MaxRetryDelay.
+	// MaxRetries is the most times one request is tried again after a failure that may heal: 408, 409, 425,
+	// 429, 5xx, a connection error, a body cut or silent for RequestTimeout, an answer with an error or no
+	// choices. Quota, auth, unknown-model and other 4xx errors are not retried.
 	MaxRetries int
-	// MaxRetryDelay caps one wait between tries; a server asking for longer ends the retries.
+	// RetryWindow bounds the time spent on one request, waits included: no retry starts whose wait would end
+	// past it. 0 means no bound but MaxRetries.
+	RetryWindow time.Duration
+	// MaxRetryDelay caps one wait between tries (default 60 s). Waits grow from 1 s, doubling, with jitter; a
+	// Retry-After or retry-after-ms header is obeyed instead, up to this cap.
 	MaxRetryDelay time.Duration
-	// RequestTimeout bounds one attempt's wait for the response (its headers: a chat completion's body follows at
-	// once). A slower attempt fails like a dropped connection and is retried. 0 keeps the SDK's 10 minutes.
+	// RequestTimeout is the longest silence of one attempt: until the headers, then between pieces of the body.
+	// Answers stream, so a slow model writing a long answer is not cut off. 0 means 10 minutes.
 	RequestTimeout time.Duration
+	// MaxOutputTokens, when positive, caps each answer's length (max_tokens; max_completion_tokens for OpenAI).
+	MaxOutputTokens int
 	// OnFailedAttempt, when set, hears about every failed attempt, retried or not, so that a person watching sees
-	// a rate limit or an outage instead of silence (waits can reach minutes).
+	// a rate limit or an outage instead of silence (waits can reach a minute).
 	OnFailedAttempt func(message string)
+	// OnProgress, when set, hears every ProgressEvery while an answer arrives how much has come, so that a slow
+	// model writing a long answer is seen working.
+	OnProgress    func(message string)
+	ProgressEvery time.Duration
+	// HTTPClient sends the requests; nil means a client of its own.
+	HTTPClient *http.Client
 }
 
 // ErrNoEndpoint means neither an API key nor a base URL was given: there is nothing to talk to.
 var ErrNoEndpoint = errors.New("no model configured: set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL / -base-url (for an OpenAI-compatible server such as Ollama)")
 
-// Model talks to /chat/completions of OpenAI or any compatible server through the official SDK. Retrying is
-// the SDK's own (see Config.MaxRetries): one place, already correct about Retry-After and jitter.
+// Model talks to /chat/completions of one server.
 type Model struct {
-	client openai.Client
-	model  string
+	cfg       Config
+	model     string
+	baseURL   string
+	openAI    bool // OpenAI's own API, which names some fields its own way
+	maxOutput int
+	client    *http.Client
+	// noStream is set once the server showed it does not stream (it answered a stream request with one JSON
+	// body, or refused the stream parameters); later requests do without.
+	noStream atomic.Bool
+	// noReasoning is set once the server refused the reasoning fields of replayed messages (Groq: "property
+	// 'reasoning' is unsupported"); later requests leave them out.
+	noReasoning atomic.Bool
 }
 
-// New checks cfg and builds the client. Only the values in cfg are used: the SDK's own reading of
-// OPENAI_* variables is overridden, so the caller decides precedence (flags over environment).
+const defaultTimeout = 10 * time.Minute
+
+// New checks cfg and builds the model. Only the values in cfg are used: the caller decides precedence between
+// flags and OPENAI_* variables.
 func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" && cfg.BaseURL == "" {
 		return nil, ErrNoEndpoint
@@ -62,118 +93,295 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxRetries < 0 {
 		return nil, fmt.Errorf("model retries must be 0 or more, got %d", cfg.MaxRetries)
 	}
-	opts := []option.RequestOption{
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(cfg.MaxRetries),
+	if cfg.MaxOutputTokens < 0 {
+		return nil, fmt.Errorf("max output tokens must be 0 (the server's default) or more, got %d", cfg.MaxOutputTokens)
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = "https://api.openai.com/v1"
 	}
-	if cfg.MaxRetryDelay > 0 {
-		opts = append(opts, option.WithMaxRetryDelay(cfg.MaxRetryDelay))
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("base URL %q is not an http(s) URL such as http://localhost:11434/v1", cfg.BaseURL)
 	}
-	if cfg.RequestTimeout > 0 {
-		// Not option.WithRequestTimeout: the SDK does not retry an attempt whose own deadline passed. A transport
-		// timeout is a connection error to it, which it does retry (its default client bounds headers the same way).
-		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-			t := dt.Clone()
-			t.ResponseHeaderTimeout = cfg.RequestTimeout
-			opts = append(opts, option.WithHTTPClient(&http.Client{Transport: t}))
-		} else { // a wrapped default transport (tracing): bound attempts the SDK's way, without the retry
-			opts = append(opts, option.WithRequestTimeout(cfg.RequestTimeout))
-		}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = time.Minute
 	}
-	if f := cfg.OnFailedAttempt; f != nil {
-		// Middleware runs once per attempt, inside the SDK's retry loop.
-		opts = append(opts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-			res, err := next(req)
-			switch {
-			case err != nil && req.Context().Err() == nil:
-				f("model request failed: " + err.Error())
-			case err == nil && res.StatusCode >= 400:
-				msg := "model server answered " + res.Status
-				if ra := res.Header.Get("Retry-After"); ra != "" {
-					msg += ", Retry-After " + ra
-				}
-				f(msg)
-			}
-			return res, err
-		}))
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = defaultTimeout
 	}
-	return &Model{client: openai.NewClient(opts...), model: cfg.Model}, nil
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{} // no overall timeout: silences are bounded per attempt (watchdog)
+	}
+	return &Model{cfg: cfg, model: cfg.Model, baseURL: base, openAI: u.Host == "api.openai.com", maxOutput: cfg.MaxOutputTokens, client: client}, nil
 }
 
 // Name is the configured model name.
 func (m *Model) Name() string { return m.model }
 
-// Complete sends the conversation and the tools and returns the first choice.
+// Streams says whether answers are streamed (until the server shows it cannot).
+func (m *Model) Streams() bool { return !m.noStream.Load() }
+
+// Complete sends the conversation and the tools and returns the first choice, retrying failures that may heal.
 func (m *Model) Complete(ctx context.Context, msgs []loop.Message, tools []loop.Tool) (loop.Reply, error) {
-	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(m.model), Messages: toOpenAIMessages(msgs)}
-	for _, t := range tools {
-		var schema map[string]any
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return loop.Reply{}, fmt.Errorf("tool %s: input schema is not a JSON object: %w", t.Name, err)
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		stream := m.Streams()
+		reply, failure := m.attempt(ctx, msgs, tools, stream)
+		if failure == nil {
+			return reply, nil
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
+		if ctx.Err() != nil {
+			return loop.Reply{}, ctx.Err()
 		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fd))
-	}
-	res, err := m.client.Chat.Completions.New(ctx, params)
-	if err != nil {
-		return loop.Reply{}, err
-	}
-	if len(res.Choices) == 0 {
-		return loop.Reply{}, errors.New("model server returned no choices")
-	}
-	ch := res.Choices[0]
-	out := loop.Message{Role: loop.RoleAssistant, Content: ch.Message.Content}
-	if out.Content == "" && ch.Message.Refusal != "" {
-		out.Content = ch.Message.Refusal
-	}
-	for _, tc := range ch.Message.ToolCalls {
-		// Custom (free-text) tools are never offered, so only function calls can come back; a server that sends
-		// another kind anyway gets it reported as an unknown tool by the loop.
-		name, args := tc.Function.Name, tc.Function.Arguments
-		if tc.Type == "custom" {
-			name, args = tc.Custom.Name, tc.Custom.Input
+		switch {
+		case failure.refused == "stream" && stream:
+			// The server refused the stream parameters: the person is told once, and it is asked again at once
+			// without them.
+			m.noStream.Store(true)
+			m.note("the model server does not stream (%s): answers are read whole from now on", failure.err.Message)
+			attempt--
+			continue
+		case failure.refused == "reasoning" && !m.noReasoning.Load():
+			m.noReasoning.Store(true)
+			m.note("the model server refuses reasoning sent back (%s): it is left out from now on", failure.err.Message)
+			attempt--
+			continue
 		}
-		out.ToolCalls = append(out.ToolCalls, loop.ToolCall{ID: tc.ID, Name: name, Arguments: args})
+		failure.err.Attempts = attempt
+		if failure.err.Kind != loop.FailTransient {
+			m.note("model server: %s", failure.err.Error())
+			return loop.Reply{}, failure.err
+		}
+		wait := m.backoff(attempt, failure.retryAfter)
+		switch {
+		case attempt > m.cfg.MaxRetries:
+			m.note("model server: %s; giving up after %d attempt(s)", failure.err.Message, attempt)
+			return loop.Reply{}, failure.err
+		case m.cfg.RetryWindow > 0 && time.Since(start)+wait > m.cfg.RetryWindow:
+			m.note("model server: %s; giving up: a retry in %s would end past the %s retry window", failure.err.Message, wait.Round(100*time.Millisecond), m.cfg.RetryWindow)
+			return loop.Reply{}, failure.err
+		}
+		m.note("model server: %s; retry %d in %s", failureLine(failure.err), attempt, wait.Round(100*time.Millisecond))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return loop.Reply{}, ctx.Err()
+		}
 	}
-	return loop.Reply{
-		Message:      out,
-		Usage:        loop.Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens},
-		Model:        res.Model,
-		FinishReason: ch.FinishReason,
-	}, nil
 }
 
-func toOpenAIMessages(msgs []loop.Message) []openai.ChatCompletionMessageParamUnion {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
-	for _, m := range msgs {
-		switch m.Role {
-		case loop.RoleSystem:
-			out = append(out, openai.SystemMessage(m.Content))
-		case loop.RoleUser:
-			out = append(out, openai.UserMessage(m.Content))
-		case loop.RoleTool:
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
-		case loop.RoleAssistant:
-			var a openai.ChatCompletionAssistantMessageParam
-			if m.Content != "" {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
-					},
-				})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+func failureLine(e *loop.ModelError) string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%d %s", e.Status, e.Message)
+	}
+	return e.Message
+}
+
+func (m *Model) note(format string, a ...any) {
+	if m.cfg.OnFailedAttempt != nil {
+		m.cfg.OnFailedAttempt(fmt.Sprintf(format, a...))
+	}
+}
+
+// failure is one failed attempt.
+type failure struct {
+	err        *loop.ModelError
+	retryAfter time.Duration // the server's Retry-After, if it gave one
+	refused    string        // a request field the server refused: "stream" or "reasoning" (refusedField)
+}
+
+func transient(format string, a ...any) *failure {
+	return &failure{err: &loop.ModelError{Kind: loop.FailTransient, Message: fmt.Sprintf(format, a...),
+		Hint: "the server kept failing: try again later, or give -retry-window more time"}}
+}
+
+// attempt makes one request and reads its whole answer under a watchdog: each silence longer than
+// RequestTimeout, before the headers or inside the body, ends the attempt as a transient failure.
+func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.Tool, stream bool) (loop.Reply, *failure) {
+	req, err := m.toWire(msgs, tools, stream)
+	if err != nil {
+		return loop.Reply{}, &failure{err: &loop.ModelError{Kind: loop.FailBadRequest, Message: err.Error()}}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return loop.Reply{}, &failure{err: &loop.ModelError{Kind: loop.FailBadRequest, Message: err.Error()}}
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stalled atomic.Bool
+	watchdog := time.AfterFunc(m.cfg.RequestTimeout, func() { stalled.Store(true); cancel() })
+	defer watchdog.Stop()
+	silence := func() *failure {
+		return transient("no answer for %s (-model-timeout)", m.cfg.RequestTimeout)
+	}
+
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, m.baseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return loop.Reply{}, &failure{err: &loop.ModelError{Kind: loop.FailBadRequest, Message: err.Error()}}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json, text/event-stream")
+	if m.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
+	}
+	res, err := m.client.Do(hreq)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return loop.Reply{}, transient("%v", ctx.Err())
+	case err != nil && stalled.Load():
+		return loop.Reply{}, silence()
+	case err != nil:
+		f := transient("request failed: %v", unwrapURL(err))
+		f.err.Hint = fmt.Sprintf("nothing answered at %s: is the server running, and is -base-url (OPENAI_BASE_URL) right?", m.baseURL)
+		return loop.Reply{}, f
+	}
+	defer res.Body.Close()
+	watchdog.Reset(m.cfg.RequestTimeout)
+	in := &lively{r: res.Body, alive: func() { watchdog.Reset(m.cfg.RequestTimeout) }}
+	defer m.showProgress(in)()
+
+	var a answer
+	var apiErr *errorBody
+	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	if res.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
+		apiErr, err = readStream(in, &a)
+		if err != nil && stalled.Load() && a.finish != "" {
+			err = nil // complete, and the server kept the connection open without [DONE]
+		}
+	} else {
+		var f *failure
+		if apiErr, f, err = m.readWhole(res, in, &a, stream, body); f != nil {
+			return loop.Reply{}, f
 		}
 	}
-	return out
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return loop.Reply{}, transient("%v", ctx.Err())
+	case err != nil && stalled.Load():
+		return loop.Reply{}, silence()
+	case err != nil:
+		return loop.Reply{}, transient("the answer broke off: %v", err)
+	case apiErr != nil:
+		b, _ := json.Marshal(map[string]any{"error": apiErr})
+		f := &failure{err: m.modelError(http.StatusOK, b)}
+		if f.err.Kind == loop.FailBadRequest {
+			f.err.Kind = loop.FailTransient // an error inside a 200 is the upstream's failure, not the request's
+		}
+		return loop.Reply{}, f
+	case !a.choices:
+		return loop.Reply{}, transient("the model server returned no choices")
+	case a.finish == "error":
+		return loop.Reply{}, transient("the model server ended the answer with finish_reason \"error\"")
+	}
+	reply := a.reply()
+	if a.usage == nil {
+		reply.Usage = estimate(len(body), reply.Message)
+	}
+	return reply, nil
+}
+
+// refusedField says which optional part of a request a 400's message refuses: the stream parameters (servers
+// without streaming), or the reasoning fields of replayed messages (servers that return reasoning but do not take
+// it back). DeepSeek's "reasoning_content ... must be passed back" is the opposite, and not matched.
+func refusedField(msg string, stream, reasoning bool) string {
+	low := strings.ToLower(msg)
+	switch {
+	case stream && strings.Contains(low, "stream"):
+		return "stream"
+	case reasoning && strings.Contains(low, "reasoning"):
+		for _, w := range []string{"unsupported", "not supported", "unrecognized", "unknown", "extra", "not permitted"} {
+			if strings.Contains(low, w) {
+				return "reasoning"
+			}
+		}
+	}
+	return ""
+}
+
+// readWhole reads a body that is not a stream: a refusal (any status but 200), or a whole completion, from a
+// server that does not stream although asked to (it is noted once). err is the body breaking off.
+func (m *Model) readWhole(res *http.Response, in io.Reader, a *answer, stream bool, request []byte) (*errorBody, *failure, error) {
+	raw, err := io.ReadAll(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		f := &failure{err: m.modelError(res.StatusCode, raw), retryAfter: retryAfter(res.Header)}
+		if res.StatusCode == http.StatusBadRequest && f.err.Kind == loop.FailBadRequest {
+			f.refused = refusedField(f.err.Message, stream, bytes.Contains(request, []byte(`"reasoning`)))
+		}
+		return nil, f, nil
+	}
+	var r wireResponse
+	if json.Unmarshal(bytes.TrimSpace(raw), &r) != nil {
+		// A 200 that is no chat completion (a web page): the URL is wrong, asking again will not help.
+		f := &failure{err: m.modelError(res.StatusCode, raw)}
+		f.err.Kind, f.err.Hint = loop.FailBadRequest, m.hint(&loop.ModelError{Kind: loop.FailBadRequest}, false)
+		return nil, f, nil
+	}
+	if e, isErr := a.add(r); isErr {
+		return &e, nil, nil
+	}
+	if stream && !m.noStream.Swap(true) {
+		m.note("the model server does not stream: answers are read whole")
+	}
+	return nil, nil, nil
+}
+
+// estimate counts tokens at about 4 bytes each, for a server that reports no usage: budgets must still hold.
+func estimate(requestBytes int, msg loop.Message) loop.Usage {
+	out := len(msg.Content) + len(msg.Reasoning)
+	for _, tc := range msg.ToolCalls {
+		out += len(tc.Name) + len(tc.Arguments)
+	}
+	return loop.Usage{PromptTokens: int64(requestBytes/4 + 1), CompletionTokens: int64(out/4 + 1), Estimated: true}
+}
+
+// lively is a body that tells the watchdog each time data arrives, and counts it.
+type lively struct {
+	r     io.Reader
+	alive func()
+	n     atomic.Int64
+}
+
+func (l *lively) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.n.Add(int64(n))
+		l.alive()
+	}
+	return n, err
+}
+
+// showProgress tells OnProgress how much of the answer has come, every ProgressEvery, until the returned stop.
+func (m *Model) showProgress(in *lively) (stop func()) {
+	if m.cfg.OnProgress == nil || m.cfg.ProgressEvery <= 0 {
+		return func() {}
+	}
+	t0 := time.Now()
+	tick := time.NewTicker(m.cfg.ProgressEvery)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				m.cfg.OnProgress(fmt.Sprintf("model: answer arriving, %d bytes in %s", in.n.Load(), time.Since(t0).Round(time.Second)))
+			}
+		}
+	}()
+	return func() { tick.Stop(); close(done); <-exited } // no line after the answer
+}
+
+// unwrapURL drops the "Post URL:" prefix net/http puts on every error: the URL is in the hint.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -27,6 +27,13 @@ type Data struct {
 	ExitCode         int
 	Output           string
 	StoppedProcesses []string
+	// TextTools are the tools described in the prompt in the text tool mode (empty with native tool calls).
+	TextTools []ToolDoc
+}
+
+// ToolDoc is one tool as the text tool mode describes it: its schema is compact JSON.
+type ToolDoc struct {
+	Name, Description, Schema string
 }
 
 var templates = template.Must(template.New("").Option("missingkey=error").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(files, "*.md"))

@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // DefaultProtected are the paths protected unless -unprotect removes one: what git, editors, direnv and agent tools
@@ -40,6 +41,9 @@ var DefaultProtected = []string{
 type Protection struct {
 	patterns []string
 	parts    [][]string // lower-cased components of each pattern
+	// The patterns' last components, for MayEnd: literal names in a set, globs in a list.
+	lastNames map[string]bool
+	lastGlobs []string
 }
 
 // NewProtection is the default patterns, plus add, less remove. A pattern must be relative, use "/" separators,
@@ -67,9 +71,16 @@ func NewProtection(add, remove []string) (*Protection, error) {
 		}
 		list = slices.Delete(list, i, i+1)
 	}
+	p.lastNames = map[string]bool{}
 	for _, c := range list {
+		parts := strings.Split(strings.ToLower(c), "/")
 		p.patterns = append(p.patterns, c)
-		p.parts = append(p.parts, strings.Split(strings.ToLower(c), "/"))
+		p.parts = append(p.parts, parts)
+		if last := parts[len(parts)-1]; strings.ContainsAny(last, `*?[\`) {
+			p.lastGlobs = append(p.lastGlobs, last)
+		} else {
+			p.lastNames[last] = true
+		}
 	}
 	return p, nil
 }
@@ -116,6 +127,29 @@ func (p *Protection) Match(rel string) (pattern string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// MayEnd reports whether a path whose last component is name can be protected by a pattern ending there: a walk
+// that knows the folder holding name is not protected calls Match only when MayEnd is true.
+func (p *Protection) MayEnd(name string) bool {
+	if p == nil {
+		return false
+	}
+	if p.lastNames[name] {
+		return true
+	}
+	if strings.ContainsFunc(name, unicode.IsUpper) {
+		name = strings.ToLower(name)
+		if p.lastNames[name] {
+			return true
+		}
+	}
+	for _, g := range p.lastGlobs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // matchRun reports whether some run of consecutive components of comps matches parts.

@@ -48,6 +48,11 @@ func TestProtectionMatch(t *testing.T) {
 			t.Errorf("Match(%q) = %q, %v; want %q", c.rel, got, ok, c.pattern)
 		}
 	}
+	for name, want := range map[string]bool{"hooks": true, "CONFIG": true, "key.pem": true, ".VSCode": true, "main.go": false, "worktrees": false} {
+		if got := p.MayEnd(name); got != want {
+			t.Errorf("MayEnd(%q) = %v, want %v", name, got, want)
+		}
+	}
 	var none *Protection
 	if _, ok := none.Match(".git/hooks"); ok {
 		t.Error("a nil Protection protects nothing")

@@ -47,6 +47,14 @@ type ExecutorHealth struct {
 	MaxConcurrent  int           `json:"max_concurrent"`
 	// FullOutputs is the store that keeps truncated streams whole, as MCP resources.
 	FullOutputs FullOutputsHealth `json:"full_outputs"`
+	// ProcessBuffers is what the background processes' ring buffers hold, all sessions together.
+	ProcessBuffers ProcessBuffersHealth `json:"process_buffers"`
+}
+
+// ProcessBuffersHealth is the state of the processes' ring buffers.
+type ProcessBuffersHealth struct {
+	Total int `json:"total"` // bytes they may hold together
+	Bytes int `json:"bytes"` // bytes they hold now beyond the 4 KiB every buffer has outside the total
 }
 
 // FullOutputsHealth is the state of the executor's store of full outputs.
@@ -70,8 +78,38 @@ type CommandPolicy struct {
 type Confinement struct {
 	Network      string `json:"network"`
 	Capabilities string `json:"capabilities"`
+	// Sandbox is the same policy as data: what a command's world is built from, and which promises hold.
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
 	*LocalConfinement
 	*DockerConfinement
+}
+
+// SandboxPolicy is the policy a backend applies to every command, as data a program can check.
+type SandboxPolicy struct {
+	Summary string `json:"summary"` // one line for people
+	// Root is what a command's / is: "minimal" (an empty root with only ReadPaths and WritePaths bound in: nothing
+	// else can be named), "host" (the host's tree, with Landlock deciding what may be opened) or "image" (a
+	// container's image).
+	Root       string   `json:"root"`
+	ReadPaths  []string `json:"read_paths"`  // read and execute, as commands see them
+	WritePaths []string `json:"write_paths"` // read, write and execute, as commands see them
+	// Protected are the protected project paths (patterns matched at any depth of the workspace), and
+	// ProtectedEnforcement how they are kept: "read-only" (the kernel refuses a change; a sweep after each command
+	// removes new ones) or "sweep" (changes are undone after each command).
+	Protected            []string `json:"protected"`
+	ProtectedEnforcement string   `json:"protected_enforcement"`
+	User                 string   `json:"user"`    // uid:gid commands run as, on the host
+	Network              string   `json:"network"` // "none" (no interface but a private loopback), "allowlist"
+	// Properties are the confinement promises of SECURITY.md's table, each with whether it holds here.
+	Properties []Property `json:"properties"`
+}
+
+// Property is one confinement promise and whether it holds on this backend and mode. Names are stable: see
+// SECURITY.md's properties table, which names the test of each.
+type Property struct {
+	Name  string `json:"name"`
+	Holds bool   `json:"holds"`
+	Note  string `json:"note,omitempty"`
 }
 
 // LocalConfinement is the local backend's part of Confinement.

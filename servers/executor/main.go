@@ -30,17 +30,18 @@ const envPrefix = "GOALBOX_EXEC_"
 
 // options are the executor's own settings, besides mcpserve.Config.
 type options struct {
-	Backend         string        `env:"BACKEND" flag:"backend" usage:"where commands run: auto (local where it confines with namespaces, else docker when a Docker Engine answers, else local's fallback where it still confines; see /healthz backend_reason), local or docker"`
-	AdvertisedRoot  string        `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace, as given to the filesystem server"`
-	Image           string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
-	TimeoutDefault  time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
-	TimeoutMax      time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
-	OutputCap       int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
-	OutputBudget    int64         `env:"OUTPUT_BUDGET" flag:"output-budget" usage:"bytes of full outputs (streams past -output-cap, served as MCP resources) each session keeps, oldest evicted first; at least 2 MiB, -1 keeps none"`
-	OutputTotal     int64         `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
-	MaxConcurrent   int           `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
-	MaxProcesses    int           `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
-	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
+	Backend            string        `env:"BACKEND" flag:"backend" usage:"where commands run: auto (local where it confines with namespaces, else docker when a Docker Engine answers, else local's fallback where it still confines; see /healthz backend_reason), local or docker"`
+	AdvertisedRoot     string        `env:"ADVERTISED_ROOT" flag:"advertised-root" usage:"absolute path under which clients see the workspace, as given to the filesystem server"`
+	Image              string        `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
+	TimeoutDefault     time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none"`
+	TimeoutMax         time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for"`
+	OutputCap          int           `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB"`
+	OutputBudget       int64         `env:"OUTPUT_BUDGET" flag:"output-budget" usage:"bytes of full outputs (streams past -output-cap, served as MCP resources) each session keeps, oldest evicted first; at least 2 MiB, -1 keeps none"`
+	OutputTotal        int64         `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
+	MaxConcurrent      int           `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
+	MaxProcesses       int           `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
+	ProcessLifetime    time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
+	ProcessBufferTotal int           `env:"PROCESS_BUFFER_TOTAL" flag:"process-buffer-total" usage:"bytes all background processes' output buffers hold together, whatever the number of sessions; each grows with its output up to 1 MiB a stream (default 256 MiB)"`
 	// Allow and Deny are RE2 patterns; in the environment one per line (patterns may hold commas).
 	Allow         []string `env:"ALLOW" envSeparator:"\n" flag:"allow" flagList:"repeat" usage:"RE2 pattern a command must match to run; repeatable (in the environment one per line)"`
 	Deny          []string `env:"DENY" envSeparator:"\n" flag:"deny" flagList:"repeat" usage:"RE2 pattern that refuses a command; repeatable, wins over -allow (in the environment one per line)"`
@@ -56,6 +57,7 @@ type options struct {
 	DockerUser         string  `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
+	QuarantineDir      string  `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
 }
 
 func main() {
@@ -148,16 +150,18 @@ func newExecutor(s settings, choice backends.Choice, backend execserver.Backend,
 		how = "auto"
 	}
 	return execserver.New(execserver.Config{
-		DefaultTimeout:  s.TimeoutDefault,
-		MaxTimeout:      s.TimeoutMax,
-		OutputCap:       s.OutputCap,
-		Policy:          s.policy,
-		MaxConcurrent:   s.MaxConcurrent,
-		MaxProcesses:    s.MaxProcesses,
-		ProcessLifetime: s.ProcessLifetime,
-		OutputBudget:    s.OutputBudget,
-		OutputTotal:     s.OutputTotal,
-		BackendChoice:   how,
-		BackendReason:   choice.Reason,
+		DefaultTimeout:     s.TimeoutDefault,
+		MaxTimeout:         s.TimeoutMax,
+		OutputCap:          s.OutputCap,
+		Policy:             s.policy,
+		MaxConcurrent:      s.MaxConcurrent,
+		MaxProcesses:       s.MaxProcesses,
+		ProcessLifetime:    s.ProcessLifetime,
+		ProcessBufferTotal: s.ProcessBufferTotal,
+		OutputBudget:       s.OutputBudget,
+		OutputTotal:        s.OutputTotal,
+		BackendChoice:      how,
+		BackendReason:      choice.Reason,
+		QuarantineDir:      s.QuarantineDir,
 	}, backend, g, logger)
 }

@@ -1,15 +1,18 @@
 // Package looptest provides a scripted OpenAI-compatible chat server for tests, in the spirit of net/http/httptest:
 // it answers POST /v1/chat/completions with planned replies, in order, and records every request. It is the one
 // test double the agent's tests use (the sandbox is always the real servers); it is never a user-facing model.
+//
+// Besides well-behaved replies it plays what real providers do (providers.go has their error bodies and rules):
+// streaming with or without the closing [DONE] when the request asks for a stream (wire.go), bodies cut or stalled
+// after the headers, thinking fields, duplicate or missing tool-call IDs, any finish_reason, a 200 whose body is an
+// error, no choices, no usage.
 package looptest
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +26,11 @@ type Call struct {
 
 // Step is one planned answer.
 type Step struct {
-	// Status, when non-zero, answers with this HTTP status and an OpenAI-style error body instead of a reply.
+	// Status, when non-zero, answers with this HTTP status and Body (default: an OpenAI-style error body).
 	Status int
+	// Body, when set, is the whole response body, sent verbatim as JSON (with Status, default 200): a provider's
+	// own error body, or a 200 whose body is an error.
+	Body string
 	// Header is added to the response (e.g. Retry-After on a 429).
 	Header map[string]string
 	// Delay holds the answer back (or until the client gives up).
@@ -32,10 +38,35 @@ type Step struct {
 	// Content is the assistant's text; Calls its tool calls.
 	Content string
 	Calls   []Call
-	// PromptTokens and CompletionTokens are the usage reported (defaults 100 and 10).
-	PromptTokens, CompletionTokens int64
-	// NoIDs leaves the tool call IDs empty, as some compatible servers do.
+	// Reasoning is the model's thinking, sent in ReasoningField ("reasoning_content", as DeepSeek, Qwen and vLLM
+	// name it, by default; OpenRouter's is "reasoning").
+	Reasoning      string
+	ReasoningField string
+	// PromptTokens and CompletionTokens are the usage reported (defaults 100 and 10); NoUsage leaves usage out.
+	// CachedTokens is reported as OpenAI does (prompt_tokens_details.cached_tokens) and as DeepSeek does
+	// (prompt_cache_hit_tokens).
+	PromptTokens, CompletionTokens, CachedTokens int64
+	NoUsage                                      bool
+	// NoIDs leaves the tool call IDs empty, as some compatible servers do; IDs sets them (duplicates on purpose).
 	NoIDs bool
+	IDs   []string
+	// FinishReason overrides the usual one (stop, or tool_calls when there are calls): length, error, ...
+	FinishReason string
+	// NoChoices answers with an empty choices list.
+	NoChoices bool
+	// StreamError, when set, ends a streamed answer with an error chunk after the content, as OpenRouter does when
+	// its upstream fails mid-answer (finish_reason "error"). A request that does not stream gets it as the body.
+	StreamError string
+	// NoDone ends a stream without the closing "data: [DONE]"; NoFinish leaves out its finish_reason chunk (with
+	// NoDone: an upstream that hung up cleanly in the middle of the answer).
+	NoDone, NoFinish bool
+	// ChunkDelay is the pause before each stream chunk (a slow model writing its answer); KeepAlive, when set, is
+	// a comment line sent before each chunk (DeepSeek's ": keep-alive", OpenRouter's ": OPENROUTER PROCESSING").
+	ChunkDelay time.Duration
+	KeepAlive  string
+	// CutAfter resets the connection after this many body bytes; StallAfter stops writing after this many and
+	// holds the connection open until the client gives up. Both count the body as sent (JSON or the stream).
+	CutAfter, StallAfter int
 	// Check, when set, looks at the request this step answers.
 	Check func(t testing.TB, req Request)
 }
@@ -46,6 +77,10 @@ type Request struct {
 	Model    string
 	Messages []Message
 	Tools    []string
+	// Stream says the request asked for a streamed answer.
+	Stream bool
+	// MaxTokens is max_tokens or max_completion_tokens, whichever was sent (0: neither).
+	MaxTokens int
 	// Header is the request's HTTP header (Authorization, retry counts).
 	Header http.Header
 	At     time.Time
@@ -53,10 +88,12 @@ type Request struct {
 
 // Message is a request message as sent on the wire.
 type Message struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ToolCallID       string          `json:"tool_call_id"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        *string         `json:"reasoning"`
+	ToolCalls        []struct {
 		ID       string `json:"id"`
 		Function struct {
 			Name      string `json:"name"`
@@ -92,6 +129,11 @@ type Server struct {
 	// Respond, when set, answers requests past the end of the script from what they say (before Repeat): for
 	// workers in parallel, whose requests come in no fixed order. It is called with the server's lock held.
 	Respond func(Request) Step
+	// Rules are a provider's checks of every request, before the script: the first that returns a step answers
+	// with it instead, and the script does not advance (see providers.go for real providers' rules).
+	Rules []Rule
+	// NoStream answers a request that asks for a stream with one JSON body, as a server without streaming does.
+	NoStream bool
 
 	t        testing.TB
 	mu       sync.Mutex
@@ -99,6 +141,9 @@ type Server struct {
 	next     int
 	requests []Request
 }
+
+// Rule is a provider's check of a request: nil lets it through, a step refuses it.
+type Rule func(Request) *Step
 
 // New starts a scripted model on loopback; it is closed when the test ends.
 func New(t testing.TB, steps ...Step) *Server {
@@ -125,6 +170,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Model    string    `json:"model"`
 		Messages []Message `json:"messages"`
+		Stream   bool      `json:"stream"`
+		Max      int       `json:"max_tokens"`
+		MaxC     int       `json:"max_completion_tokens"`
 		Tools    []struct {
 			Function struct {
 				Name string `json:"name"`
@@ -136,7 +184,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad json", http.StatusBadRequest)
 		return
 	}
-	req := Request{Raw: raw, Model: body.Model, Messages: body.Messages, Header: r.Header.Clone(), At: time.Now()}
+	req := Request{Raw: raw, Model: body.Model, Messages: body.Messages, Stream: body.Stream, MaxTokens: max(body.Max, body.MaxC),
+		Header: r.Header.Clone(), At: time.Now()}
 	for _, t := range body.Tools {
 		req.Tools = append(req.Tools, t.Function.Name)
 	}
@@ -144,7 +193,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(s.requests)
 	s.requests = append(s.requests, req)
 	var st Step
+	refused := false
+	for _, rule := range s.Rules {
+		if p := rule(req); p != nil {
+			st, refused = *p, true
+			break
+		}
+	}
 	switch {
+	case refused:
 	case s.next < len(s.steps):
 		st = s.steps[s.next]
 		s.next++
@@ -156,6 +213,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("scripted model: request %d is past the end of the script", n+1)
 		st = Step{Content: "script exhausted"}
 	}
+	stream := req.Stream && !s.NoStream
 	s.mu.Unlock()
 
 	if st.Check != nil {
@@ -171,42 +229,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range st.Header {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if st.Status != 0 {
-		w.WriteHeader(st.Status)
-		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"server_error"}}`, st.Status)
-		return
-	}
-	_ = json.NewEncoder(w).Encode(completion(n, body.Model, st))
-}
-
-func completion(n int, model string, st Step) map[string]any {
-	msg := map[string]any{"role": "assistant", "content": st.Content}
-	finish := "stop"
-	if len(st.Calls) > 0 {
-		var calls []map[string]any
-		for i, c := range st.Calls {
-			id := "call_" + strconv.Itoa(n+1) + "_" + strconv.Itoa(i+1)
-			if st.NoIDs {
-				id = ""
-			}
-			calls = append(calls, map[string]any{
-				"id": id, "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": c.Args},
-			})
-		}
-		msg["tool_calls"] = calls
-		finish = "tool_calls"
-	}
-	in, out := st.PromptTokens, st.CompletionTokens
-	if in == 0 && out == 0 {
-		in, out = 100, 10
-	}
-	return map[string]any{
-		"id": "chatcmpl-" + strconv.Itoa(n+1), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
-		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
-	}
+	answer(w, r, n, body.Model, st, stream)
 }
 
 // Args marshals v as tool call arguments.

@@ -21,7 +21,7 @@ func (e *Executor) keepProcessStreams(ss *mcp.ServerSession, p *process) {
 	}
 	keep := func(name string, ring *ringBuffer) *KeptStream {
 		k := e.outputs.Keep(ss, name, 0)
-		k.partial = fmt.Sprintf("of which process %s's buffer holds only the last %d bytes (complete is false while it runs)", p.id, len(ring.buf))
+		k.partial = fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max)
 		ring.overflow = k
 		return k
 	}

@@ -22,14 +22,17 @@ import (
 
 // Defaults for the process settings of Config.
 const (
-	DefaultMaxProcesses      = 8
-	DefaultProcessLifetime   = time.Hour
-	DefaultProcessBuffer     = 1 << 20
-	defaultStopGrace         = 5 * time.Second
-	maxStopGrace             = 60 * time.Second
-	maxProcessWait           = 30 * time.Second
-	maxProcessReadBytes      = 256 << 10 // of each stream per read; the client reads on from the offsets it gets
-	endedProcessesPerSession = 32        // ended processes a session keeps for reading, oldest forgotten first
+	DefaultMaxProcesses    = 8
+	DefaultProcessLifetime = time.Hour
+	DefaultProcessBuffer   = 1 << 20
+	// DefaultProcessBufferTotal bounds the ring buffers of all processes of all sessions together: 256 MiB, the
+	// full buffers of 128 chatty processes (at -max-sessions 256 × -max-processes 8 that is an eighth of them).
+	DefaultProcessBufferTotal = 256 << 20
+	defaultStopGrace          = 5 * time.Second
+	maxStopGrace              = 60 * time.Second
+	maxProcessWait            = 30 * time.Second
+	maxProcessReadBytes       = 256 << 10 // of each stream per read; the client reads on from the offsets it gets
+	endedProcessesPerSession  = 32        // ended processes a session keeps for reading, oldest forgotten first
 	// DefaultStdinWriteTimeout: a process reading its input takes 64 KiB (a pipe's buffer) at once; one that has
 	// not taken it in ten seconds is not reading.
 	DefaultStdinWriteTimeout = 10 * time.Second
@@ -124,7 +127,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	first := len(t.bySession[ss]) == 0
 	t.seq++
 	p := &process{id: "p" + strconv.Itoa(t.seq), command: r.Command, started: time.Now(),
-		stdout: newRingBuffer(e.cfg.ProcessBuffer), stderr: newRingBuffer(e.cfg.ProcessBuffer),
+		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
 		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
@@ -149,7 +152,10 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	go func() {
 		defer close(p.done)
 		defer kill()
-		res, err := e.backend.Run(ctx, r)
+		res, undone, err := e.runBackend(ctx, r)
+		if len(undone) > 0 {
+			_, _ = p.stderr.Write([]byte(protectedNote(undone)))
+		}
 		if p.stdinR != nil {
 			p.stdinR.CloseWithError(errProcessEnded)
 		}
@@ -159,6 +165,8 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 			res = Result{ExitCode: -1}
 		}
 		p.closeKept()
+		p.stdout.shrink()
+		p.stderr.shrink()
 		p.result, p.ended = res, time.Now()
 		e.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
@@ -178,6 +186,8 @@ func (t *processTable) forgetEnded(ss *mcp.ServerSession) {
 	for _, p := range procs {
 		if ended > endedProcessesPerSession && !p.running() {
 			ended--
+			p.stdout.release()
+			p.stderr.release()
 			continue
 		}
 		kept = append(kept, p)
@@ -225,6 +235,8 @@ func (e *Executor) endSession(ss *mcp.ServerSession) {
 	}
 	for _, p := range procs {
 		<-p.done
+		p.stdout.release()
+		p.stderr.release()
 	}
 	if len(procs) > 0 {
 		e.logger.Info("session ended: its processes were killed", "processes", len(procs))

@@ -2,6 +2,7 @@ package execserver
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -11,7 +12,7 @@ import (
 func TestRingBuffer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{1, 7, 64, 1000} {
-		r := newRingBuffer(size)
+		r := newRingBuffer(size, nil)
 		var all []byte
 		for range 500 {
 			chunk := make([]byte, rng.IntN(3*size))
@@ -45,7 +46,7 @@ func TestRingBuffer(t *testing.T) {
 func TestRingBufferOverflow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, size := range []int{1, 7, 64, 4096} {
-		r := newRingBuffer(size)
+		r := newRingBuffer(size, nil)
 		var spilled bytes.Buffer
 		r.overflow = &spilled
 		var all []byte
@@ -75,5 +76,73 @@ func TestRingBufferOverflow(t *testing.T) {
 		if _, _, dropped := r.readFrom(0, size); dropped == 0 && len(all) > size {
 			t.Fatalf("size %d: control: a stream of %d bytes dropped nothing", size, len(all))
 		}
+	}
+}
+
+// TestRingBuffersWithinTheirPool: a buffer costs what its stream printed, not its maximum; all buffers together stay
+// within their pool, each still holding its stream's newest bytes and counting what it dropped; an ended process's
+// buffer gives back what it holds no bytes in, and a forgotten one everything. Positive control: without a pool
+// every buffer holds its whole maximum.
+func TestRingBuffersWithinTheirPool(t *testing.T) {
+	const size, rings = 1 << 20, 10
+	quiet := newRingBuffer(size, nil)
+	_, _ = quiet.Write([]byte("ten bytes\n"))
+	if len(quiet.buf) > ringGrowMin {
+		t.Errorf("a quiet buffer holds %d bytes of memory for 10 of output", len(quiet.buf))
+	}
+
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB
+	fill := func(pool *bufferPool) []*ringBuffer {
+		var rs []*ringBuffer
+		for i := range rings {
+			r := newRingBuffer(size, pool)
+			for range 2 * size / len(chunk) {
+				_, _ = r.Write(chunk)
+			}
+			_, _ = r.Write([]byte(fmt.Sprintf("end of %d\n", i)))
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	for i, r := range fill(nil) {
+		if len(r.buf) != size {
+			t.Errorf("positive control, no pool: buffer %d holds %d bytes, want %d", i, len(r.buf), size)
+		}
+	}
+	pool := newBufferPool(2 * size)
+	rs := fill(pool)
+	if used := pool.inUse(); used > 2*size {
+		t.Errorf("the buffers hold %d bytes together, past their pool of %d", used, 2*size)
+	}
+	for i, r := range rs {
+		tail := fmt.Sprintf("end of %d\n", i)
+		data, next, dropped := r.readFrom(0, size)
+		if next != r.length() || dropped == 0 || (len(r.buf) > 0 && !bytes.HasSuffix(data, []byte(tail))) {
+			t.Errorf("buffer %d: %d bytes ending %q, next %d of %d, %d dropped", i, len(data), data[max(0, len(data)-12):], next, r.length(), dropped)
+		}
+	}
+	late := newRingBuffer(size, pool)
+	for i := range 2000 {
+		_, _ = late.Write([]byte(fmt.Sprintf("line %d\n", i)))
+	}
+	if data, _, dropped := late.readFrom(0, size); len(late.buf) != ringGrowMin || dropped == 0 || !bytes.HasSuffix(data, []byte("line 1999\n")) {
+		t.Errorf("a buffer made when the pool is spent holds %d bytes (%d dropped), ending %q; want its floor of %d with the last line",
+			len(late.buf), dropped, data[max(0, len(data)-12):], ringGrowMin)
+	}
+	late.release()
+	for _, r := range rs {
+		r.release()
+	}
+	if used := pool.inUse(); used != 0 {
+		t.Errorf("released buffers still hold %d bytes of the pool", used)
+	}
+	small := newRingBuffer(size, pool)
+	_, _ = small.Write(bytes.Repeat([]byte("y"), 5000))
+	small.shrink()
+	if len(small.buf) != 5000 || pool.inUse() != 5000-ringGrowMin {
+		t.Errorf("shrunk: %d bytes held, %d of the pool used; want 5000 and %d", len(small.buf), pool.inUse(), 5000-ringGrowMin)
+	}
+	if data, _, _ := small.readFrom(0, 10000); len(data) != 5000 {
+		t.Errorf("a shrunk buffer reads back %d bytes, want 5000", len(data))
 	}
 }

@@ -55,6 +55,9 @@ type Config struct {
 	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
 	// counted); 0 means DefaultProcessBuffer.
 	ProcessBuffer int
+	// ProcessBufferTotal is the bytes all processes' ring buffers may hold together; a buffer grows with its
+	// stream's output and, once the total is spent, wraps within what it has. 0 means DefaultProcessBufferTotal.
+	ProcessBufferTotal int
 	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
 	// first. 0 means DefaultOutputBudget, -1 keeps none.
 	OutputBudget int64
@@ -64,6 +67,12 @@ type Config struct {
 	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
 	// the health report: "auto" or "explicit", and a sentence.
 	BackendChoice, BackendReason string
+	// Protection is the protected project paths commands may not change (protect.go); nil means
+	// pathguard.DefaultProtected.
+	Protection *pathguard.Protection
+	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
+	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
+	QuarantineDir string
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -71,6 +80,13 @@ type Config struct {
 var DefaultMaxConcurrent = max(4, 2*runtime.NumCPU())
 
 func (c *Config) fill() error {
+	if c.Protection == nil {
+		p, err := pathguard.NewProtection(nil, nil)
+		if err != nil {
+			return err
+		}
+		c.Protection = p
+	}
 	if c.DefaultTimeout == 0 {
 		c.DefaultTimeout = DefaultTimeout
 	}
@@ -94,6 +110,9 @@ func (c *Config) fill() error {
 	}
 	if c.ProcessBuffer == 0 {
 		c.ProcessBuffer = DefaultProcessBuffer
+	}
+	if c.ProcessBufferTotal == 0 {
+		c.ProcessBufferTotal = max(DefaultProcessBufferTotal, 2*c.ProcessBuffer)
 	}
 	if c.OutputBudget == 0 {
 		c.OutputBudget = DefaultOutputBudget
@@ -133,7 +152,9 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
-	outputs *Outputs // the full outputs of truncated streams, per session
+	outputs *Outputs    // the full outputs of truncated streams, per session
+	protect *protector  // nil when no path is protected
+	buffers *bufferPool // the processes' ring buffers, all together
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -145,7 +166,15 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
+		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
+	if len(cfg.Protection.Patterns()) > 0 {
+		enforcer, ok := backend.(ProtectEnforcer)
+		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
+		if err != nil {
+			return nil, fmt.Errorf("protected files: %w", err)
+		}
+		e.protect = p
+	}
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
@@ -190,6 +219,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.health(),
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.buffers.inUse()},
 	}
 }
 
@@ -197,6 +227,13 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 // workspace's host path names the advertised root instead (advertise walks the report's JSON, so no field is missed).
 func (e *Executor) confinement() protocol.Confinement {
 	c := e.backend.Confinement()
+	if c.Sandbox == nil {
+		c.Sandbox = &protocol.SandboxPolicy{Summary: e.backend.Name() + " backend", ProtectedEnforcement: "sweep"}
+	}
+	c.Sandbox.Protected = e.cfg.Protection.Patterns()
+	if e.protect == nil {
+		c.Sandbox.ProtectedEnforcement = "none"
+	}
 	var generic any
 	b, err := json.Marshal(c)
 	if err == nil {
@@ -257,7 +294,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		defer close(done)
 		go e.progress(ctx, req.Session, tok, start, r.Timeout, done, stdout, stderr)
 	}
-	res, err := e.backend.Run(ctx, r)
+	res, undone, err := e.runBackend(ctx, r)
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
@@ -265,6 +302,10 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	if len(undone) > 0 {
+		_, _ = stderr.Write([]byte(protectedNote(undone)))
+		out.ProtectedUndone = undone
+	}
 	out.Stdout, out.StdoutTruncated = stdout.String()
 	out.Stderr, out.StderrTruncated = stderr.String()
 	logArgs := []any{"exit_code", out.ExitCode, "timed_out", out.TimedOut, "duration_ms", out.DurationMs,

@@ -136,7 +136,7 @@ func childInit() int {
 				close(killNow)
 				return
 			}
-			signalTree(os.Getpid(), st.pid, syscall.SIGTERM)
+			signalTree(os.Getpid(), 0, syscall.SIGTERM)
 		}
 	}()
 	exited := make(chan syscall.WaitStatus, 1)
@@ -211,7 +211,10 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 		fail("dropping capabilities: %v", err)
 		return
 	}
-	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", cfg.Command}, &syscall.ProcAttr{
+	// The same SIGTERM trap as the namespace mode's shell (nsInitScript), so a stop ends both the same way: the
+	// shell waits for the program it runs to end (its own trap may run), then exits 143. On the command's first
+	// line, so error messages keep their line numbers.
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "trap 'exit 143' TERM; " + cfg.Command}, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cfg.Env,
 		Files: []uintptr{0, 1, 2},

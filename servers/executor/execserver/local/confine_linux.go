@@ -5,6 +5,7 @@ package local
 // mode) and the child init (fallback) use them.
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,6 +25,9 @@ type sandboxRules struct {
 	NetHandled bool `json:"net_handled"`
 	// ShmDir is a private /dev/shm commands may write (as the server finds it), or "".
 	ShmDir string `json:"shm_dir,omitempty"`
+	// DevDir is the /dev commands see, which they may list (as the server finds it: the minimal root's own in the
+	// namespace mode, the host's in the fallback).
+	DevDir string `json:"dev_dir,omitempty"`
 }
 
 // appliedConfinement is what was actually put in force, as seen from inside.
@@ -83,7 +87,7 @@ func landlockRules(r sandboxRules) []landlock.Rule {
 		landlock.RODirs(r.ReadDirs...).IgnoreIfMissing(),
 		landlock.ROFiles(r.ReadFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(r.WriteDirs...).WithRefer().IgnoreIfMissing(),
-		landlock.PathAccess(ll.AccessFSReadDir, "/dev").IgnoreIfMissing(),
+		landlock.PathAccess(ll.AccessFSReadDir, cmp.Or(r.DevDir, "/dev")).IgnoreIfMissing(),
 		landlock.RWFiles(sandboxDevices...).WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	}

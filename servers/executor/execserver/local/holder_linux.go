@@ -1,12 +1,13 @@
 package local
 
 // The holder owns the namespaces every command of a backend shares: a user namespace where the run-as user is root
-// (and unprivileged outside), a network namespace with only a loopback, and a mount namespace where the host's
-// /run, /dev/shm and /tmp are replaced and untraversable folders on the way to the toolchains are bridged. It is a
+// (and unprivileged outside), a network namespace with only a loopback, and a mount namespace whose root is the
+// minimal root of mountplan_linux.go: only what the policy allows, bound into an empty tmpfs. It is a
 // copy of the server's binary re-executed once per backend (argv[0] is holderArg0) by os/exec with CLONE_NEWUSER:
 // a multi-threaded Go process cannot create a user namespace for itself, and an ordinary user can create the
-// others only inside one. It sets its mounts up, reports, and then does nothing but wait for its stdin to close
-// (the backend closes, or the server dies: it has the server's death as its parent-death signal too).
+// others only inside one. It sets its mounts up, reports, and then serves the server's requests to make protected
+// paths read-only (protect_linux.go) until its stdin closes (the backend closes, or the server dies: it has the
+// server's death as its parent-death signal too).
 //
 // Each command joins these namespaces from nsFork and adds PID, mount, IPC, UTS and cgroup namespaces of its own.
 
@@ -15,11 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,17 +33,21 @@ const holderArg0 = "goalbox-exec-holder"
 // holderPlanEnv carries the holder's mount plan (JSON).
 const holderPlanEnv = "GOALBOX_HOLDER_PLAN"
 
-// mountOp is one step of the holder's mount plan.
+// mountOp is one step of the holder's mount plan (mountplan_linux.go). Targets are paths as commands see them;
+// until the pivot the holder builds them under the staging folder.
 type mountOp struct {
-	// Kind is "private" (stop propagation to and from the host), "tmpfs" (an empty tmpfs over Target), "bind"
-	// (Source onto Target, its mountpoint made first) or "nosuid" (Target bound onto itself and remounted
-	// nosuid,nodev).
+	// Kind is "private" (stop propagation to and from the host), "root" (an empty tmpfs at Target, the staging
+	// folder of the new root), "bind" (Source onto Target, its mountpoint made first), "tmpfs" (an empty tmpfs at
+	// Target), "dir" (an empty folder), "symlink" (a link at Target whose text is Source) or "pivot" (make the
+	// staging folder Target the root, detach the old one, and make the root itself read-only).
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
 	// Source is opened before any mount is made, so a tmpfs over one of its folders does not hide it. A bind
 	// source must be a mount of the holder's own namespace, so the server cannot open it for the holder.
 	Source string `json:"source,omitempty"`
-	Opts   string `json:"opts,omitempty"` // tmpfs: mount options
+	Opts   string `json:"opts,omitempty"`   // tmpfs: mount options
+	Write  bool   `json:"write,omitempty"`  // bind: read-write (else read-only)
+	Device bool   `json:"device,omitempty"` // bind: device files may be opened (else nodev)
 }
 
 // holderReport is the line the holder writes when its mounts are done.
@@ -54,7 +59,10 @@ type holderReport struct {
 // holder is the server's handle on the holder process.
 type holder struct {
 	cmd                  *exec.Cmd
-	stdin                io.Closer
+	stdin                *os.File // requests (protect_linux.go); closing it ends the holder
+	replies              *os.File
+	replyR               *bufio.Reader
+	mu                   sync.Mutex // one request at a time
 	userNS, netNS, mntNS *os.File
 	warnings             []string
 }
@@ -75,7 +83,6 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 		stdinW.Close()
 		return nil, err
 	}
-	defer stdoutR.Close()
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
 		Args:   []string{holderArg0},
@@ -101,11 +108,12 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 	if err := cmd.Start(); err != nil {
 		stdoutW.Close()
 		stdinW.Close()
+		stdoutR.Close()
 		return nil, fmt.Errorf("start the namespace holder: %w", err)
 	}
 	stdoutW.Close()
-	h := &holder{cmd: cmd, stdin: stdinW}
-	line, rerr := readLineTimeout(stdoutR, 30*time.Second)
+	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}
+	line, rerr := h.readReply(30 * time.Second)
 	var rep holderReport
 	if rerr == nil {
 		rerr = json.Unmarshal(line, &rep)
@@ -145,6 +153,7 @@ func (h *holder) close() {
 		}
 	}
 	h.stdin.Close()
+	defer h.replies.Close()
 	done := make(chan struct{})
 	go func() { _ = h.cmd.Wait(); close(done) }()
 	select {
@@ -155,13 +164,10 @@ func (h *holder) close() {
 	}
 }
 
-func readLineTimeout(r *os.File, d time.Duration) ([]byte, error) {
-	_ = r.SetReadDeadline(time.Now().Add(d))
-	line, err := bufio.NewReader(r).ReadBytes('\n')
-	if err != nil {
-		return nil, err
-	}
-	return line, nil
+// readReply reads the holder's next line within d.
+func (h *holder) readReply(d time.Duration) ([]byte, error) {
+	_ = h.replies.SetReadDeadline(time.Now().Add(d))
+	return h.replyR.ReadBytes('\n')
 }
 
 // holderMain runs in the re-executed holder: root of the new user namespace, with every capability in it.
@@ -195,12 +201,20 @@ func holderMain() int {
 		_ = out.Encode(holderReport{Error: "namespace holder: setresuid: " + err.Error()})
 		return 1
 	}
+	staging := ""
 	for _, op := range ops {
 		if op.Kind == "bind" && sources[op.Source] == nil {
 			continue
 		}
-		if err := op.apply(sources[op.Source]); err != nil {
-			if op.Kind == "tmpfs" || op.Kind == "nosuid" {
+		err := op.apply(sources[op.Source], staging)
+		switch op.Kind {
+		case "root":
+			staging = op.Target
+		case "pivot":
+			staging = ""
+		}
+		if err != nil {
+			if op.Kind == "tmpfs" || op.Kind == "symlink" {
 				warnings = append(warnings, err.Error())
 				continue
 			}
@@ -212,59 +226,107 @@ func holderMain() int {
 		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
 	}
 	_ = out.Encode(holderReport{Warnings: warnings})
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	serveProtectRequests(os.Stdin, out)
 	return 0
 }
 
-func (op mountOp) apply(src *os.File) error {
+func (op mountOp) apply(src *os.File, staging string) error {
+	target := op.Target
+	if staging != "" {
+		target = filepath.Join(staging, op.Target)
+	}
 	switch op.Kind {
 	case "private":
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 			return fmt.Errorf("make mounts private: %w", err)
 		}
+	case "root":
+		if err := unix.Mount("tmpfs", op.Target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
+			return fmt.Errorf("could not make the new root at %s: %w", op.Target, err)
+		}
 	case "tmpfs":
-		if err := unix.Mount("tmpfs", op.Target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, op.Opts); err != nil {
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, op.Opts); err != nil {
 			return fmt.Errorf("could not put a tmpfs over %s: %w", op.Target, err)
 		}
+	case "dir":
+		return os.MkdirAll(target, 0o755)
+	case "symlink":
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.Symlink(op.Source, target)
 	case "bind":
-		fi, err := src.Stat()
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			if err := os.MkdirAll(filepath.Dir(op.Target), 0o755); err != nil {
-				return err
-			}
-			if f, err := os.OpenFile(op.Target, os.O_CREATE|os.O_RDONLY, 0o644); err == nil {
-				f.Close()
-			}
-		} else if err := os.MkdirAll(op.Target, 0o755); err != nil {
-			return err
-		}
-		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(int(src.Fd())), op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", op.Target, err)
-		}
-	case "nosuid":
-		if err := unix.Mount(op.Target, op.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(op.Target, &st); err != nil {
-			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
-		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
-		// A remount must keep the flags the host set (they are locked in a user namespace).
-		for bit, ms := range map[int64]uintptr{unix.ST_RDONLY: unix.MS_RDONLY, unix.ST_NOEXEC: unix.MS_NOEXEC,
-			unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
-			if int64(st.Flags)&bit != 0 {
-				flags |= ms
-			}
-		}
-		if err := unix.Mount("", op.Target, "", flags, ""); err != nil {
-			return fmt.Errorf("%s not nosuid: %w", op.Target, err)
-		}
+		return bindInto(src, target, op.Write, op.Device)
+	case "pivot":
+		return pivotInto(op.Target)
 	default:
 		return fmt.Errorf("unknown mount step %q", op.Kind)
+	}
+	return nil
+}
+
+// bindInto binds the tree src is open on at target (its mountpoint made first), read-only unless write, nosuid,
+// nodev unless device. The new mount API sets the flags on the clone before it is attached, so no moment exists
+// where the bind is writable, and the flags the host set (locked in a user namespace) are kept, not restated.
+func bindInto(src *os.File, target string, write, device bool) error {
+	fi, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("bind %s: %w", target, err)
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return fmt.Errorf("bind %s: %w", target, err)
+		}
+		if f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o644); err == nil {
+			f.Close()
+		}
+	}
+	tree, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("bind %s: clone: %w", target, err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}
+	if !device {
+		attr.Attr_set |= unix.MOUNT_ATTR_NODEV
+	}
+	if !write {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("bind %s: set flags: %w", target, err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("bind %s: attach: %w", target, err)
+	}
+	return nil
+}
+
+// pivotInto makes the staging folder the root of the holder's mount namespace (every command joins it), detaches
+// the host's tree below it, and makes the root's own tmpfs read-only, so commands cannot add names to / either.
+func pivotInto(staging string) error {
+	if err := unix.Chdir(staging); err != nil {
+		return fmt.Errorf("pivot: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the host's root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &attr); err != nil {
+		return fmt.Errorf("make the new root read-only: %w", err)
 	}
 	return nil
 }

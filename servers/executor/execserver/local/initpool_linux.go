@@ -156,6 +156,9 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 			return execserver.Result{}, waitErr
 		}
 		return execserver.Result{ExitCode: -1}, nil
+	case exited.Signal == int(syscall.SIGTERM):
+		// Ended by a stop's SIGTERM: 143, as the namespace mode's shell reports it (its trap), not -1 (killed).
+		return execserver.Result{ExitCode: 128 + int(syscall.SIGTERM)}, nil
 	case exited.Signal != 0:
 		return execserver.Result{ExitCode: -1}, nil
 	}

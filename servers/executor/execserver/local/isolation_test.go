@@ -132,7 +132,9 @@ func TestSeccompFilterRules(t *testing.T) {
 		if fallback {
 			cases = append(cases,
 				filterCase{"socket inet", unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCES},
-				filterCase{"socket unix", unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retAllow},
+				filterCase{"socket unix", unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retEACCES},
+				filterCase{"socket netlink", unix.SYS_SOCKET, []uint64{unix.AF_NETLINK}, retAllow},
+				filterCase{"socketpair unix", unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
 				filterCase{"kill init", unix.SYS_KILL, []uint64{100, 9}, retEPERM},
 				filterCase{"kill other", unix.SYS_KILL, []uint64{300, 9}, retAllow},
 				filterCase{"ptrace", unix.SYS_PTRACE, nil, retEPERM},
@@ -192,8 +194,8 @@ func TestLocalContainmentAsOrdinaryUser(t *testing.T) {
 	// Two runs: a fallback backend makes the whole process undumpable, after which this user can no longer
 	// write a child's uid_map, so the namespace mode is tested in a process of its own.
 	for _, run := range []struct{ pattern, modes, must string }{
-		{"^(TestLocalRunsAsOrdinaryUserInNamespaces|TestLocalContainment|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics)$", "namespaces", "TestLocalContainment"},
-		{"^(TestLocalContainmentWithoutNamespaces|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics)$", "fallback", "TestLocalContainmentWithoutNamespaces"},
+		{"^(TestLocalRunsAsOrdinaryUserInNamespaces|TestLocalContainment|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles|TestHealthReportsPolicyAsData)$", "namespaces", "TestLocalContainment"},
+		{"^(TestLocalContainmentWithoutNamespaces|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles)$", "fallback", "TestLocalContainmentWithoutNamespaces"},
 	} {
 		cmd := exec.CommandContext(ctx, bin, "-test.run", run.pattern, "-test.v")
 		cmd.Dir = dir

@@ -4,7 +4,7 @@ package local
 
 // Benchmarks of the local backend against the anchor, a bare fork/exec of `sh -c true`, in the same run:
 //
-//	cd servers/executor && go test ./execserver/local -run '^$' -bench 'RunTrueMCP|ForkExecShTrue|LocalBackendTrue' -count 5
+//	cd servers/executor && go test ./execserver/local -run '^$' -bench 'RunTrueMCP|ForkExecShTrue|BwrapTrue|LocalBackendTrue' -count 5
 //
 // Each also reports the median of its iterations (p50-ms), since the target is stated on medians. The backend makes
 // each command's sandbox ahead of it (readyPool), so each is measured two ways: "ready", a command that finds its
@@ -14,8 +14,11 @@ package local
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,10 +36,62 @@ func BenchmarkForkExecShTrue(b *testing.B) {
 	})
 }
 
+// BenchmarkBwrapTrue is the other anchor: `true` in bubblewrap with every namespace unshared, a read-only /usr and
+// /etc, the merged-/usr links, a /dev, a /proc and a /tmp of its own — what sandbox-runtime and Codex spawn for
+// each command, in the shape of the local backend's minimal root. (They bind all of / read-only; on a machine with
+// Docker's overlay mounts under /var/lib/docker bwrap cannot remount those, so the benchmark binds what a command
+// needs, which is also the fairer comparison.)
+func BenchmarkBwrapTrue(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bubblewrap is not installed (apt-get install bubblewrap; scripts/setup-toolchains.sh installs it)")
+	}
+	args := []string{"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"}
+	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
+		if t, err := os.Readlink("/" + l); err == nil {
+			args = append(args, "--symlink", t, "/"+l)
+		}
+	}
+	args = append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "sh", "-c", "true")
+	timed(b, nil, func() {
+		if out, err := exec.Command(bwrap, args...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	})
+}
+
 // BenchmarkRunTrueMCP is `true` through the whole stack: go-sdk client, loopback HTTP, the executor, the local
 // backend's child init with its namespaces, Landlock and capability drop.
 func BenchmarkRunTrueMCP(b *testing.B) {
 	be, ws := newLocalTestBackend(b, nil)
+	srv := sandboxtest.StartServer(b, be, ws, execserver.Config{}, nil)
+	in := protocol.RunCommandInput{Command: "true"}
+	paced(b, be, func() {
+		out, res := sandboxtest.CallRun(b, context.Background(), srv.Session, in)
+		if res.IsError || out.ExitCode != 0 {
+			b.Fatalf("%+v", out)
+		}
+	})
+}
+
+// BenchmarkRunTrueMCPInRepository is BenchmarkRunTrueMCP in a workspace that is a git repository of 5,000 files in
+// 250 folders: what the protected-files scan before and sweep after each command cost in a real project.
+func BenchmarkRunTrueMCPInRepository(b *testing.B) {
+	be, ws := newLocalTestBackend(b, nil)
+	for d := range 250 {
+		dir := filepath.Join(ws, "pkg", strconv.Itoa(d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 20 {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(f)+".go"), []byte("package p\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if out, err := exec.Command("git", "-C", ws, "init", "-q").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v %s", err, out)
+	}
 	srv := sandboxtest.StartServer(b, be, ws, execserver.Config{}, nil)
 	in := protocol.RunCommandInput{Command: "true"}
 	paced(b, be, func() {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -30,24 +31,26 @@ const initKillGrace = 10 * time.Second
 // the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
 // through a re-executed child init (childinit_linux.go).
 type localBackend struct {
-	workspace string
-	dirs      sandboxDirs
-	env       []string
-	rules     sandboxRules
-	rlimits   []rlimitV
-	landlock  bool
-	uid, gid  int   // who commands run as on the host: never root
-	maxDisk   int64 // disk cap of the workspace, home and temp together (0: none)
-	disk      *diskMeter
-	ns        *nsSandbox              // nil in fallback mode
-	nsPool    *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
-	inits     *readyPool[*initProc]   // fallback mode: child inits ready to run a command
-	pids      *cgroupLimit            // nil where no pids cgroup can be made
-	pidsNote  string                  // why there is no process limit
-	mem       *cgroupLimit            // nil where no memory cgroup can be made
-	memNote   string                  // why there is no memory limit per command
-	applied   *appliedConfinement
-	logger    *slog.Logger
+	workspace  string
+	protectGen atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
+	dirs       sandboxDirs
+	env        []string
+	rules      sandboxRules
+	rlimits    []rlimitV
+	landlock   bool
+	uid, gid   int   // who commands run as on the host: never root
+	maxDisk    int64 // disk cap of the workspace, home and temp together (0: none)
+	disk       *diskMeter
+	ns         *nsSandbox              // nil in fallback mode
+	nsPool     *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
+	inits      *readyPool[*initProc]   // fallback mode: child inits ready to run a command
+	pids       *cgroupLimit            // nil where no pids cgroup can be made
+	pidsNote   string                  // why there is no process limit
+	mem        *cgroupLimit            // nil where no memory cgroup can be made
+	memNote    string                  // why there is no memory limit per command
+	applied    *appliedConfinement
+	rootPaths  [2][]string // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
+	logger     *slog.Logger
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
@@ -291,17 +294,18 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		// A fallback backend in this process made it undumpable: its children's uid_map then belongs to root.
 		return nil, errors.New("the process is undumpable (another backend in it runs in the fallback mode), so it cannot map a user namespace")
 	}
-	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, b.rules.WriteDirs, slices.Concat(b.rules.ReadDirs, b.rules.ReadFiles))
+	// The holder masks /etc's secrets, so /etc is one folder here (the fallback lists its entries one by one).
+	rules := b.rules
+	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
+	rules.ReadDirs = append(rules.ReadDirs, "/etc")
+	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
 	h, err := startHolder(plan.ops, b.uid, b.gid)
 	if err != nil {
 		return nil, err
 	}
-	rules := b.rules
-	rules.ShmDir = h.root("/dev/shm")
-	// The holder masked /etc's secrets, so /etc is one rule here (the fallback lists its entries one by one).
-	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
-	rules.ReadDirs = append(rules.ReadDirs, "/etc")
-	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	b.rootPaths = plan.paths()
+	rules.ShmDir, rules.DevDir = h.root("/dev/shm"), h.root("/dev")
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
@@ -322,7 +326,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		return nil, err
 	}
 	b.ns = ns
-	b.nsPool = newReadyPool(nsPoolSize, b.prepareNamespaced, (*nsPrepared).discard)
+	b.nsPool = newReadyPool(nsPoolSize, func() (*nsPrepared, error) { return b.prepareNamespaced(ns) }, (*nsPrepared).discard)
 	if _, err := b.probe(); err != nil {
 		b.nsPool.close()
 		b.ns, b.nsPool = nil, nil
@@ -343,6 +347,7 @@ func diskKilled(req execserver.Request, used, limit int64) execserver.Result {
 
 func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
 	if b.ns != nil {
+		b.applyProtected(req)
 		return b.runNamespaced(ctx, req)
 	}
 	return b.runWithInit(ctx, req, nil)
@@ -369,6 +374,7 @@ func (b *localBackend) Confinement() protocol.Confinement {
 			EnvAllowlist: b.envNames(),
 			Warnings:     a.Warnings,
 		},
+		Sandbox: b.sandboxPolicy(),
 	}
 }
 
@@ -459,7 +465,7 @@ func (b *localBackend) hiddenText() []string {
 		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
 	}
 	if a.MountNamespace {
-		hidden = append(hidden, "/run and /var/run are empty (no host sockets)", "/dev/shm is private")
+		hidden = append(hidden, "/ is a minimal root: only the read and write folders exist (no /sys, /run, /var, /opt, /home, no host socket)", "/dev/shm is private")
 	}
 	if a.PrivateTmp {
 		hidden = append(hidden, "/tmp is the private temp folder")

@@ -1,17 +1,22 @@
 package local
 
-// The holder's mount plan, worked out by the server, which can see every path: what to hide from commands, and
-// how to let the run-as user reach the folders it needs when a folder on the way is closed to it (a toolchain in
-// /root/.pyenv behind /root's 0700, a workspace made by root under a 0700 test folder). Such a folder is covered by
-// an empty tmpfs and the needed paths under it are bound back at their own paths, so commands find everything where
-// the server's configuration says it is and nothing else of that folder.
+// The holder's mount plan: the root every command of the namespace mode sees. It is built from what the policy
+// allows, never by hiding things from the host's tree: an empty tmpfs becomes the root, and only the allowed paths
+// are bound into it, at their own paths — the system and toolchain folders and /etc read-only, the workspace and the
+// private home, temp and cache folders read-write (nosuid, nodev), a /dev of a few devices, and under /proc each
+// command's own procfs. Nothing else exists there: no host socket, file or folder outside the policy can be named,
+// whatever its permissions (Landlock does not govern connect() on a pathname socket, so hiding is the only defence
+// against one). The folders on the way to an allowed path are the tmpfs's own, open to pass through, so a toolchain
+// behind a closed folder (/root/.pyenv behind /root's 0700) is reachable without opening anything else of it.
+//
+// The server works the plan out, because it can see every path; the holder carries it out (holder_linux.go).
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -22,81 +27,115 @@ type mountPlan struct {
 	warnings []string
 }
 
-func (p *mountPlan) bind(src, target string) {
-	p.ops = append(p.ops, mountOp{Kind: "bind", Source: src, Target: target})
-}
+// rootStaging is where the holder builds the new root before it pivots into it. Any folder works: every source is
+// opened before the tmpfs covers it.
+const rootStaging = "/tmp"
 
-// planMounts builds the holder's plan: no propagation to the host; empty /run and /var/run (the host's sockets);
-// a private /dev/shm; the private temp folder over /tmp, with needed paths under /tmp bound back; closed folders on
-// the way to needed paths bridged; the writable folders nosuid.
-func planMounts(uid, gid int, tmp string, writeDirs, needed []string) *mountPlan {
-	p := &mountPlan{ops: []mountOp{{Kind: "private"}}}
-	all := slices.Concat(writeDirs, needed)
-	for _, m := range []struct{ dir, opts string }{{"/run", "size=1m,mode=755"}, {"/var/run", "size=1m,mode=755"}, {"/dev/shm", "size=64m,mode=1777"}} {
-		if fi, err := os.Lstat(m.dir); err != nil || !fi.IsDir() || coversAny(m.dir, all) {
-			continue
-		}
-		p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: m.dir, Opts: m.opts})
-	}
+// nsHiddenReadDirs are read folders of the policy that the minimal root leaves out or builds itself: /proc is each
+// command's own, /dev is made of the allowed devices, /sys is absent (it would show the host's network interfaces,
+// MAC addresses and DMI data), and /opt is not a system folder (toolchains in it are bound by their own roots).
+var nsHiddenReadDirs = []string{"/proc", "/sys", "/dev", "/opt"}
 
-	var underTmp []string
-	bridges := map[string][]string{} // closed folder → needed paths under it
-	for _, n := range all {
-		if _, err := os.Stat(n); err != nil {
+// planMounts builds the minimal root: read folders and files read-only, write folders read-write, the private temp
+// folder at /tmp, a built /dev, an empty /proc, /etc with its secrets masked, and the top-level links of a
+// merged-/usr system (/bin → usr/bin) as links.
+func planMounts(uid, gid int, tmp string, readDirs, readFiles, writeDirs []string) *mountPlan {
+	p := &mountPlan{ops: []mountOp{{Kind: "private"}, {Kind: "root", Target: rootStaging}}}
+	type bind struct {
+		src, target string
+		write       bool
+	}
+	var binds []bind
+	links := map[string]string{} // top-level links, made after the binds so that no bind is made through one
+	for _, d := range readDirs {
+		if slices.Contains(nsHiddenReadDirs, d) {
 			continue
 		}
-		if n == "/tmp" {
-			p.warnings = append(p.warnings, "/tmp itself is a needed path: it stays the host's")
-			continue
-		}
-		if strings.HasPrefix(n, "/tmp/") {
-			underTmp = append(underTmp, n)
-			continue
-		}
-		if c := closedAncestor(n, uid, gid); c != "" {
-			bridges[c] = append(bridges[c], n)
-		}
-	}
-	if !slices.Contains(all, "/tmp") {
-		p.bind(tmp, "/tmp")
-		for _, n := range outermost(underTmp) {
-			p.bind(n, n)
-		}
-	}
-	closed := make([]string, 0, len(bridges))
-	for c := range bridges {
-		closed = append(closed, c)
-	}
-	sort.Strings(closed)
-	for _, c := range closed {
-		p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: c, Opts: "size=1m,mode=755"})
-		for _, n := range outermost(bridges[c]) {
-			p.bind(n, n)
-		}
-	}
-	// /etc's secrets (etcHidden) are masked here, so that Landlock may grant /etc as one folder: a ruleset of
-	// every readable entry of /etc is some hundred rules, built for every command.
-	for name := range etcHidden {
-		e := filepath.Join("/etc", name)
-		switch fi, err := os.Lstat(e); {
+		fi, err := os.Lstat(d)
+		switch {
 		case err != nil:
-		case fi.IsDir():
-			p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: e, Opts: "size=16k,mode=755"})
-		case fi.Mode().IsRegular():
-			p.bind("/dev/null", e)
+			continue
+		case fi.Mode()&os.ModeSymlink != 0 && filepath.Dir(d) == "/":
+			// /bin → usr/bin on a merged-/usr system: the same link, leading into the bound /usr.
+			if text, err := os.Readlink(d); err == nil {
+				links[d] = text
+			}
+			continue
 		}
+		binds = append(binds, bind{src: d, target: d})
 	}
-	if isDir("/etc/ssl/private") {
-		p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: "/etc/ssl/private", Opts: "size=16k,mode=755"})
+	for _, f := range readFiles {
+		binds = append(binds, bind{src: f, target: f})
 	}
 	for _, w := range writeDirs {
-		p.ops = append(p.ops, mountOp{Kind: "nosuid", Target: w})
+		binds = append(binds, bind{src: w, target: w, write: true})
 	}
-	for _, n := range needed {
-		if isDir(n) && !accessible(n, uid, gid) {
-			p.warnings = append(p.warnings, fmt.Sprintf("%s is not readable by the run-as user %d:%d", n, uid, gid))
+	if !slices.Contains(writeDirs, "/tmp") {
+		binds = append(binds, bind{src: tmp, target: "/tmp", write: true})
+	}
+	// Parents before children; a read-only path inside another read-only one is already there.
+	slices.SortFunc(binds, func(a, b bind) int { return strings.Compare(a.target, b.target) })
+	var done []bind
+	for _, b := range binds {
+		if _, err := os.Stat(b.src); err != nil {
+			continue
+		}
+		covered := slices.ContainsFunc(done, func(o bind) bool {
+			return !o.write && !b.write && o.src == o.target && b.src == b.target && within(b.target, o.target)
+		})
+		if covered || slices.ContainsFunc(done, func(o bind) bool { return o.target == b.target }) {
+			continue
+		}
+		done = append(done, b)
+		p.ops = append(p.ops, mountOp{Kind: "bind", Source: b.src, Target: b.target, Write: b.write})
+		if !accessible(b.src, uid, gid) {
+			p.warnings = append(p.warnings, fmt.Sprintf("%s is not readable by the run-as user %d:%d", b.src, uid, gid))
 		}
 	}
+
+	for _, l := range slices.Sorted(maps.Keys(links)) {
+		if !slices.ContainsFunc(done, func(b bind) bool { return within(b.target, l) }) {
+			p.ops = append(p.ops, mountOp{Kind: "symlink", Target: l, Source: links[l]})
+		}
+	}
+
+	// /dev: the allowed devices, the host's pseudo-terminals, a private /dev/shm and the usual links.
+	// /proc: the host's, bound here only so that each command's PID 1 may mount a procfs of its own over it. The
+	// kernel lets a user namespace mount a procfs only where one is already fully visible in its mount namespace;
+	// PID 1 mounts its own before it executes anything, so no command ever sees the host's.
+	p.ops = append(p.ops, mountOp{Kind: "dir", Target: "/dev"}, mountOp{Kind: "bind", Source: "/proc", Target: "/proc", Write: true})
+	for _, d := range sandboxDevices {
+		if _, err := os.Stat(d); err == nil {
+			p.ops = append(p.ops, mountOp{Kind: "bind", Source: d, Target: d, Write: true, Device: true})
+		}
+	}
+	if isDir("/dev/pts") {
+		p.ops = append(p.ops, mountOp{Kind: "bind", Source: "/dev/pts", Target: "/dev/pts", Write: true, Device: true})
+	}
+	p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: "/dev/shm", Opts: "size=64m,mode=1777"})
+	for link, text := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
+		p.ops = append(p.ops, mountOp{Kind: "symlink", Target: link, Source: text})
+	}
+
+	// /etc's secrets (etcHidden) are masked inside the bound /etc, so that Landlock may grant /etc as one folder:
+	// a ruleset of every readable entry of /etc is some hundred rules, built for every command.
+	if slices.ContainsFunc(done, func(b bind) bool { return b.target == "/etc" }) {
+		for name := range etcHidden {
+			e := filepath.Join("/etc", name)
+			switch fi, err := os.Lstat(e); {
+			case err != nil:
+			case fi.IsDir():
+				p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: e, Opts: "size=16k,mode=755"})
+			case fi.Mode().IsRegular():
+				p.ops = append(p.ops, mountOp{Kind: "bind", Source: "/dev/null", Target: e})
+			}
+		}
+		if isDir("/etc/ssl/private") {
+			p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: "/etc/ssl/private", Opts: "size=16k,mode=755"})
+		}
+	}
+	p.ops = append(p.ops, mountOp{Kind: "pivot", Target: rootStaging})
 	return p
 }
 
@@ -115,7 +154,8 @@ func closedAncestor(p string, uid, gid int) string {
 // searchable reports whether uid:gid (no supplementary groups) may pass through folder dir.
 func searchable(dir string, uid, gid int) bool { return permits(dir, uid, gid, 0o1) }
 
-// accessible reports whether uid:gid may read p (and pass through it, when it is a folder).
+// accessible reports whether uid:gid may read p (and pass through it, when it is a folder). The folders on the way
+// do not matter: in the minimal root they are the tmpfs's own.
 func accessible(p string, uid, gid int) bool {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -149,21 +189,17 @@ func permits(p string, uid, gid int, want os.FileMode) bool {
 	return perm&want == want
 }
 
-// outermost keeps the paths that no other path of the list contains.
-func outermost(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		inner := false
-		for _, q := range paths {
-			if q != p && within(p, q) {
-				inner = true
-				break
-			}
+// paths are the plan's read-only and read-write binds, as commands see them (devices and /proc left out).
+func (p *mountPlan) paths() (ro [2][]string) {
+	for _, op := range p.ops {
+		if op.Kind != "bind" || op.Device || op.Target == "/proc" || op.Source == "/dev/null" {
+			continue
 		}
-		if !inner && !slices.Contains(out, p) {
-			out = append(out, p)
+		if op.Write {
+			ro[1] = append(ro[1], op.Target)
+		} else {
+			ro[0] = append(ro[0], op.Target)
 		}
 	}
-	sort.Strings(out)
-	return out
+	return ro
 }

@@ -26,9 +26,11 @@ import (
 // command, as its own stdin. It then evaluates the command as sh -c would: $0 is "sh", there are no positional
 // parameters. The trailing exit keeps sh from exec'ing the command's last program in its own place, so every
 // program the command runs is a child of this shell, with normal signal handling, and the shell reaps orphans while
-// it waits. The one difference from a plain sh -c: the shell itself is PID 1, which the kernel shields from signals
-// sent from inside the namespace that it does not trap (as in a container without an init), so `kill $$` at the
-// top level of a command does nothing. A header cut short (the server discarded the sandbox) ends it with 125.
+// it waits. The shell itself is PID 1, which the kernel shields from every signal it does not trap (as in a
+// container without an init): so it traps SIGTERM and exits 143, as a plain sh -c ended by SIGTERM would report,
+// once the program it waits for has ended. Without the trap a stop's SIGTERM killed `sleep 30` in `sleep 30; echo
+// after` and the shell went on to print "after". A command may set its own trap. A header cut short (the server
+// discarded the sandbox) ends it with 125.
 const nsInitScript = `__goalbox_lines() {
 	IFS= read -r __goalbox_v || exit 125
 	__goalbox_n=$1
@@ -45,6 +47,7 @@ __goalbox_lines "$__goalbox_nc"; __goalbox_command=$__goalbox_v
 cd -P -- "$__goalbox_dir" || exit 125
 unset -f __goalbox_lines
 unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_dir OLDPWD
+trap 'exit 143' TERM
 eval "$__goalbox_command"; exit $?`
 
 // nsHeader is what nsInitScript reads before the command's stdin.
@@ -225,15 +228,18 @@ const nsPoolSize = 2
 type nsPrepared struct {
 	*nsStarted
 	release func() // removes its cgroups
+	gen     int64  // the backend's protectGen when it was made: an older one misses a read-only mount
 }
 
-// prepareNamespaced makes a sandbox for the next command.
-func (b *localBackend) prepareNamespaced() (*nsPrepared, error) {
-	st, err := b.ns.start()
+// prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
+// under way in the background must not see the backend drop a sandbox that failed its probe.
+func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
+	gen := b.protectGen.Load()
+	st, err := ns.start()
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	p := &nsPrepared{nsStarted: st, release: func() {}}
+	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen}
 	if b.pids.atTotal() {
 		p.discard()
 		return nil, errAtTotal
@@ -281,6 +287,11 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 	deadline := time.Now().Add(timeout)
 	for {
 		st, err := b.nsPool.take()
+		if err == nil && st.gen != b.protectGen.Load() {
+			// Made before the holder's latest read-only mount: its namespace lacks it.
+			st.discard()
+			st, err = b.prepareNamespaced(b.ns)
+		}
 		if err == nil || !(errors.Is(err, errAtTotal) || errors.Is(err, syscall.EAGAIN)) {
 			return st, err
 		}

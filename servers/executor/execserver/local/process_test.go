@@ -87,8 +87,9 @@ func TestLongRunningCommands(t *testing.T) {
 				close(term)
 				select {
 				case res := <-done:
-					if res.TimedOut || res.ExitCode != 7 {
-						t.Errorf("terminated command: %+v, want the trap's exit code 7", res)
+					// The command's own shell ends by the SIGTERM too (143), once its child has run its trap.
+					if res.TimedOut || res.ExitCode != 143 {
+						t.Errorf("terminated command: %+v, want exit code 143 (SIGTERM)", res)
 					}
 				case <-time.After(20 * time.Second):
 					t.Fatal("the command did not end after Terminate")
@@ -100,6 +101,35 @@ func TestLongRunningCommands(t *testing.T) {
 					t.Errorf("processes left: %v", left)
 				}
 				t.Logf("ended %v after it started", time.Since(start).Round(time.Millisecond))
+			})
+
+			// A stop stops a compound command: the shell does not go on to its next command once the first
+			// is gone (positive control: without the stop, "after" is printed).
+			t.Run("terminate compound", func(t *testing.T) {
+				for _, stop := range []bool{false, true} {
+					term := make(chan struct{})
+					var out syncBuffer
+					done := make(chan execserver.Result, 1)
+					go func() {
+						res, _ := b.Run(context.Background(), execserver.Request{Command: `echo up; sleep 2; echo after`,
+							Dir: ".", Timeout: time.Minute, Terminate: term, Stdout: &out, Stderr: io.Discard})
+						done <- res
+					}()
+					if !waitFor(10*time.Second, func() bool { return out.String() == "up\n" }) {
+						t.Fatalf("waited 10s for the command to start; stdout %q", out.String())
+					}
+					if stop {
+						time.Sleep(200 * time.Millisecond)
+						close(term)
+					}
+					res := <-done
+					switch {
+					case stop && (strings.Contains(out.String(), "after") || res.ExitCode == 0):
+						t.Errorf("stopped: the shell went on to its next command: %+v, stdout %q", res, out.String())
+					case !stop && (out.String() != "up\nafter\n" || res.ExitCode != 0):
+						t.Errorf("positive control, not stopped: %+v, stdout %q", res, out.String())
+					}
+				}
 			})
 		})
 	}

@@ -48,9 +48,10 @@ func onTerminate(ch <-chan struct{}, terminate func()) (stop func()) {
 }
 
 // signalTree sends sig to every descendant of process root but root and shell: the whole tree, orphans included,
-// as they all stay below a PID namespace's init or a subreaper. The command's own shell is spared in both modes
-// (as PID 1 of its namespace it ignores the signal anyway): it ends when what it runs ends, with that exit status.
-// Two passes catch most children forked meanwhile.
+// as they all stay below a PID namespace's init or a subreaper. Both modes send it to the command's own shell too
+// (shell 0), so that a compound command ends rather than going on to its next part: the namespace mode's shell,
+// PID 1, traps SIGTERM for that (nsInitScript), and either way it ends with 143. Two passes catch most children
+// forked meanwhile.
 func signalTree(root, shell int, sig syscall.Signal) {
 	for range 2 {
 		pending := childrenOf(root)

@@ -15,8 +15,8 @@ package local
 //     filter cannot read) and io_uring (which opens files and sockets without these calls) fail with ENOSYS, and
 //     every caller falls back to openat or plain system calls.
 //
-// The fallback mode (no namespaces) adds what namespaces give the other mode: no Internet sockets, no signals to
-// the server or the command's init, no ptrace or cross-process memory access.
+// The fallback mode (no namespaces) adds what namespaces give the other mode: no Internet or UNIX sockets (a
+// socketpair still works), no signals to the server or the command's init, no ptrace or cross-process memory access.
 
 import (
 	"errors"
@@ -123,6 +123,9 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 		f.load(argOff(0))
 		f.jumpIf(bpf.JumpEqual, unix.AF_INET, "eacces")
 		f.jumpIf(bpf.JumpEqual, unix.AF_INET6, "eacces")
+		// Without a mount namespace every pathname socket of the host can be named, and Landlock does not
+		// govern connect() on one: no AF_UNIX socket at all (socketpair, a separate call, still works).
+		f.jumpIf(bpf.JumpEqual, unix.AF_UNIX, "eacces")
 		f.ret(retAllow)
 
 		f.label("kill")

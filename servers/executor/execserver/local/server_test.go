@@ -510,6 +510,44 @@ func TestHealthReportsConfinement(t *testing.T) {
 	}
 }
 
+// TestHealthReportsPolicyAsData: /healthz carries the sandbox policy as fields and enumerated properties, and what
+// it says is what a command finds.
+func TestHealthReportsPolicyAsData(t *testing.T) {
+	sandboxtest.RequireNamespaceMode(t)
+	srv, _ := localServer(t, execserver.Config{}, nil)
+	resp, err := http.Get("http://" + srv.Addr + protocol.HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h protocol.ExecutorHealth
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	p := h.Confinement.Sandbox
+	if p == nil {
+		t.Fatal("no sandbox policy in /healthz")
+	}
+	holds := map[string]bool{}
+	for _, q := range p.Properties {
+		holds[q.Name] = q.Holds
+	}
+	for _, name := range []string{"minimal_root", "host_sockets_unreachable", "protected_files_read_only", "protected_files_swept", "pid_namespace", "private_network", "no_sys"} {
+		if !holds[name] {
+			t.Errorf("property %s does not hold in the namespace mode: %+v", name, p.Properties)
+		}
+	}
+	if p.Root != "minimal" || p.ProtectedEnforcement != "read-only" || !slices.Contains(p.Protected, ".git/hooks") ||
+		!slices.Contains(p.ReadPaths, "/usr") || !slices.Contains(p.WritePaths, pathguard.DefaultAdvertisedRoot) {
+		t.Errorf("policy: %+v", p)
+	}
+	// What the policy says is what a command finds: /usr is there, the rest of the host's top level is not.
+	out := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: "for d in /usr /sys /run /var /opt /home /srv /mnt; do test -e $d && echo $d; done"})
+	if strings.TrimSpace(out.Stdout) != "/usr" {
+		t.Errorf("top-level folders a command finds: %q, want only /usr of these", out.Stdout)
+	}
+}
+
 func TestRunConcurrent(t *testing.T) {
 	srv, _ := localServer(t, execserver.Config{}, nil)
 	var wg sync.WaitGroup

@@ -75,6 +75,9 @@ type containmentEnv struct {
 	// never send traffic off the machine); egressTCP and egressUDP are ports listening on all interfaces.
 	egressIP             string
 	egressTCP, egressUDP string
+	// unixSockets are host UNIX sockets open to every user (hostUnixSockets); unixHits counts what they accepted.
+	unixSockets []string
+	unixHits    *atomic.Int64
 }
 
 type attack struct {
@@ -118,6 +121,7 @@ func RunContainment(t *testing.T, target Target) {
 		serverPort: portPart(srv.Addr), hostPort: portPart(strings.TrimPrefix(listener.URL, "http://")),
 	}
 	e.egressIP, e.egressTCP, e.egressUDP = egressTargets(t, listener.Config.Handler)
+	e.unixSockets, e.unixHits = hostUnixSockets(t, nonce)
 
 	for _, a := range containmentAttacks(e, target, outsideFile) {
 		t.Run(a.name, func(t *testing.T) {
@@ -194,7 +198,39 @@ python3 -c "import socket; s=socket.create_connection(('127.0.0.1', %[1]s), 3); 
 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]s && echo REACHED-bash' 2>&1; true`, port)
 	}
 
+	unixTry := func() string {
+		var b strings.Builder
+		// Where the image has no python3 (a minimal Docker image) the shell says whether each socket can be named.
+		for _, p := range e.unixSockets {
+			fmt.Fprintf(&b, "test -e %q && echo NAMED %q\n", p, p)
+		}
+		b.WriteString("command -v python3 >/dev/null || exit 0\necho PYTHON\npython3 - <<'EOF' 2>&1\nimport socket\n")
+		for _, p := range e.unixSockets {
+			fmt.Fprintf(&b, "try:\n    s = socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect(%q); print(s.recv(99).decode())\nexcept Exception as x:\n    print('refused', %q, x)\n", p, p)
+		}
+		b.WriteString("EOF\ntrue")
+		return b.String()
+	}
+
 	attacks := []attack{
+		// Landlock does not govern connect() on a pathname socket: only a root where the host's sockets cannot
+		// be named (or, in the fallback, no UNIX socket at all) keeps a command off them.
+		{name: "connect_host_unix_sockets", command: unixTry(), timeout: 30,
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				mustNotSay("REACHED-UNIX")(e, out)
+				if h := e.unixHits.Load(); h > 0 {
+					e.t.Errorf("the host's UNIX sockets accepted %d connections from the command (output %q)", h, Clip(out.Stdout))
+				}
+				if len(e.unixSockets) == 0 {
+					e.t.Log("no host socket could be made by this user: nothing was tried")
+				} else if !strings.Contains(out.Stdout, "PYTHON") {
+					if strings.Contains(out.Stdout, "NAMED") {
+						e.t.Errorf("a host socket can be named and no python3 is there to try it: %q", Clip(out.Stdout))
+					}
+				} else if n := strings.Count(out.Stdout, "refused "); n != len(e.unixSockets) {
+					e.t.Errorf("the command did not try every socket (%d of %d refusals): %q %q", n, len(e.unixSockets), Clip(out.Stdout), Clip(out.Stderr))
+				}
+			}},
 		{name: "write_tmp_outside_private_tmp", command: fmt.Sprintf("echo x > /tmp/escape-%s; echo x > /var/tmp/escape-%s; true", n, n),
 			check: mustNotExist("/tmp/escape-"+n, "/var/tmp/escape-"+n)},
 		{name: "write_home", command: fmt.Sprintf("echo x > %s/escape-%s; true", home, n),

@@ -1,0 +1,129 @@
+package looptest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Real providers' answers, as their APIs send them (bodies as documented or as seen from the servers; the
+// wording is theirs, so a test can check that the person gets the provider's own words).
+var (
+	// OpenAI.
+	OpenAIQuota = Step{Status: http.StatusTooManyRequests,
+		Body: `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`}
+	OpenAIRateLimit = Step{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"},
+		Body: `{"error":{"message":"Rate limit reached for gpt-4.1-mini in organization org-test on tokens per min (TPM): Limit 200000, Used 199000, Requested 2400. Please try again in 1s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`}
+	OpenAIInvalidKey = Step{Status: http.StatusUnauthorized,
+		Body: `{"error":{"message":"Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`}
+	OpenAIModelNotFound = Step{Status: http.StatusNotFound,
+		Body: `{"error":{"message":"The model ` + "`gpt-9`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`}
+	OpenAIContextLength = Step{Status: http.StatusBadRequest,
+		Body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9321 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}
+	OpenAIServerError = Step{Status: http.StatusInternalServerError,
+		Body: `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`}
+
+	// DeepSeek.
+	DeepSeekReasoningRequired = Step{Status: http.StatusBadRequest,
+		Body: `{"error":{"message":"The reasoning_content in the thinking mode must be passed back to the API.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`}
+	DeepSeekInsufficientBalance = Step{Status: http.StatusPaymentRequired,
+		Body: `{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null,"code":"invalid_request_error"}}`}
+	DeepSeekAuth = Step{Status: http.StatusUnauthorized,
+		Body: `{"error":{"message":"Authentication Fails, Your api key: ****test is invalid","type":"authentication_error","param":null,"code":"invalid_request_error"}}`}
+	DeepSeekBusy = Step{Status: http.StatusServiceUnavailable,
+		Body: `{"error":{"message":"Server overloaded, please try again later.","type":"server_error","param":null,"code":"server_busy"}}`}
+
+	// Ollama's OpenAI-compatible API.
+	OllamaNoTools = Step{Status: http.StatusBadRequest,
+		Body: `{"error":{"message":"registry.ollama.ai/library/gemma2:2b does not support tools","type":"api_error","param":null,"code":null}}`}
+	OllamaModelNotFound = Step{Status: http.StatusNotFound,
+		Body: `{"error":{"message":"model \"qwen2.5-coder:7b\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`}
+
+	// Groq.
+	GroqToolUseFailed = Step{Status: http.StatusBadRequest,
+		Body: `{"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed","failed_generation":"<function=sandbox_list_files{\"path\": \".\"}</function>"}}`}
+	GroqRateLimit = Step{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"},
+		Body: `{"error":{"message":"Rate limit reached for model ` + "`llama-3.3-70b-versatile`" + ` in organization ` + "`org_test`" + ` service tier ` + "`on_demand`" + ` on tokens per minute (TPM): Limit 12000, Used 11000, Requested 2000. Please try again in 1s.","type":"tokens","code":"rate_limit_exceeded"}}`}
+
+	// OpenRouter: a numeric code in the error, and failures of the upstream provider.
+	OpenRouterNoCredits = Step{Status: http.StatusPaymentRequired,
+		Body: `{"error":{"code":402,"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits"}}`}
+	OpenRouterNoToolEndpoints = Step{Status: http.StatusNotFound,
+		Body: `{"error":{"message":"No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing","code":404}}`}
+	OpenRouterUpstreamError = Step{Status: http.StatusOK,
+		Body: `{"error":{"code":502,"message":"Provider returned error","metadata":{"provider_name":"Scripted","raw":"upstream connect error"}}}`}
+
+	// vLLM: the error is the top-level object.
+	VLLMContextLength = Step{Status: http.StatusBadRequest,
+		Body: `{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 33410 tokens (33410 in the messages, 0 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`}
+	VLLMNoAutoToolChoice = Step{Status: http.StatusBadRequest,
+		Body: `{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}`}
+)
+
+// UniqueToolCallIDs is OpenAI's check that no two tool messages answer the same call ID.
+func UniqueToolCallIDs(req Request) *Step {
+	seen := map[string]bool{}
+	for i, m := range req.Messages {
+		if m.Role != "tool" {
+			continue
+		}
+		if seen[m.ToolCallID] {
+			return &Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"error":{"message":"Invalid parameter: Duplicate value for 'tool_call_id' of '%s' in message[%d]. Please ensure all tool call IDs are unique.","type":"invalid_request_error","param":"messages.[%d].tool_call_id","code":null}}`, m.ToolCallID, i, i)}
+		}
+		seen[m.ToolCallID] = true
+	}
+	return nil
+}
+
+// ReasoningReplayed is DeepSeek's thinking mode with tools: every assistant message that called tools must come
+// back with its reasoning_content.
+func ReasoningReplayed(req Request) *Step {
+	for _, m := range req.Messages {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 && (m.ReasoningContent == nil || *m.ReasoningContent == "") {
+			s := DeepSeekReasoningRequired
+			return &s
+		}
+	}
+	return nil
+}
+
+// NoReasoningField is a server that returns reasoning but refuses it in the messages it is sent, in Groq's words.
+func NoReasoningField(req Request) *Step {
+	for i, m := range req.Messages {
+		if m.Reasoning != nil || m.ReasoningContent != nil {
+			return &Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"error":{"message":"'messages.%d' : for 'role:assistant' the following must be satisfied[('messages.%d' : property 'reasoning' is unsupported, did you mean 'role'?)]","type":"invalid_request_error"}}`, i, i)}
+		}
+	}
+	return nil
+}
+
+// NoTools is a model server without tool calling (many Ollama models): a request offering tools is refused.
+func NoTools(req Request) *Step {
+	if len(req.Tools) > 0 {
+		s := OllamaNoTools
+		return &s
+	}
+	return nil
+}
+
+// NoToolMessages is a chat template without a tool role: a request holding one is refused, as a text-only server
+// would fail to render it.
+func NoToolMessages(req Request) *Step {
+	for _, m := range req.Messages {
+		if m.Role == "tool" || len(m.ToolCalls) > 0 {
+			return &Step{Status: http.StatusBadRequest, Body: `{"object":"error","message":"Conversation roles must alternate user/assistant/user/assistant/...","type":"BadRequestError","param":null,"code":400}`}
+		}
+	}
+	return nil
+}
+
+// Hermes writes calls as the Qwen and Nous models do without native tool calling: one <tool_call> block each, in
+// the content.
+func Hermes(text string, calls ...Call) string {
+	var b strings.Builder
+	b.WriteString(text)
+	for _, c := range calls {
+		fmt.Fprintf(&b, "\n<tool_call>\n{\"name\": %q, \"arguments\": %s}\n</tool_call>", c.Name, c.Args)
+	}
+	return b.String()
+}

@@ -1,0 +1,133 @@
+package openaichat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/goalbox/goalbox/agent/loop"
+)
+
+// The request as sent to /chat/completions. Only what the agent uses is here; every compatible server reads it.
+// The tools come before the messages, as chat templates render them, so that the bytes two requests share at
+// their start are the prompt they share.
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Tools         []wireTool     `json:"tools,omitempty"`
+	Messages      []wireMessage  `json:"messages"`
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	// OpenAI's own API wants max_completion_tokens (its reasoning models refuse max_tokens); the compatible
+	// servers know max_tokens.
+	MaxTokens           int `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int `json:"max_completion_tokens,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type wireMessage struct {
+	Role string `json:"role"`
+	// Content is always a string, empty beside tool calls: some servers refuse a null content.
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	Reasoning        string         `json:"reasoning,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// toWire builds the request body for msgs and tools. With no tools (the text tool mode) tool calls are written
+// into the assistant's content as Hermes <tool_call> blocks and results are sent as user messages in
+// <tool_response> blocks, consecutive ones together: a server without tool calling has no tool role.
+func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (chatRequest, error) {
+	req := chatRequest{Model: m.model}
+	if stream {
+		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
+	}
+	if m.maxOutput > 0 {
+		if m.openAI {
+			req.MaxCompletionTokens = m.maxOutput
+		} else {
+			req.MaxTokens = m.maxOutput
+		}
+	}
+	for _, t := range tools {
+		if !json.Valid(t.InputSchema) || !strings.HasPrefix(strings.TrimSpace(string(t.InputSchema)), "{") {
+			return req, fmt.Errorf("tool %s: input schema is not a JSON object", t.Name)
+		}
+		var wt wireTool
+		wt.Type, wt.Function.Name, wt.Function.Description, wt.Function.Parameters = "function", t.Name, t.Description, t.InputSchema
+		req.Tools = append(req.Tools, wt)
+	}
+	text := len(tools) == 0
+	for _, msg := range msgs {
+		w := wireMessage{Role: msg.Role, Content: msg.Content}
+		switch {
+		case msg.Role == loop.RoleTool && text:
+			block := "<tool_response>\n" + msg.Content + "\n</tool_response>"
+			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == loop.RoleUser && strings.HasSuffix(req.Messages[n-1].Content, "</tool_response>") {
+				req.Messages[n-1].Content += "\n" + block
+				continue
+			}
+			w = wireMessage{Role: loop.RoleUser, Content: block}
+		case msg.Role == loop.RoleTool:
+			w.ToolCallID = msg.ToolCallID
+		case msg.Role == loop.RoleAssistant:
+			// Thinking goes back on tool-calling turns, in the field it came in: DeepSeek refuses such a turn
+			// without it. A reply that ended a turn needs none, and some servers refuse the field (noReasoning).
+			switch {
+			case len(msg.ToolCalls) == 0 || m.noReasoning.Load():
+			case msg.ReasoningField == "reasoning":
+				w.Reasoning = msg.Reasoning
+			default:
+				w.ReasoningContent = msg.Reasoning
+			}
+			for _, tc := range msg.ToolCalls {
+				if text {
+					w.Content += "\n" + HermesCall(tc)
+					continue
+				}
+				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
+			}
+			w.Content = strings.TrimPrefix(w.Content, "\n")
+		}
+		req.Messages = append(req.Messages, w)
+	}
+	return req, nil
+}
+
+// HermesCall writes one call as the Hermes format's block: {"name": ..., "arguments": {...}} between tags.
+// Arguments that are not JSON (a malformed call replayed) go as a string, so the block stays JSON.
+func HermesCall(tc loop.ToolCall) string {
+	args := json.RawMessage(tc.Arguments)
+	if !json.Valid(args) {
+		b, _ := json.Marshal(tc.Arguments)
+		args = b
+	}
+	b, _ := json.Marshal(struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tc.Name, args})
+	return "<tool_call>\n" + string(b) + "\n</tool_call>"
+}

@@ -1,0 +1,52 @@
+package local
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+// sandboxPolicy is the backend's policy as data for /healthz: the same facts as the sentences of Confinement, as
+// fields and enumerated properties a program can check. The server adds the protected patterns.
+func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
+	a := b.applied
+	ns := b.ns != nil
+	p := &protocol.SandboxPolicy{
+		Root: "host", ReadPaths: b.readDirsText(), WritePaths: b.rules.WriteDirs, ProtectedEnforcement: "sweep",
+		User: fmt.Sprintf("%d:%d", b.uid, b.gid), Network: "none",
+	}
+	if ns {
+		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = "minimal", b.rootPaths[0], b.rootPaths[1], "read-only"
+	}
+	prop := func(name string, holds bool, note string) {
+		p.Properties = append(p.Properties, protocol.Property{Name: name, Holds: holds, Note: note})
+	}
+	prop("minimal_root", ns, map[bool]string{true: "an empty root with only the policy's paths bound in", false: "the host's tree: Landlock decides what may be opened"}[ns])
+	prop("host_sockets_unreachable", true, map[bool]string{true: "no host socket exists in the minimal root", false: "socket(AF_UNIX) refused by seccomp"}[ns])
+	prop("protected_files_read_only", ns, map[bool]string{true: "read-only bind mounts of the protected paths present when a command starts", false: "no mount namespace: changes are undone after the command"}[ns])
+	prop("protected_files_swept", true, "after every command and process: new protected paths quarantined"+map[bool]string{true: "", false: ", changed ones put back"}[ns])
+	prop("pid_namespace", a.PIDNamespace, "")
+	prop("private_network", ns, map[bool]string{true: "a network namespace with only a loopback", false: "Internet sockets refused by seccomp and Landlock"}[ns])
+	prop("private_proc", a.PrivateProc, "")
+	prop("private_tmp", a.PrivateTmp, "")
+	prop("no_sys", ns, "")
+	prop("landlock", a.Landlock == "enforced", a.Landlock)
+	prop("seccomp", a.Seccomp, "")
+	prop("no_capabilities", a.CapsDropped, "")
+	prop("no_new_privs", a.NoNewPrivs, "")
+	prop("not_root_on_host", b.uid != 0 && b.gid != 0, "")
+	prop("pids_cgroup", b.pids != nil, b.pidsNote)
+	prop("memory_cgroup", b.mem != nil, b.memNote)
+	prop("disk_cap", b.maxDisk > 0, fmt.Sprintf("%d bytes", b.maxDisk))
+	held := 0
+	for _, q := range p.Properties {
+		if q.Holds {
+			held++
+		}
+	}
+	p.Summary = fmt.Sprintf("local %s: %s root, commands as %s, network %s, %d of %d properties hold", b.modeText(), p.Root, p.User, p.Network,
+		held, len(p.Properties))
+	p.ReadPaths, p.WritePaths = slices.Clone(p.ReadPaths), slices.Clone(p.WritePaths)
+	return p
+}

@@ -1,0 +1,406 @@
+package execserver
+
+// Protected project files, on the executor's side. The workspace is a person's project: its git hooks and config,
+// editor and agent settings and .envrc run code on the host later, outside every sandbox (pathguard.Protection
+// lists them). Two layers keep commands from planting such code:
+//
+//  1. Before each command the server finds the protected paths present in the workspace and hands them to the
+//     backend (Request.Protected), which makes each one read-only in the command's view where it can (a read-only
+//     bind mount: the kernel refuses every write, rename and delete, EROFS or EBUSY).
+//  2. After each command and process the server sweeps: a protected path that appeared while it ran is moved out
+//     of the workspace into the quarantine (kept, not lost), except what `git init` makes and git never runs (the
+//     *.sample hooks, a config of plain settings); where the backend could not make them read-only, a protected
+//     file that changed or vanished is put back as it was, its new version quarantined.
+//
+// A sweep cannot tell a command's change from one the person made on the host at the same time: a protected file
+// created or changed on the host while a command runs is treated as the command's (and found in the quarantine).
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+)
+
+// ProtectEnforcer is what a backend implements when it makes Request.Protected read-only for its commands. A
+// backend that does not (or answers false) has its commands' changes to protected files undone after they end.
+type ProtectEnforcer interface {
+	EnforcesProtected() bool
+}
+
+// Bounds of the protector's work and memory.
+const (
+	// protectMaxEntries bounds one scan of the workspace: past it, deeper protected paths go unprotected and the
+	// server logs it. It matches pathguard's default walk cap.
+	protectMaxEntries = pathguard.DefaultMaxTreeEntries
+	// protectKeepBytes is the most content kept of one protected file, and protectKeepTotal of all, to put back
+	// what a backend that cannot enforce let a command change.
+	protectKeepBytes = 1 << 20
+	protectKeepTotal = 16 << 20
+)
+
+// protector scans and sweeps one workspace.
+type protector struct {
+	prot       *pathguard.Protection
+	guard      *pathguard.Guard // the workspace without protection: the sweeper's own, symlink-safe access
+	dir        string           // the workspace's real path, walked
+	quarantine string           // where what a sweep removes is kept
+	enforced   bool             // the backend makes Request.Protected read-only
+	logger     *slog.Logger
+	seq        atomic.Int64
+	mu         sync.Mutex // one sweep at a time
+	scanMu     sync.Mutex // one scan at a time, over dirs
+	dirs       map[string]cachedDir
+}
+
+// protectedEntry is what a scan saw of one protected path.
+type protectedEntry struct {
+	mode    fs.FileMode
+	size    int64
+	mtime   time.Time
+	content []byte // a regular file's bytes, when the backend does not enforce and the file is small enough
+	link    bool
+}
+
+func (a protectedEntry) same(b protectedEntry) bool {
+	return a.mode == b.mode && a.size == b.size && a.mtime.Equal(b.mtime)
+}
+
+// protectedScan is the protected paths of the workspace at one moment.
+type protectedScan struct {
+	entries   map[string]protectedEntry
+	outermost []string // those not inside another: what a backend makes read-only
+}
+
+func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine string, enforced bool, logger *slog.Logger) (*protector, error) {
+	g, err := pathguard.Open(guard.Dir(), pathguard.Options{AdvertisedRoot: guard.AdvertisedRoot()})
+	if err != nil {
+		return nil, err
+	}
+	if quarantine == "" {
+		quarantine = defaultQuarantine(guard.Dir())
+	}
+	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: quarantine, enforced: enforced, logger: logger,
+		dirs: map[string]cachedDir{}}, nil
+}
+
+// defaultQuarantine is a folder of the server's user, outside the workspace, one per workspace.
+func defaultQuarantine(workspace string) string {
+	sum := sha256.Sum256([]byte(workspace))
+	base := "/var/cache/goalbox-exec"
+	if os.Geteuid() != 0 {
+		if c, err := os.UserCacheDir(); err == nil {
+			base = filepath.Join(c, "goalbox-exec")
+		} else {
+			base = filepath.Join(os.TempDir(), "goalbox-exec-"+strconv.Itoa(os.Geteuid()))
+		}
+	}
+	return filepath.Join(base, "quarantine", "ws-"+hex.EncodeToString(sum[:8]))
+}
+
+// scan walks the workspace (never through a symlink) and records every protected path. A folder whose inode and
+// change time are those of the last scan is not read again: its entries come from the cache. The change time, not
+// the modification time, because a command can set a folder's mtime back (touch -d) but not its ctime, and every
+// entry added, removed or renamed in a folder changes both. So a scan costs one lstat per folder, plus reading the
+// folders that changed.
+func (p *protector) scan() protectedScan {
+	p.scanMu.Lock()
+	defer p.scanMu.Unlock()
+	s := protectedScan{entries: map[string]protectedEntry{}}
+	w := scanWalk{p: p, s: &s, seen: map[string]bool{}}
+	w.visit(".", false)
+	for rel := range p.dirs {
+		if !w.seen[rel] {
+			delete(p.dirs, rel)
+		}
+	}
+	if w.n > protectMaxEntries {
+		p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
+			"limit", protectMaxEntries)
+	}
+	return s
+}
+
+// cachedDir is what a scan read of one folder.
+type cachedDir struct {
+	ino   uint64
+	ctime time.Time
+	names []string
+	dirs  []bool // whether each entry is a folder (not a link to one)
+}
+
+type scanWalk struct {
+	p       *protector
+	s       *protectedScan
+	seen    map[string]bool
+	n, kept int
+}
+
+func (w *scanWalk) visit(rel string, protectedDir bool) {
+	host := filepath.Join(w.p.dir, filepath.FromSlash(rel))
+	ino, ctime, ok := dirStamp(host)
+	if !ok {
+		return
+	}
+	w.seen[rel] = true
+	c, cached := w.p.dirs[rel]
+	if !cached || c.ino != ino || !c.ctime.Equal(ctime) {
+		ents, err := os.ReadDir(host)
+		if err != nil {
+			return // vanished or unreadable: nothing to protect there
+		}
+		c = cachedDir{ino: ino, ctime: ctime, names: make([]string, len(ents)), dirs: make([]bool, len(ents))}
+		for i, e := range ents {
+			c.names[i], c.dirs[i] = e.Name(), e.IsDir()
+		}
+		w.p.dirs[rel] = c
+	}
+	for i, name := range c.names {
+		if w.n++; w.n > protectMaxEntries {
+			return
+		}
+		child := name
+		if rel != "." {
+			child = rel + "/" + name
+		}
+		prot := protectedDir
+		if !prot && w.p.prot.MayEnd(name) {
+			_, prot = w.p.prot.Match(child)
+		}
+		if prot {
+			w.record(child, !protectedDir)
+		}
+		if c.dirs[i] {
+			w.visit(child, prot)
+		}
+	}
+}
+
+// record notes one protected path; outermost says no protected folder holds it.
+func (w *scanWalk) record(rel string, outermost bool) {
+	fi, err := os.Lstat(filepath.Join(w.p.dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return
+	}
+	e := protectedEntry{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime(), link: fi.Mode()&fs.ModeSymlink != 0}
+	if !w.p.enforced && fi.Mode().IsRegular() && fi.Size() <= protectKeepBytes && w.kept+int(fi.Size()) <= protectKeepTotal {
+		if _, b, err := w.p.guard.ReadFile(rel); err == nil {
+			e.content, w.kept = b, w.kept+len(b)
+		}
+	}
+	w.s.entries[rel] = e
+	if outermost {
+		w.s.outermost = append(w.s.outermost, rel)
+	}
+}
+
+// sweep undoes what a command did to protected paths since before was taken, and returns the paths it undid.
+func (p *protector) sweep(before protectedScan) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	after := p.scan()
+	var undone []string
+	var gone []string // quarantined folders: what was inside them is handled
+	for _, rel := range slices.Sorted(maps.Keys(after.entries)) {
+		if slices.ContainsFunc(gone, func(g string) bool { return strings.HasPrefix(rel, g+"/") }) {
+			continue
+		}
+		e := after.entries[rel]
+		old, existed := before.entries[rel]
+		switch {
+		case !existed:
+			if p.harmlessNew(rel, e) {
+				continue
+			}
+			p.quarantineOut(rel)
+			undone, gone = append(undone, rel), append(gone, rel)
+		case !p.enforced && !old.same(e) && old.mode.IsRegular() && old.content != nil:
+			p.quarantineOut(rel)
+			p.putBack(rel, old)
+			undone, gone = append(undone, rel), append(gone, rel)
+		}
+	}
+	if !p.enforced {
+		for _, rel := range slices.Sorted(maps.Keys(before.entries)) {
+			old := before.entries[rel]
+			if _, still := after.entries[rel]; still {
+				continue
+			}
+			if old.mode.IsDir() || (old.mode.IsRegular() && old.content != nil) {
+				p.putBack(rel, old)
+				undone = append(undone, rel)
+			}
+		}
+	}
+	return undone
+}
+
+// harmlessNew reports whether a new protected path is one that `git init` makes and git never runs: the hooks
+// folder with its *.sample files, and a config of plain settings (safeGitConfig).
+func (p *protector) harmlessNew(rel string, e protectedEntry) bool {
+	dir, name := path.Split(rel)
+	dir = strings.ToLower(strings.TrimSuffix(dir, "/"))
+	switch {
+	case e.link:
+		return false
+	case e.mode.IsDir() && strings.EqualFold(name, "hooks") && path.Base(dir) == ".git":
+		return true
+	case e.mode.IsRegular() && strings.HasSuffix(name, ".sample") && path.Base(dir) == "hooks" && path.Base(path.Dir(dir)) == ".git":
+		return true
+	case e.mode.IsRegular() && name == "config" && path.Base(dir) == ".git":
+		_, b, err := p.guard.ReadFile(rel)
+		return err == nil && safeGitConfig(b)
+	}
+	return false
+}
+
+// quarantineOut moves rel (a file, a link or a whole folder) out of the workspace into the quarantine. It copies
+// through the guard, which never follows a link out, and then removes; a link is recorded by name only.
+func (p *protector) quarantineOut(rel string) {
+	dest := filepath.Join(p.quarantine, time.Now().UTC().Format("20060102T150405")+"-"+strconv.FormatInt(p.seq.Add(1), 10), filepath.FromSlash(rel))
+	if err := p.copyOut(rel, dest, 0); err != nil {
+		p.logger.Warn("protected files: could not keep a copy before removing", "path", rel, "error", err)
+	}
+	if _, _, err := p.guard.Remove(rel, true); err != nil {
+		p.logger.Error("protected files: could not remove what a command planted", "path", rel, "error", err)
+		return
+	}
+	p.logger.Warn("protected files: moved what a command changed to the quarantine", "path", rel, "quarantine", dest)
+}
+
+func (p *protector) copyOut(rel, dest string, depth int) error {
+	_, fi, err := p.guard.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	switch {
+	case depth > 64:
+		return fmt.Errorf("deeper than 64 folders")
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return os.WriteFile(dest+".symlink", nil, 0o600)
+	case fi.IsDir():
+		if err := os.MkdirAll(dest, 0o700); err != nil {
+			return err
+		}
+		_, ents, err := p.guard.ReadDir(rel)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := p.copyOut(rel+"/"+e.Name(), filepath.Join(dest, e.Name()), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fi.Mode().IsRegular():
+		_, b, err := p.guard.ReadFile(rel)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(dest, b, 0o600)
+	}
+	return nil
+}
+
+// putBack restores a protected path as the scan before the command saw it.
+func (p *protector) putBack(rel string, old protectedEntry) {
+	var err error
+	if old.mode.IsDir() {
+		_, err = p.guard.MkdirAll(rel)
+	} else {
+		_, _, err = p.guard.WriteFile(rel, old.content)
+	}
+	if err != nil {
+		p.logger.Error("protected files: could not put back", "path", rel, "error", err)
+	}
+}
+
+// safeGitConfig reports whether a git config file holds only settings that make git run nothing: the ones `git
+// init`, `git config user.*` and a plain remote write. Anything else, or anything this reader does not understand
+// (includes, continuation lines, odd syntax), is not safe: core.hooksPath, core.fsmonitor, core.sshCommand,
+// filters, aliases and includes all name programs git would run on the host.
+func safeGitConfig(b []byte) bool {
+	allowed := map[string]bool{
+		"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true, "core.logallrefupdates": true,
+		"core.ignorecase": true, "core.precomposeunicode": true, "core.symlinks": true,
+		"extensions.objectformat": true, "user.name": true, "user.email": true, "init.defaultbranch": true,
+	}
+	sub := map[string]bool{"branch.remote": true, "branch.merge": true, "remote.url": true, "remote.fetch": true}
+	section, subsection := "", false
+	for _, raw := range bytes.Split(b, []byte("\n")) {
+		line := strings.TrimSpace(string(raw))
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			return false
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
+				return false
+			}
+			head := line[1:end]
+			name, rest, hasSub := strings.Cut(head, " ")
+			section, subsection = strings.ToLower(name), hasSub && strings.HasPrefix(strings.TrimSpace(rest), "\"")
+			if strings.Contains(section, ".") {
+				return false // [section.sub]: the old spelling, not what git writes
+			}
+			continue
+		}
+		key, _, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		for _, c := range key {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+		if subsection {
+			if !sub[section+"."+key] {
+				return false
+			}
+		} else if !allowed[section+"."+key] {
+			return false
+		}
+	}
+	return true
+}
+
+// runBackend runs r on the backend between a scan and a sweep of the protected paths, and returns what the sweep
+// undid.
+func (e *Executor) runBackend(ctx context.Context, r Request) (Result, []string, error) {
+	if e.protect == nil {
+		res, err := e.backend.Run(ctx, r)
+		return res, nil, err
+	}
+	before := e.protect.scan()
+	r.Protected = before.outermost
+	res, err := e.backend.Run(ctx, r)
+	undone := e.protect.sweep(before)
+	return res, undone, err
+}
+
+// protectedNote is what a command whose changes to protected files were undone finds at the end of its stderr.
+func protectedNote(undone []string) string {
+	return fmt.Sprintf("\n[goalbox: protected project files changed by this command were undone and kept out of the workspace: %s. "+
+		"Git hooks and config, editor and agent settings and .envrc run code on the host, so commands may read them but not create, "+
+		"change, move or delete them (the server's -protect and -unprotect set the list)]\n", strings.Join(undone, ", "))
+}
