@@ -117,7 +117,8 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal})
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal,
+		Protection: o.protection})
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/pkg/envflag"
+	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 )
 
@@ -43,6 +45,11 @@ type options struct {
 	// GOALBOX_EXEC_BACKEND, GOALBOX_EXEC_IMAGE) and its automatic choice.
 	Backend string `env:"GOALBOX_EXEC_BACKEND" flag:"backend" usage:"in-process executor: where commands run: auto (local where it confines with namespaces, i.e. Linux; else docker when a Docker Engine answers, e.g. Docker Desktop on macOS or Windows), local or docker"`
 	Image   string `env:"GOALBOX_EXEC_IMAGE" flag:"image" usage:"in-process executor, docker backend: the image commands run in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
+	// Protect and Unprotect adjust the protected project files of both in-process servers, as the servers' own
+	// -protect and -unprotect do; their usage is protectFlags.
+	Protect    []string              `env:"GOALBOX_PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
+	Unprotect  []string              `env:"GOALBOX_UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	protection *pathguard.Protection // from Protect and Unprotect, for the in-process servers
 
 	// The run.
 	Verify        string        `env:"GOALBOX_VERIFY" flag:"verify" usage:"command run in the sandbox when the model stops; the goal is met only if it exits 0"`
@@ -64,6 +71,12 @@ var limitFlags = map[string]envflag.Doc{
 	"ToolOutputBytes": {Flag: "tool-output-bytes", Usage: "most bytes of one tool result sent to the model, head and tail kept"},
 	"ContextBytes":    {Flag: "context-bytes", Usage: "most bytes of one model request (schemas, messages, latest results); past it old outputs are elided in one large step, 0 never"},
 	"MaxFormatErrors": {Flag: "max-format-errors", Usage: "unusable model replies in a row (empty, cut off, unreadable or only malformed calls) that end the run, 0 for no limit"},
+}
+
+// protectFlags are the usage of -protect and -unprotect: the servers' text, said of both in-process servers.
+var protectFlags = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: "in-process servers: " + pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: "in-process servers: " + pathguard.UnprotectUsage()},
 }
 
 func defaultOptions() options {
@@ -88,7 +101,9 @@ var errUsage = errors.New("usage")
 // parseOptions reads environ (the process's environment, or a test's) and then the flags.
 func parseOptions(args []string, environ map[string]string, stderr io.Writer) (options, error) {
 	o := defaultOptions()
-	eo := envflag.Options{Environment: environ, Docs: limitFlags}
+	docs := maps.Clone(limitFlags)
+	maps.Copy(docs, protectFlags)
+	eo := envflag.Options{Environment: environ, Docs: docs}
 	if err := envflag.ParseEnv(&o, eo); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -120,7 +135,15 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q: every option is a flag (quote the goal: -goal \"...\")", errUsage, fs.Args())
 	}
-	return o, o.check()
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	p, err := pathguard.ParseProtection(o.Protect, o.Unprotect)
+	if err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.protection = p
+	return o, nil
 }
 
 // check reports option errors that do not depend on anything outside the command line.
@@ -144,6 +167,9 @@ func (o options) check() error {
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")
 	case o.FSURL == "" && o.Workspace == "":
 		return bad("no workspace: give -workspace DIR")
+	case (len(o.Protect) > 0 || len(o.Unprotect) > 0) && (o.FSURL != "" || o.benchMode()):
+		// Said rather than ignored: a person who asked for more protection must not believe they have it.
+		return bad("-protect and -unprotect configure the goal mode's in-process servers; running servers (-fs-url, -exec-url) take their own -protect and -unprotect, and the benchmark's sandboxes keep the defaults")
 	case o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker:
 		return bad("unknown backend %q: use %s", o.Backend, backends.Names)
 	case o.Retries < 0:

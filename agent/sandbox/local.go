@@ -33,8 +33,12 @@ type LocalOptions struct {
 	// NewLocal builds the local backend; nil means local.New. Tests replace it to make the local backend unusable
 	// on a machine where it is not, as it is on macOS.
 	NewLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
-	// Exec tunes the executor (timeouts, output cap); zero values take its defaults.
+	// Exec tunes the executor (timeouts, output cap); zero values take its defaults. Its Protection is set from
+	// Protection below.
 	Exec execserver.Config
+	// Protection is the protected project files of both servers (the agent's -protect and -unprotect); nil means
+	// the defaults, as the servers' own commands have them: an embedded server is never less protected.
+	Protection *pathguard.Protection
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -62,7 +66,13 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 			l.Close()
 		}
 	}()
-	g, err := pathguard.Open(opts.Workspace, pathguard.Options{})
+	prot := opts.Protection
+	if prot == nil {
+		if prot, err = pathguard.NewProtection(nil, nil); err != nil {
+			return nil, fmt.Errorf("protected files: %w", err)
+		}
+	}
+	g, err := pathguard.Open(opts.Workspace, pathguard.Options{Protection: prot})
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -79,6 +89,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	l.Choice = choice
 	l.closers = append(l.closers, backend.Close)
 	execCfg := opts.Exec
+	execCfg.Protection = prot
 	execCfg.BackendChoice, execCfg.BackendReason = "explicit", choice.Reason
 	if choice.Requested == backends.Auto {
 		execCfg.BackendChoice = "auto"

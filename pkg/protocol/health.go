@@ -12,6 +12,9 @@ type FilesystemHealth struct {
 	AdvertisedRoot string           `json:"advertised_root"`
 	Tools          []string         `json:"tools"`
 	Limits         FilesystemLimits `json:"limits"`
+	// Protected are the protected project files in force, as patterns (pathguard.Protection): paths, at any depth
+	// of the workspace, that no tool may create, change, move or delete. Never null; empty when none.
+	Protected []string `json:"protected"`
 }
 
 // FilesystemLimits are the filesystem server's limits; 0 or -1 for MaxWorkspaceBytes is no disk cap.

@@ -58,6 +58,15 @@ type options struct {
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
 	QuarantineDir      string  `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
+	// Protect and Unprotect adjust the protected project files; their usage is pathguard's, shared by every command.
+	Protect   []string `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
+	Unprotect []string `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+}
+
+// protectDocs are the usage of -protect and -unprotect, the same text as the filesystem server's and the agent's.
+var protectDocs = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: pathguard.UnprotectUsage()},
 }
 
 func main() {
@@ -111,7 +120,8 @@ func serve(args []string) error {
 // settings are the options checked: what the executor is built from.
 type settings struct {
 	options
-	policy *execserver.Policy
+	policy     *execserver.Policy
+	protection *pathguard.Protection
 }
 
 // configure reads the settings: the defaults, then the environment, then the flags; and checks the backend's name
@@ -126,7 +136,7 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 		OutputBudget:   execserver.DefaultOutputBudget,
 		AdvertisedRoot: protocol.DefaultRoot,
 	}}
-	o := envflag.Options{Prefix: envPrefix}
+	o := envflag.Options{Prefix: envPrefix, Docs: protectDocs}
 	if err := envflag.ParseEnv(&s.options, o); err != nil {
 		return cfg, s, mcpserve.ConfigError(err)
 	}
@@ -139,6 +149,9 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 	var err error
 	if s.policy, err = execserver.NewPolicy(s.Allow, s.Deny); err != nil {
 		return cfg, s, mcpserve.ConfigError(fmt.Errorf("policy: %w", err))
+	}
+	if s.protection, err = pathguard.ParseProtection(s.Protect, s.Unprotect); err != nil {
+		return cfg, s, mcpserve.ConfigError(err)
 	}
 	return cfg, s, nil
 }
@@ -163,5 +176,6 @@ func newExecutor(s settings, choice backends.Choice, backend execserver.Backend,
 		BackendChoice:      how,
 		BackendReason:      choice.Reason,
 		QuarantineDir:      s.QuarantineDir,
+		Protection:         s.protection,
 	}, backend, g, logger)
 }

@@ -38,6 +38,16 @@ type limits struct {
 	MaxTreeEntries     int    `env:"MAX_TREE_ENTRIES" flag:"max-tree-entries" usage:"most entries one list, search or move check reads"`
 	// MaxWorkspaceBytes is the disk cap, counted as du counts; 0 or -1 is none.
 	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none"`
+	// Protect and Unprotect adjust the protected project files (pathguard.DefaultProtected).
+	Protect    []string              `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"` // usage: protectDocs
+	Unprotect  []string              `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	protection *pathguard.Protection // from Protect and Unprotect
+}
+
+// protectDocs are the usage of -protect and -unprotect, shared with the executor and the agent.
+var protectDocs = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: pathguard.UnprotectUsage()},
 }
 
 // defaultMaxWorkspaceBytes is the disk cap by default: the executor's default for the same workspace (16 GiB for it,
@@ -66,7 +76,8 @@ func run(args []string) error {
 		return mcpserve.ConfigError(err)
 	}
 	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes,
-		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes})
+		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes,
+		Protection: lim.protection})
 	if err != nil {
 		return mcpserve.ConfigError(err)
 	}
@@ -75,7 +86,7 @@ func run(args []string) error {
 		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
 	files := fsserver.New(g, opts)
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
-		"limits", files.Health().Limits)
+		"limits", files.Health().Limits, "protected", lim.protection.Patterns())
 	return mcpserve.Run(context.Background(), files.Server(), fsserver.Name, cfg, files.Health, logger)
 }
 
@@ -89,7 +100,7 @@ func configure(args []string) (mcpserve.Config, limits, error) {
 		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
 		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
 	}
-	o := envflag.Options{Prefix: envPrefix}
+	o := envflag.Options{Prefix: envPrefix, Docs: protectDocs}
 	cfg := mcpserve.Config{Addr: protocol.DefaultFilesystemAddr}
 	if err := envflag.ParseEnv(&lim, o); err != nil {
 		return cfg, lim, mcpserve.ConfigError(err)
@@ -100,5 +111,10 @@ func configure(args []string) (mcpserve.Config, limits, error) {
 	if lim.MaxWorkspaceBytes < -1 {
 		return cfg, lim, mcpserve.ConfigError(fmt.Errorf("-max-workspace-bytes must be a number of bytes, or 0 or -1 for no cap; got %d", lim.MaxWorkspaceBytes))
 	}
+	p, err := pathguard.ParseProtection(lim.Protect, lim.Unprotect)
+	if err != nil {
+		return cfg, lim, mcpserve.ConfigError(err)
+	}
+	lim.protection = p
 	return cfg, lim, nil
 }
