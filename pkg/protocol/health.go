@@ -153,4 +153,19 @@ type DockerConfinement struct {
 	Instance           string  `json:"instance"`
 	Environment        string  `json:"environment"`
 	ProcessContainment string  `json:"process_containment"`
+	// Seccomp names the system call filter of every container.
+	Seccomp string `json:"seccomp,omitempty"`
+	// ModeSweep says what is cleared in the workspace after each command (set-user-id, set-group-id, world-write).
+	ModeSweep string `json:"mode_sweep,omitempty"`
+	// Protected says how the protected project paths are kept (read-only bind mounts).
+	Protected string `json:"protected,omitempty"`
+	// DiskCapBytes caps the workspace and the cache together (-1: none).
+	DiskCapBytes int64 `json:"disk_cap_bytes,omitempty"`
+	// MaxContainers is how many containers the total caps admit at once (-1: no total cap), from
+	// TotalMemoryBytes and TotalPidsLimit.
+	MaxContainers    int   `json:"max_containers,omitempty"`
+	TotalMemoryBytes int64 `json:"total_memory_bytes,omitempty"`
+	TotalPidsLimit   int64 `json:"total_pids_limit,omitempty"`
+	// Watchdog says what ends a command whose executor died.
+	Watchdog string `json:"watchdog,omitempty"`
 }

@@ -25,6 +25,11 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 		CPUs:         opts.CPUs,
 		WarmPool:     opts.WarmPool,
 		Logger:       logger,
+		Instance:     opts.Instance,
+		// Both backends take the same disk cap and totals (0 default, -1 none).
+		MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
+		TotalMemory:       opts.TotalMemoryLimitMB << 20,
+		TotalPIDs:         int64(opts.TotalPidsLimit),
 	}
 	// The limits are shared flags; zero or negative leaves the docker backend's defaults.
 	if opts.PidsLimit > 0 {
