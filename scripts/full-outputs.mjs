@@ -9,7 +9,7 @@
 //
 //   node scripts/full-outputs.mjs EXECUTOR_MCP_URL WORKSPACE_DIR INSPECTOR_DIR
 //
-// INSPECTOR_DIR is where scripts/inspector.sh installed @modelcontextprotocol/inspector (its node_modules hold the
+// The executor's bearer token comes from GOALBOX_EXEC_TOKEN. INSPECTOR_DIR is where scripts/inspector.sh installed @modelcontextprotocol/inspector (its node_modules hold the
 // TypeScript SDK it uses). Exits 1 with a message on the first mismatch.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,6 +26,9 @@ const { Client } = await load("@modelcontextprotocol/sdk/dist/esm/client/index.j
 const { StreamableHTTPClientTransport } = await load("@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js");
 const inspector = await load("@modelcontextprotocol/inspector-cli/build/client/index.js");
 
+// Every request carries the executor's token.
+const requestInit = { headers: { Authorization: `Bearer ${process.env.GOALBOX_EXEC_TOKEN ?? ""}` } };
+
 function fail(msg) {
   console.error("full-outputs: FAIL " + msg);
   process.exit(1);
@@ -37,7 +40,7 @@ const clients = {
     tag: "ts-sdk",
     async open() {
       const client = new Client({ name: "full-outputs-ts", version: "0" });
-      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
       await client.connect(transport);
       return { client, transport };
     },
@@ -54,7 +57,7 @@ const clients = {
     tag: "inspector",
     async open() {
       const client = new Client({ name: "full-outputs-inspector", version: "0" });
-      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
       await inspector.connect(client, transport);
       return { client, transport };
     },

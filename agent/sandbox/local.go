@@ -44,7 +44,7 @@ type LocalOptions struct {
 }
 
 // Local is the two servers running in-process on loopback, each on its own free port, reached through the same
-// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin checks.
+// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin and token checks.
 type Local struct {
 	// Endpoints are the filesystem server's and the executor's MCP endpoints.
 	Endpoints []Endpoint
@@ -100,6 +100,8 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	}
 	l.closers = append(l.closers, func() error { exec.Close(); return nil }) // its processes, before the backend
 	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
+	// Each server generates its own token (mcpserve.Start, as Token is empty) and the client gets it in memory:
+	// loopback is shared by every user of the machine, so the ports are no one else's way in.
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
 	fs, err := mcpserve.Start(files.Server(), cfg, files.Health, opts.Logger)
 	if err != nil {
@@ -111,7 +113,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("executor server: %w", err)
 	}
 	l.closers = append(l.closers, ex.Close)
-	l.Endpoints = []Endpoint{{URL: fs.URL}, {URL: ex.URL}}
+	l.Endpoints = []Endpoint{{URL: fs.URL, Token: fs.Token}, {URL: ex.URL, Token: ex.Token}}
 	l.Health = func() map[string]any {
 		return map[string]any{"filesystem": files.Health(), "executor": exec.Health()}
 	}

@@ -2,9 +2,10 @@
 // confined to a workspace, on the local machine or in Docker containers (by default the executor chooses: see
 // package execserver/backends).
 //
-//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] ...
+//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] [-token T|none] ...
 //
-// Every flag has an environment variable GOALBOX_EXEC_<NAME>; flags win.
+// Over HTTP it requires a bearer token: without -token it generates one, prints it and writes it to a file only its
+// user can read (docs/serving.md#tokens). Every flag has an environment variable GOALBOX_EXEC_<NAME>; flags win.
 package main
 
 import (

@@ -1,9 +1,11 @@
 // Command filesystem is goalbox's filesystem MCP server: seven file tools confined to one workspace folder, over
 // streamable HTTP (default http://127.0.0.1:7101/mcp) or stdio.
 //
-//	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T] [-audit-log FILE] ...
+//	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T|none] [-token-file F] [-audit-log FILE] ...
 //
-// Every flag has an environment equivalent, GOALBOX_FS_ plus the flag's name in capitals with _ for -.
+// Over HTTP it requires a bearer token: without -token it generates one, prints it and writes it to a file only its
+// user can read (docs/serving.md#tokens). Every flag has an environment equivalent, GOALBOX_FS_ plus the flag's
+// name in capitals with _ for -.
 package main
 
 import (

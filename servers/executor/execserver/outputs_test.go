@@ -42,7 +42,7 @@ func startOutputsServer(t *testing.T, cfg execserver.Config) outputsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, ex.Health, nil)
+	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: mcpserve.NoToken}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

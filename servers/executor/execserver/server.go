@@ -49,6 +49,9 @@ type Config struct {
 	MaxProcesses int
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
 	ProcessLifetime time.Duration
+	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
+	// never reads its stdin); 0 means DefaultStdinWriteTimeout.
+	StdinWriteTimeout time.Duration
 	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
 	// counted); 0 means DefaultProcessBuffer.
 	ProcessBuffer int
@@ -101,6 +104,9 @@ func (c *Config) fill() error {
 	}
 	if c.ProcessLifetime == 0 {
 		c.ProcessLifetime = DefaultProcessLifetime
+	}
+	if c.StdinWriteTimeout == 0 {
+		c.StdinWriteTimeout = DefaultStdinWriteTimeout
 	}
 	if c.ProcessBuffer == 0 {
 		c.ProcessBuffer = DefaultProcessBuffer

@@ -128,6 +128,10 @@ func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*m
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
+	if cfg.Token == "" {
+		// These tests are about the file tools; pkg/mcpserve tests the token the servers require by default.
+		cfg.Token = mcpserve.NoToken
+	}
 	if cfg.AuditLog != "" {
 		closer, err := mcpserve.OpenAudit(srv, fsserver.Name, cfg)
 		if err != nil {
