@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,6 +36,35 @@ type wireMessage struct {
 	Reasoning        string         `json:"reasoning,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	// Images make the content a list of parts: the text, then each image as an image_url part with a data: URL
+	// (OpenAI's format for a user message; vLLM, Ollama, LM Studio and OpenRouter read it too).
+	Images []loop.Image `json:"-"`
+}
+
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON sends the content as a string, or as parts when the message carries images.
+func (w wireMessage) MarshalJSON() ([]byte, error) {
+	type plain wireMessage // without this method
+	if len(w.Images) == 0 {
+		return json.Marshal(plain(w))
+	}
+	parts := []contentPart{{Type: "text", Text: w.Content}}
+	for _, img := range w.Images {
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)}})
+	}
+	return json.Marshal(struct {
+		plain
+		Content []contentPart `json:"content"` // the shallower field wins over plain's
+	}{plain(w), parts})
 }
 
 type wireToolCall struct {
@@ -82,7 +112,7 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 	}
 	text := len(tools) == 0
 	for _, msg := range msgs {
-		w := wireMessage{Role: msg.Role, Content: msg.Content}
+		w := wireMessage{Role: msg.Role, Content: msg.Content, Images: msg.Images}
 		switch {
 		case msg.Role == loop.RoleTool && text:
 			block := "<tool_response>\n" + msg.Content + "\n</tool_response>"
