@@ -149,21 +149,18 @@ type runner struct {
 	started    []startedProcess // the model's processes not yet seen ended (processes.go)
 	err        error            // first observer failure (the transcript could not be written)
 
-	callIDs      map[string]bool     // every tool call ID in the conversation, to keep them unique (turn.go)
-	textMode     bool                // tools are described in the system prompt and called in text (textcalls.go)
-	formatErrors int                 // unusable replies in a row
-	formatStop   string              // why the run ended on format errors
-	shrunk       bool                // the conversation was shrunk for a context overflow since the last reply
-	modelErr     *ModelError         // the model server's failure the run ended on
-	estimated    bool                // some usage was estimated
-	schemaSize   int                 // bytes of the tool definitions in a request (budget.go)
-	sizes        []int               // each message's bytes in a request, counted once (budget.go)
-	turn0        int                 // turns of the run this one continues (resume.go); limits count from it
-	images       []pendingImages     // this turn's result images, sent after its results (images.go)
-	planning     bool                // asking for the plan: no tools offered (plan.go)
-	head         int                 // messages at the start that elision keeps (plan.go)
-	before       map[string]snapFile // the workspace at the start, for the review (review.go)
-	reviewed     bool
+	callIDs      map[string]bool // every tool call ID in the conversation, to keep them unique (turn.go)
+	textMode     bool            // tools are described in the system prompt and called in text (textcalls.go)
+	formatErrors int             // unusable replies in a row
+	formatStop   string          // why the run ended on format errors
+	shrunk       bool            // the conversation was shrunk for a context overflow since the last reply
+	modelErr     *ModelError     // the model server's failure the run ended on
+	estimated    bool            // some usage was estimated
+	schemaSize   int             // bytes of the tool definitions in a request (budget.go)
+	sizes        []int           // each message's bytes in a request, counted once (budget.go)
+	turn0        int             // turns of the run this one continues (resume.go); limits count from it
+
+	extras // images, plan and review (images.go, plan.go, review.go)
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {

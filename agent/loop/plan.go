@@ -123,3 +123,12 @@ func (r *runner) begin(ctx context.Context) (string, error) {
 	}
 	return "", nil
 }
+
+// extras is the runner's state for the features off by default, kept apart from the loop's own.
+type extras struct {
+	images   []pendingImages     // this turn's result images, sent after its results (images.go)
+	planning bool                // asking for the plan: no tools offered
+	head     int                 // messages at the start that elision keeps
+	before   map[string]snapFile // the workspace at the start, for the review (review.go)
+	reviewed bool
+}
