@@ -139,7 +139,7 @@ func agentsMD(ctx context.Context, sb loop.Sandbox) (string, error) {
 	if res.IsError || json.Unmarshal(res.Structured, &out) != nil {
 		return "", nil // none (or not a text file): nothing to follow
 	}
-	text := out.Content
+	text := strings.TrimSpace(out.Content)
 	if out.Truncated || len(text) > maxAgentsMD {
 		text = strings.ToValidUTF8(text[:min(len(text), maxAgentsMD)], "") + "\n[AGENTS.md is longer: read the rest with sandbox_read_file]"
 	}
