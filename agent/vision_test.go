@@ -218,6 +218,45 @@ func bigPNG(t testing.TB, n int) []byte {
 		if b.Len() >= n {
 			return b.Bytes()
 		}
-		side *= 2
+		side += 4
+	}
+}
+
+// TestImagesStayWithinTheContextBudget: a model that reads a 6 KB picture every turn under a 40 000-byte budget.
+// Every request as sent stays within it; old pictures are elided (with a note) before anything else must go.
+func TestImagesStayWithinTheContextBudget(t *testing.T) {
+	const budget, turns = 40_000, 10
+	pic := bigPNG(t, 6000)
+	if 4*len(pic)/3 > budget/4 {
+		t.Fatalf("the picture (%d bytes) should fit the quarter of the budget one image may take", len(pic))
+	}
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Calls: []looptest.Call{{Name: protocol.ToolReadFile, Args: `{"path":"pic.png"}`}}}
+	model.Rules = []looptest.Rule{looptest.ImagesOnlyInUserMessages}
+	r := runAgent(t, model, "", func(dir string) {
+		if err := os.WriteFile(filepath.Join(dir, "pic.png"), pic, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, "-goal", "stare at pic.png", "-vision", "on", "-context-bytes", "40000", "-max-turns", "10")
+	r.want(t, exitNotMet, "not_met", "max_turns")
+	reqs := model.Requests()
+	if len(reqs) != turns {
+		t.Fatalf("%d requests, want %d", len(reqs), turns)
+	}
+	elided := false
+	for i, req := range reqs {
+		if len(req.Raw) > budget {
+			t.Errorf("request %d: %d bytes, over the %d budget", i+1, len(req.Raw), budget)
+		}
+		for _, m := range req.Messages {
+			elided = elided || strings.Contains(m.Text(), "image(s) shown earlier were removed")
+		}
+	}
+	last := reqs[len(reqs)-1]
+	if imgs := imageMessages(last); !elided || len(imgs) == 0 || len(imgs) >= turns-1 {
+		t.Errorf("old images should be elided and the latest kept: %d image messages in the last request, elided %v", len(imgs), elided)
+	}
+	if got := dataURLBytes(t, last.Messages[len(last.Messages)-1].ImageURLs()[0]); !bytes.Equal(got, pic) {
+		t.Error("the latest image should be the file, whole")
 	}
 }
