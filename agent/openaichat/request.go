@@ -121,6 +121,13 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 				continue
 			}
 			w = wireMessage{Role: loop.RoleUser, Content: block}
+		case msg.Role == loop.RoleUser && text && len(msg.Images) > 0 && lastIsToolResponse(req.Messages):
+			// The images of the results just sent join them: templates that want user and assistant to alternate
+			// refuse two user messages in a row.
+			last := &req.Messages[len(req.Messages)-1]
+			last.Content += "\n" + msg.Content
+			last.Images = append(last.Images, msg.Images...)
+			continue
 		case msg.Role == loop.RoleTool:
 			w.ToolCallID = msg.ToolCallID
 		case msg.Role == loop.RoleAssistant:
@@ -160,4 +167,10 @@ func HermesCall(tc loop.ToolCall) string {
 		Arguments json.RawMessage `json:"arguments"`
 	}{tc.Name, args})
 	return "<tool_call>\n" + string(b) + "\n</tool_call>"
+}
+
+// lastIsToolResponse says the last message is the text tool mode's results (a user message of <tool_response> blocks).
+func lastIsToolResponse(msgs []wireMessage) bool {
+	n := len(msgs)
+	return n > 0 && msgs[n-1].Role == loop.RoleUser && strings.HasSuffix(msgs[n-1].Content, "</tool_response>")
 }

@@ -50,3 +50,26 @@ func TestImagesGoAsContentParts(t *testing.T) {
 		t.Errorf("one content field per message: %s", b)
 	}
 }
+
+// TestImagesJoinTheToolResponsesInTextMode: with tools described in the prompt, results are a user message of
+// <tool_response> blocks, and the images that follow them join it rather than make a second user message in a row.
+func TestImagesJoinTheToolResponsesInTextMode(t *testing.T) {
+	m, err := New(Config{Model: "llava", BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := m.toWire([]loop.Message{
+		{Role: loop.RoleSystem, Content: "sys"},
+		{Role: loop.RoleUser, Content: "goal"},
+		{Role: loop.RoleAssistant, ToolCalls: []loop.ToolCall{{ID: "1", Name: "sandbox_read_file", Arguments: `{"path":"a.png"}`}}},
+		{Role: loop.RoleTool, ToolCallID: "1", Content: `{"path":"a.png"}`},
+		{Role: loop.RoleUser, Content: "The image(s):", Images: []loop.Image{{MIMEType: "image/png", Data: []byte("png")}}},
+	}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(req.Messages); n != 4 || req.Messages[3].Role != "user" || len(req.Messages[3].Images) != 1 ||
+		!strings.HasPrefix(req.Messages[3].Content, "<tool_response>") || !strings.HasSuffix(req.Messages[3].Content, "The image(s):") {
+		t.Errorf("want system, goal, the call, one user message of the response and its image; got %+v", req.Messages)
+	}
+}
