@@ -41,6 +41,10 @@ const maxAgentsMD = 16 << 10
 // keptNotes is how many notes the file keeps; -memory-runs of them go into a prompt.
 const keptNotes = 50
 
+// userCacheDir is os.UserCacheDir; the package's tests point it at a folder of their own, so that no test run
+// leaves notes in the user's cache.
+var userCacheDir = os.UserCacheDir
+
 // memory is one workspace's notes.
 type memory struct {
 	file string // notes.jsonl; "" with -no-memory
@@ -64,7 +68,7 @@ func openMemory(o options, ws string) (*memory, error) {
 	}
 	dir := o.MemoryDir
 	if dir == "" {
-		cache, err := os.UserCacheDir()
+		cache, err := userCacheDir()
 		if err != nil {
 			return nil, fmt.Errorf("memory: no cache folder for the notes of earlier runs (%v): give -memory-dir DIR or -no-memory", err)
 		}

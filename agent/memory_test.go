@@ -13,6 +13,18 @@ import (
 
 // Memory across runs: AGENTS.md in the instructions, and the notes of earlier runs in the same workspace.
 
+// TestMain keeps the notes of every goal run the package's tests make out of the user's cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "goalbox-agent-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	userCacheDir = func() (string, error) { return dir, nil }
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 const agentsMDText = "# For agents\nRun the tests with `sh test.sh`. Keep to POSIX sh: no bashisms.\n"
 
 // runIn runs the command over a given workspace and memory folder (runAgent makes a fresh one of each).
