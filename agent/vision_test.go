@@ -14,6 +14,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 )
 
 // Images from tools reach a vision model as image parts: the data-analysis example end to end, and -vision.
@@ -91,6 +92,34 @@ func TestDataAnalysisChartReachesTheModel(t *testing.T) {
 		}
 		t.Skip("no python3 imports pandas and matplotlib (apt-get install python3-pandas python3-matplotlib, or run scripts/setup-toolchains.sh); CI runs this test")
 	}
+	dataAnalysis(t, py, nil, "-backend", "local")
+}
+
+// TestDataAnalysisOnDocker is the same on the docker backend, in an image with Debian's pandas and matplotlib:
+// GOALBOX_DATA_IMAGE, or goalbox/executor:latest (deploy/Dockerfile.exec installs them).
+func TestDataAnalysisOnDocker(t *testing.T) {
+	cli, _ := dockertest.Require(t)
+	image := os.Getenv("GOALBOX_DATA_IMAGE")
+	if image == "" {
+		image = "goalbox/executor:latest"
+	}
+	if _, err := cli.ImageInspect(t.Context(), image); err != nil {
+		t.Skipf("no image %s with pandas and matplotlib (docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest ., or set GOALBOX_DATA_IMAGE): %v", image, err)
+	}
+	dataAnalysis(t, "python3", func(ws string) {
+		if os.Getuid() == 0 { // commands never run as root: as the workspace's owner, who must reach it
+			if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(ws, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, "-backend", "docker", "-image", image)
+}
+
+// dataAnalysis runs the example with py as the interpreter the model calls; setup prepares the workspace further.
+func dataAnalysis(t *testing.T, py string, setup func(ws string), args ...string) {
 	var ws string
 	model := looptest.New(t,
 		looptest.Step{Calls: []looptest.Call{write("analyse.py", analyseScript)}},
@@ -131,8 +160,11 @@ func TestDataAnalysisChartReachesTheModel(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "sales.csv"), []byte(salesCSV), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}, "-goal", "analyse sales.csv, find the category with the highest sales, draw a bar chart, save it as output.png",
-		"-verify", "test -s output.png", "-vision", "on", "-backend", "local")
+		if setup != nil {
+			setup(dir)
+		}
+	}, append([]string{"-goal", "analyse sales.csv, find the category with the highest sales, draw a bar chart, save it as output.png",
+		"-verify", "test -s output.png", "-vision", "on"}, args...)...)
 	r.want(t, exitMet, "met", "done")
 	if n := len(model.Requests()); n != 4 {
 		t.Errorf("want 4 model requests, got %d", n)
