@@ -97,7 +97,10 @@ func (r *runner) plan(ctx context.Context) (string, error) {
 		}
 		r.add(Message{Role: RoleUser, Content: text})
 		r.head = len(r.msgs) // the plan, the talk about it and the go-ahead stay
-		return "", r.err
+		if r.err != nil {
+			return StopInternal, r.err
+		}
+		return "", nil
 	}
 }
 
