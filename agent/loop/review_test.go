@@ -89,3 +89,29 @@ func TestImagesCountInTheBudgetAndGoFirst(t *testing.T) {
 		t.Errorf("the latest images fit and stay: %d", len(latest.Images))
 	}
 }
+
+// TestThePlanIsNeverElided: with a plan at the head, elision starts after the go-ahead.
+func TestThePlanIsNeverElided(t *testing.T) {
+	big := strings.Repeat("p", 3000)
+	r := budgetRunner(24_000,
+		Message{Role: RoleSystem, Content: "sys"},
+		Message{Role: RoleUser, Content: "goal"},
+		Message{Role: RoleUser, Content: "plan please " + big},
+		Message{Role: RoleAssistant, Content: "1. " + big},
+		Message{Role: RoleUser, Content: "go ahead " + big},
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "1", Name: "sandbox_read_file", Arguments: `{"path":"a"}`}}},
+		Message{Role: RoleTool, ToolCallID: "1", Content: strings.Repeat("x", 20_000)},
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "2", Name: "sandbox_read_file", Arguments: `{"path":"b"}`}}},
+		Message{Role: RoleTool, ToolCallID: "2", Content: "short"},
+	)
+	r.head = 5
+	r.fit()
+	for i := 2; i < 5; i++ {
+		if r.msgs[i].Elided || !strings.HasSuffix(r.msgs[i].Content, big) {
+			t.Errorf("message %d of the plan was elided: %.60s", i, r.msgs[i].Content)
+		}
+	}
+	if !r.msgs[6].Elided {
+		t.Error("the old output after the plan should have gone")
+	}
+}
