@@ -62,6 +62,14 @@ type options struct {
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT" flag:"transcript" usage:"transcript file (JSON lines); default <runs-dir>/<time>/transcript.jsonl"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR" flag:"runs-dir" usage:"folder that gets one sub-folder per run with transcript.jsonl and summary.json"`
 	Continue      string        `env:"GOALBOX_CONTINUE" flag:"continue" usage:"continue a goal run with the conversation it had: its run folder, its transcript file, or last (the newest in -runs-dir)"`
+
+	// Features off by default, and memory (docs/agent.md: Images, Plan and review, Memory).
+	Vision     string `env:"GOALBOX_VISION" flag:"vision" usage:"send images from tools (a chart read with sandbox_read_file) to the model as images: auto (when the model is a known vision model), on, or off"`
+	Plan       bool   `env:"GOALBOX_PLAN" flag:"plan" usage:"ask the model for a numbered plan before any tool use, show it (with -approve, wait for a yes) and show progress against it"`
+	Review     bool   `env:"GOALBOX_REVIEW" flag:"review" usage:"before the run ends, show the model the workspace's changes since the start to review: it confirms or goes on"`
+	NoMemory   bool   `env:"GOALBOX_NO_MEMORY" flag:"no-memory" usage:"neither read nor write the notes of earlier runs in this workspace (AGENTS.md is still read)"`
+	MemoryDir  string `env:"GOALBOX_MEMORY_DIR" flag:"memory-dir" usage:"folder of the notes of earlier runs, one sub-folder per workspace; default <user cache dir>/goalbox/memory"`
+	MemoryRuns int    `env:"GOALBOX_MEMORY_RUNS" flag:"memory-runs" usage:"how many earlier runs' notes go into the prompt"`
 	loop.Limits
 	BenchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
@@ -94,6 +102,8 @@ func defaultOptions() options {
 		Backend:       backends.Auto,
 		RunsDir:       "runs",
 		VerifyTimeout: 10 * time.Minute,
+		Vision:        visionAuto,
+		MemoryRuns:    5,
 		Limits:        loop.DefaultLimits(),
 		BenchOptions:  defaultBenchOptions(),
 	}
@@ -188,6 +198,10 @@ func (o options) check() error {
 		return bad("-price-in, -price-out and -price-cached must be 0 or more")
 	case o.VerifyTimeout < 0:
 		return bad("-verify-timeout must be 0 or more")
+	case o.Vision != visionAuto && o.Vision != "on" && o.Vision != "off":
+		return bad("unknown -vision %q: use auto (a known vision model), on or off", o.Vision)
+	case o.MemoryRuns < 0:
+		return bad("-memory-runs must be 0 or more, got %d", o.MemoryRuns)
 	}
 	if err := o.Limits.Check(o.price()); err != nil {
 		return bad("%v", err)
@@ -202,4 +216,14 @@ func (o options) price() loop.Price {
 	}
 	p, _ := openaichat.LookupPrice(o.Model)
 	return p
+}
+
+const visionAuto = "auto"
+
+// vision says whether the model is sent images: -vision on or off, or auto from the built-in list.
+func (o options) vision() bool {
+	if o.Vision == visionAuto {
+		return openaichat.TakesImages(o.Model)
+	}
+	return o.Vision == "on"
 }

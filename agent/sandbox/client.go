@@ -172,8 +172,13 @@ func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (l
 			}
 		}
 	}
-	// A result the transport left to the SDK (content other than text).
+	// A result the transport left to the SDK (content other than text: an image read, say).
 	out := loop.ToolResult{IsError: res.IsError, Text: resultText(res)}
+	for _, c := range res.Content {
+		if img, ok := c.(*mcp.ImageContent); ok && len(img.Data) > 0 {
+			out.Images = append(out.Images, loop.Image{MIMEType: img.MIMEType, Data: img.Data})
+		}
+	}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Structured, out.Decoded = raw, res.StructuredContent
