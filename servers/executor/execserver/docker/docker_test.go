@@ -522,17 +522,7 @@ func TestDockerConfinementReport(t *testing.T) {
 // twice, the second run served from the build cache that survives between containers. The cache folder stays the
 // same from run to run, as a server's does, so only the first run on a machine compiles the standard library.
 func TestDockerGoToolchain(t *testing.T) {
-	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
-	if img == "" {
-		img = "golang:1.26-bookworm"
-	}
-	cli := dockerRequire(t)
-	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the Go image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
-		}
-		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
-	}
+	img := dockerGoImage(t)
 	// A fixed workspace folder, cache and instance: the cache is keyed by the workspace's identity, so only a
 	// workspace that stays the same folder from run to run keeps its compiled standard library. Its contents are
 	// made afresh. Another run of this test at the same time holds the instance's lock: this one then skips.
@@ -689,4 +679,22 @@ func TestDockerPoolSurvivesLostContainers(t *testing.T) {
 // even while other test runs sleep too.
 func dockerMarker() string {
 	return strconv.Itoa(1_000_000 + mathrand.IntN(8_999_999))
+}
+
+// dockerGoImage is the Go image (GOALBOX_DOCKER_GO_IMAGE, default golang:1.26-bookworm, which has git too), or the
+// test skips — fails when CI=true — where it is missing.
+func dockerGoImage(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
+	if img == "" {
+		img = "golang:1.26-bookworm"
+	}
+	cli := dockerRequire(t)
+	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the Go image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
+		}
+		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
+	}
+	return img
 }
