@@ -21,12 +21,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/netns"
 )
 
 // Upstream is a network namespace with servers in it.
@@ -116,38 +115,10 @@ func (u *Upstream) makeCert(t testing.TB, names []string) {
 	u.tlsCert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// Listen opens a TCP listener on the upstream's address inside its namespace: the socket is made on a thread
-// moved into the namespace for that one call, and keeps the namespace after the thread moves back.
+// Listen opens a TCP listener on the upstream's address inside its namespace.
 func (u *Upstream) Listen(t testing.TB, port int) net.Listener {
 	t.Helper()
-	var ln net.Listener
-	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		self, e := os.Open("/proc/thread-self/ns/net")
-		if e != nil {
-			err = e
-			return
-		}
-		defer self.Close()
-		target, e := os.Open("/run/netns/" + u.Name)
-		if e != nil {
-			err = e
-			return
-		}
-		defer target.Close()
-		if e := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); e != nil {
-			err = e
-			return
-		}
-		ln, err = net.Listen("tcp", net.JoinHostPort(u.IP, fmt.Sprint(port)))
-		if e := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); e == nil {
-			runtime.UnlockOSThread() // back in the host's namespace; else the thread ends with the goroutine
-		}
-	}()
-	<-done
+	ln, err := netns.Listen("/run/netns/"+u.Name, net.JoinHostPort(u.IP, fmt.Sprint(port)))
 	if err != nil {
 		t.Fatalf("listen in the upstream namespace on %s:%d: %v", u.IP, port, err)
 	}
