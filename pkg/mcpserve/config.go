@@ -43,8 +43,13 @@ type Config struct {
 	// MaxRequestBytes caps one HTTP request body.
 	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES" flag:"max-request-bytes" usage:"largest HTTP request body accepted"`
 
-	// SessionIdleTimeout closes an HTTP session that has had no request open for this long.
-	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long"`
+	// SessionIdleTimeout closes an HTTP session that has had no request open for this long, even one holding a
+	// running command or process (HoldSession).
+	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long, even one running a process"`
+	// SessionUnusedTimeout closes sooner an HTTP session that holds nothing running: most clients (the TypeScript
+	// SDK 1.x, LangChain) never send DELETE when they close, and their sessions would otherwise keep their kept
+	// outputs for SessionIdleTimeout.
+	SessionUnusedTimeout time.Duration `env:"SESSION_UNUSED_TIMEOUT" flag:"session-unused-timeout" usage:"close an HTTP session with no request open and nothing running (no background process) for this long"`
 	// MaxSessions caps live HTTP sessions. Past it a new session closes the least recently used session that is
 	// idle — no request open, no command or process running (HoldSession), no request for SessionKeepActive — or,
 	// when there is none, is refused with 503: a flood of new sessions never closes a session in use.
@@ -130,7 +135,7 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"session-keep-active", cfg.SessionKeepActive}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
+	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"session-unused-timeout", cfg.SessionUnusedTimeout}, {"session-keep-active", cfg.SessionKeepActive}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
 		{"idle-timeout", cfg.IdleTimeout}, {"write-stall-timeout", cfg.WriteStallTimeout}} {
 		if d.v <= 0 {
 			return fs, fmt.Errorf("-%s must be positive, got %v", d.name, d.v)
@@ -158,6 +163,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionIdleTimeout == 0 {
 		c.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if c.SessionUnusedTimeout == 0 {
+		c.SessionUnusedTimeout = min(DefaultSessionUnusedTimeout, c.SessionIdleTimeout)
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions

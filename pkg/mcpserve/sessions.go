@@ -33,6 +33,9 @@ var (
 const (
 	// DefaultSessionIdleTimeout is the figure: long enough for a person to step away from an agent.
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultSessionUnusedTimeout closes a session that runs nothing after five minutes without a request: a
+	// client that went away without a DELETE frees its session's memory then, not half an hour later.
+	DefaultSessionUnusedTimeout = 5 * time.Minute
 	// DefaultMaxSessions: an agent holds one session per server, the load test 64; a session costs about 23 KiB
 	// of server memory plus what its tools keep, so 256 bound the sessions to a few MiB.
 	DefaultMaxSessions = 256
@@ -103,6 +106,7 @@ func HoldSession(ctx context.Context) (release func()) {
 type sessions struct {
 	base       context.Context
 	idle       time.Duration
+	unused     time.Duration // the idle timeout of a session that holds nothing
 	keepActive time.Duration
 	max        int
 	perClient  int
@@ -116,7 +120,7 @@ type sessions struct {
 }
 
 func newSessions(base context.Context, cfg Config, logger *slog.Logger) *sessions {
-	return &sessions{base: base, idle: cfg.SessionIdleTimeout, keepActive: cfg.SessionKeepActive, max: cfg.MaxSessions,
+	return &sessions{base: base, idle: cfg.SessionIdleTimeout, unused: cfg.SessionUnusedTimeout, keepActive: cfg.SessionKeepActive, max: cfg.MaxSessions,
 		perClient: min(cfg.MaxSessionsPerClient, cfg.MaxSessions), logger: logger, byID: map[string]*session{}, byClient: map[string]int{}}
 }
 
@@ -285,13 +289,19 @@ func (t *sessions) closeLocked(id string, cause error) bool {
 	return true
 }
 
-// expire closes the sessions that have had no request open for the idle timeout.
+// expire closes the sessions that have had no request open for the idle timeout, and those that hold nothing
+// running for the shorter unused timeout.
 func (t *sessions) expire(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, s := range t.byID {
-		if s.open == 0 && now.Sub(s.last) >= t.idle {
+		switch idle := now.Sub(s.last); {
+		case s.open > 0:
+		case idle >= t.idle:
 			t.logger.Info("session expired", "session", id, "idle_timeout", t.idle.String())
+			t.closeLocked(id, ErrSessionExpired)
+		case s.holds == 0 && t.unused > 0 && idle >= t.unused:
+			t.logger.Info("session expired: nothing running", "session", id, "unused_timeout", t.unused.String())
 			t.closeLocked(id, ErrSessionExpired)
 		}
 	}
@@ -299,7 +309,11 @@ func (t *sessions) expire(now time.Time) {
 
 // reap expires idle sessions until ctx ends.
 func (t *sessions) reap(ctx context.Context) {
-	every := min(max(t.idle/4, 25*time.Millisecond), 30*time.Second)
+	shortest := t.idle
+	if t.unused > 0 {
+		shortest = min(shortest, t.unused)
+	}
+	every := min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {

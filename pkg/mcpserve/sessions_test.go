@@ -148,3 +148,28 @@ func TestSessionCapPerClient(t *testing.T) {
 		t.Error("another client address was refused a session")
 	}
 }
+
+// TestUnusedSessionExpiresSoon: a session that runs nothing is closed after -session-unused-timeout, long before the
+// idle timeout, so a client that went away without a DELETE (the TypeScript SDK 1.x, LangChain) frees it in
+// minutes. Controls: a session holding a background process stays, and so does one that keeps making requests.
+func TestUnusedSessionExpiresSoon(t *testing.T) {
+	ended := make(chan error, 4)
+	r := start(t, holdServer(ended), Config{SessionIdleTimeout: time.Hour, SessionUnusedTimeout: 300 * time.Millisecond})
+	c := newRawClient(t, r.URL)
+	unused, holding, busy := c.initialize(), c.initialize(), c.initialize()
+	if st, body, err := c.call(context.Background(), holding, "hold", map[string]any{"text": "x"}); err != nil || st != 200 || !strings.Contains(body, "holding") {
+		t.Fatalf("hold: %d %s %v", st, body, err)
+	}
+	for range 12 {
+		time.Sleep(100 * time.Millisecond)
+		if st := c.ping(busy); st != 200 {
+			t.Fatalf("a session in use was closed: ping %d", st)
+		}
+	}
+	if st := c.ping(unused); st != http.StatusNotFound {
+		t.Errorf("a session that ran nothing, 1.2 s after its last request: ping %d, want 404", st)
+	}
+	if st := c.ping(holding); st != 200 {
+		t.Errorf("a session holding a process: ping %d, want 200", st)
+	}
+}
