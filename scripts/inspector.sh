@@ -79,7 +79,8 @@ call 17201 'r=={"path":"plot.png","mime_type":"image/png","size":76,"width":2,"h
 call 17201 'r["encoding"]=="base64" and r["content"]=="'"$png"'" and r["size"]==76' sandbox_read_file path=plot.png encoding=base64
 call 17201 'r["deleted"]' sandbox_delete_path path=plot.png
 
-# Full outputs: a truncated stream is named in the result (stdout_resource and a resource_link), the template is
+# Full outputs: a truncated stream is named in the result (stdout_resource; no resource_link item by default, so
+# the content is the one JSON text every client library carries to a model as it is), the template is
 # listed, and the resource is refused to another session: each CLI invocation is a session of its own. Reading it
 # back whole takes one session that runs the command and then reads: full-outputs.mjs does that with the TypeScript
 # SDK and with the Inspector's own client functions.
@@ -88,7 +89,7 @@ out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --header "$
 # (The result is larger than one exec argument may be: python reads it on stdin.)
 uri=$(python3 -c 'import json,sys
 d=json.load(sys.stdin); r=d["structuredContent"]; links=[c["uri"] for c in d["content"] if c["type"]=="resource_link"]
-ok=r["stdout_truncated"] and r["stdout_resource"].startswith("goalbox-output://") and links==[r["stdout_resource"]]
+ok=r["stdout_truncated"] and r["stdout_resource"].startswith("goalbox-output://") and links==[] and len(d["content"])==1
 print(r["stdout_resource"] if ok else "")' <<<"$out" || true)
 if [ -n "$uri" ]; then echo "inspector: ok   sandbox_run_command names its full output $uri"; else echo "inspector: FAIL full output not named: ${out:0:2000}"; fails=$((fails+1)); fi
 out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --header "$(auth 17202)" --method resources/templates/list 2>&1) || true

@@ -59,6 +59,7 @@ type options struct {
 	DockerUser         string  `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
+	ResourceLinks      bool    `env:"RESOURCE_LINKS" flag:"resource-links" usage:"add a resource_link content item for each stream kept whole (the URI is in stdout_resource/stderr_resource either way; some client libraries pass resource links to models badly)"`
 	QuarantineDir      string  `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
 	// Protect and Unprotect adjust the protected project files; their usage is pathguard's, shared by every command.
 	Protect   []string `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
@@ -204,6 +205,7 @@ func newExecutor(s settings, choice backends.Choice, backend execserver.Backend,
 		BackendChoice:      how,
 		BackendReason:      choice.Reason,
 		QuarantineDir:      s.QuarantineDir,
+		ResourceLinks:      s.ResourceLinks,
 		Protection:         s.protection,
 	}, backend, g, logger)
 }

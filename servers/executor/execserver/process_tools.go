@@ -114,7 +114,11 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	if !out.Running {
 		out.NetworkDenied, out.Network = p.result.NetworkDenied, p.result.Network
 	}
-	return p.withResources(out.ReadProcessOutputOutput), nil
+	res := p.withResources(out.ReadProcessOutputOutput)
+	if !e.cfg.ResourceLinks {
+		res.links = nil
+	}
+	return res, nil
 }
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {

@@ -70,6 +70,12 @@ type Config struct {
 	// Protection is the protected project paths commands may not change (protect.go); nil means
 	// pathguard.DefaultProtected.
 	Protection *pathguard.Protection
+	// ResourceLinks adds a resource_link content item for each stream kept whole, after the JSON text. Off by
+	// default: the URI is in the result's stdout_resource and stderr_resource either way, and some client
+	// libraries carry a resource_link to the model badly (LangChain's adapters turn it into a file block that
+	// ChatOpenAI and ChatAnthropic refuse to send; the OpenAI Agents SDK sends a many-item content as one escaped
+	// JSON string). With one text item every common library gives the model the same JSON.
+	ResourceLinks bool
 	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
 	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
 	QuarantineDir string
@@ -318,7 +324,11 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	e.logger.Debug("command ran", logArgs...)
 	kept.close()
-	return kept.result(out.RunCommandOutput), nil
+	result := kept.result(out.RunCommandOutput)
+	if !e.cfg.ResourceLinks {
+		result.links = nil
+	}
+	return result, nil
 }
 
 // networkSentence tells a model what its commands may reach.
