@@ -142,7 +142,7 @@ func TestDockerWatchdogHelper(t *testing.T) {
 // and told why. Positive control: without the cap the same command runs to its end.
 func TestDockerDiskCap(t *testing.T) {
 	const capBytes = 64 << 20
-	const fill = `fallocate -l 200M %s/big && sleep 3 && echo survived`
+	const fill = `fallocate -l 200M %s/big && sleep 8 && echo survived` // 16 checks: a loaded machine still makes one
 	for _, where := range []string{".", "/cache"} {
 		t.Run(where, func(t *testing.T) {
 			b, _ := newDockerTestBackend(t, func(c *Config) { c.MaxWorkspaceBytes = capBytes; c.CacheHostDir = t.TempDir() })
