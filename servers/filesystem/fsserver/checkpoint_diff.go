@@ -82,7 +82,7 @@ func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, 
 		}
 	}
 	for _, e := range to.Entries {
-		if eb := b[e.Path]; eb != nil && eb.Kind != kindDir && a[e.Path] == nil {
+		if eb, ea := b[e.Path], a[e.Path]; eb != nil && eb.Kind != kindDir && (ea == nil || ea.Kind == kindDir) {
 			paths = append(paths, e.Path)
 		}
 	}

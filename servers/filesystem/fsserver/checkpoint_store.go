@@ -183,13 +183,14 @@ func openStore(workspace string, opts CheckpointOptions, logger *slog.Logger) (*
 	}
 	sum := sha256.Sum256([]byte(workspace))
 	dir := filepath.Join(base, hex.EncodeToString(sum[:8]))
+	// A store inside the workspace could be read and rewritten by the very commands it is meant to undo. Judged
+	// before anything is made, on the real path of the part of dir that exists.
+	if real := realPath(dir); real == workspace || strings.HasPrefix(real, workspace+string(filepath.Separator)) {
+		return nil, errors.New("the checkpoint store is inside the workspace, where commands could change it; whoever runs the server must give -checkpoint-dir a folder outside the workspace")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		logger.Error("checkpoint store", "dir", dir, "err", err)
 		return nil, errStore("be created", err)
-	}
-	// A store inside the workspace could be read and rewritten by the very commands it is meant to undo.
-	if real, err := filepath.EvalSymlinks(dir); err == nil && (real == workspace || strings.HasPrefix(real, workspace+string(filepath.Separator))) {
-		return nil, errors.New("the checkpoint store is inside the workspace, where commands could change it; whoever runs the server must give -checkpoint-dir a folder outside the workspace")
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
@@ -241,6 +242,22 @@ func (s *ckStore) load() error {
 	}
 	s.collect()
 	return nil
+}
+
+// realPath resolves the symlinks of the longest part of p that exists and keeps the rest as it is.
+func realPath(p string) string {
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 func idNumber(id string) int {
