@@ -16,6 +16,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,13 +67,15 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 			"before a risky change. At most %d checkpoints and %s of distinct content are kept; past that the oldest "+
 			"are dropped (dropped lists them). Left out, and never touched by a restore: .git folders, protected "+
 			"project files, files over %s, and special files.", o.MaxCount, sizeText(o.MaxBytes), sizeText(g.Options().MaxWriteBytes)),
-		Annotations: annCheckpoint,
+		Annotations:  annCheckpoint,
+		OutputSchema: arraysNotNull(schemaFor[protocol.CheckpointOutput](), "dropped", "skipped"),
 	}, withHint(c.checkpoint))
 	mcpserve.AddTool(srv, logger, &mcp.Tool{
-		Name:        protocol.ToolListCheckpoints,
-		Title:       "List checkpoints",
-		Description: "List the workspace's checkpoints, oldest first, with their ids, labels, times, file counts and sizes, and the store's use and caps.",
-		Annotations: annRead("List checkpoints"),
+		Name:         protocol.ToolListCheckpoints,
+		Title:        "List checkpoints",
+		Description:  "List the workspace's checkpoints, oldest first, with their ids, labels, times, file counts and sizes, and the store's use and caps.",
+		Annotations:  annRead("List checkpoints"),
+		OutputSchema: arraysNotNull(schemaFor[protocol.ListCheckpointsOutput](), "checkpoints"),
 	}, withHint(c.list))
 	mcpserve.AddTool(srv, logger, &mcp.Tool{
 		Name:  protocol.ToolDiff,
@@ -81,7 +84,9 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 			"left out for the workspace as it is now. paths limits it to files or folders. Returns the changed files "+
 			"(added, deleted, modified) and a unified diff of the text files (binary files are named, not shown), "+
 			"at most %s of diff and %d files (truncated=true says there was more).", sizeText(maxCheckpointDiffBytes), maxDiffFiles),
-		Annotations: annRead("Diff against checkpoint"),
+		Annotations:  annRead("Diff against checkpoint"),
+		InputSchema:  arraysNotNull(schemaFor[protocol.DiffInput](), "paths"),
+		OutputSchema: arraysNotNull(schemaFor[protocol.DiffOutput](), "files"),
 	}, withHint(c.diff))
 	mcpserve.AddTool(srv, logger, &mcp.Tool{
 		Name:  protocol.ToolRestore,
@@ -91,8 +96,20 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 			"workspace as it was just before is saved first as a checkpoint (saved_as), so a restore can be undone. " +
 			"not_restored lists what was left as it is and why (symlinks are not recreated; protected project files " +
 			"and .git are never touched). Restored files get default permissions when they had been deleted.",
-		Annotations: annRestore,
+		Annotations:  annRestore,
+		InputSchema:  arraysNotNull(schemaFor[protocol.RestoreInput](), "paths"),
+		OutputSchema: arraysNotNull(schemaFor[protocol.RestoreOutput](), "not_restored"),
 	}, withHint(c.restore))
+}
+
+// arraysNotNull declares the named list fields of s plain arrays: Go's nil slice makes the inferred schema allow
+// null too (a type array, which not every client takes), but these lists are never null.
+func arraysNotNull(s *jsonschema.Schema, names ...string) *jsonschema.Schema {
+	for _, n := range names {
+		p := s.Properties[n]
+		p.Types, p.Type = nil, "array"
+	}
+	return s
 }
 
 func info(in ckInfo) protocol.CheckpointInfo {
