@@ -32,6 +32,10 @@ type Entry struct {
 	// Allocated is what the entry's blocks take on disk (st_blocks × 512): a sparse file counts what it holds, a
 	// file with space reserved by fallocate what it reserves.
 	Allocated int64
+	// Info is the entry's lstat as the walk read it (its modification time, and on Unix its inode and change time
+	// in Sys): checkpoints tell an unchanged file by it without opening the file.
+	Info fs.FileInfo
+
 	id        fileID // its identity, to tell that a name still holds it
 	nlink     uint64
 	w         *walker
@@ -269,7 +273,7 @@ func (w *walker) more(f *frame) error {
 			if ierr != nil {
 				continue // vanished since it was listed
 			}
-			e := Entry{Name: d.Name(), Type: fi.Mode().Type(), Depth: depth, w: w, dir: f.dir}
+			e := Entry{Name: d.Name(), Type: fi.Mode().Type(), Depth: depth, Info: fi, w: w, dir: f.dir}
 			if fi.Mode().IsRegular() {
 				e.Size = fi.Size()
 			}

@@ -2,7 +2,7 @@ package fsserver
 
 // The checkpoint store: where the checkpoints of one workspace are kept, outside it, in a folder of the server's
 // own user. Content is stored once however many checkpoints hold it: each distinct file content is a blob named by
-// its SHA-256 (blobs/ab/abcdef...), and each checkpoint is a manifest (checkpoints/cp-N.json) listing the workspace's
+// its SHA-256 (blobs/ab/abcdef...), and each checkpoint is a manifest (checkpoints/cp-N.json, checkpoint_manifest.go) listing the workspace's
 // folders, files (path, mode, size, blob) and symlinks. A checkpoint of an unchanged tree therefore costs a walk and
 // a manifest; one of a tree where one file changed stores that one file.
 //
@@ -18,7 +18,6 @@ package fsserver
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -381,16 +380,12 @@ func (s *ckStore) manifest(id string) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return decodeManifest(data)
 }
 
 // writeManifest stores m atomically and puts it into the index.
 func (s *ckStore) writeManifest(m *manifest) error {
-	data, err := json.Marshal(m)
+	data, err := encodeManifest(m)
 	if err != nil {
 		return err
 	}
