@@ -34,6 +34,13 @@ type CheckpointSummary struct {
 	RestoreError string `json:"restore_error,omitempty"`
 }
 
+// Why the agent called a checkpoint tool: the Reason of a checkpoint event.
+const (
+	CheckpointBeforeVerify = "before_verify" // sandbox_checkpoint of the state about to be checked
+	CheckpointRegression   = "regression"    // sandbox_diff from the best state, for the model
+	CheckpointEndOnBest    = "end_on_best"   // sandbox_restore of the best state at the end of a run
+)
+
 // checkpoints is the loop's record of the states it checked.
 type checkpoints struct {
 	last      string    // the checkpoint taken before the latest verify ("" when it failed)
@@ -49,19 +56,22 @@ func (r *runner) checkpointsOn() bool {
 }
 
 // callJSON calls a tool of the agent's own (not the model's) and decodes its structured result.
-func (r *runner) callJSON(ctx context.Context, tool string, in, out any) error {
+func (r *runner) callJSON(ctx context.Context, reason, tool string, in, out any) error {
 	args, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
+	call := ToolCall{Name: tool, Arguments: string(args)}
 	res, err := r.sb.Call(ctx, tool, args)
 	if err == nil && (res.IsError || json.Unmarshal(res.Structured, out) != nil) {
 		err = fmt.Errorf("%s: %s", tool, res.Text)
 	}
+	ev := Event{Type: "checkpoint", Turn: r.turns, Call: &call, Result: &res, Reason: reason, DurationMs: ms(t0)}
 	if err != nil {
-		r.event(Event{Type: "error", Turn: r.turns, Error: "checkpoint: " + err.Error(), DurationMs: ms(t0)})
+		ev.Error = err.Error()
 	}
+	r.event(ev)
 	return err
 }
 
@@ -73,30 +83,30 @@ func (r *runner) checkpointBeforeVerify(ctx context.Context) {
 	}
 	var out protocol.CheckpointOutput
 	label := fmt.Sprintf("agent: before verify %d", r.verifyRuns+1)
-	if r.callJSON(ctx, protocol.ToolCheckpoint, protocol.CheckpointInput{Label: label}, &out) == nil {
+	if r.callJSON(ctx, CheckpointBeforeVerify, protocol.ToolCheckpoint, protocol.CheckpointInput{Label: label}, &out) == nil {
 		r.ck.last = out.ID
 		r.ck.taken++
 	}
 }
 
-// afterVerify records what the verify said of the state just checked and returns what the model should be told
-// when it is worse than the best one so far (with the diff since then), or "".
-func (r *runner) afterVerify(ctx context.Context, vr VerifyResult) string {
+// afterVerify records what the verify said of the state just checked and, when tell is set, returns what the
+// model should be told when it is worse than the best one so far (with the diff since then), or "".
+func (r *runner) afterVerify(ctx context.Context, vr VerifyResult, tell bool) string {
 	c := countTests(vr.ExitCode, vr.Output)
 	r.ck.lastTests = c
 	if r.ck.last == "" {
 		return ""
 	}
 	switch {
-	case r.ck.best == "" || (c.Known && !c.worse(r.ck.bestTests) && !r.ck.bestTests.worse(c) && r.ck.bestTests.Known) || r.ck.bestTests.worse(c) || !r.ck.bestTests.Known && c.Known:
-		// The first state, as good as the best (the later one is kept: more work in it), or better.
+	case r.ck.best == "" || !r.ck.bestTests.Known || (c.Known && !c.worse(r.ck.bestTests)):
+		// The first state, or one at least as good as the best (on a tie the later one: more work is in it).
 		r.ck.best, r.ck.bestTests = r.ck.last, c
 		return ""
-	case !c.worse(r.ck.bestTests) || vr.ExitCode == 0:
-		return ""
+	case !c.worse(r.ck.bestTests) || !tell:
+		return "" // unknown: not comparable with the best; or nobody to tell
 	}
 	var d protocol.DiffOutput
-	if r.callJSON(ctx, protocol.ToolDiff, protocol.DiffInput{From: r.ck.best, To: r.ck.last}, &d) != nil {
+	if r.callJSON(ctx, CheckpointRegression, protocol.ToolDiff, protocol.DiffInput{From: r.ck.best, To: r.ck.last}, &d) != nil {
 		return ""
 	}
 	text, err := prompts.Render("regression.md", prompts.Data{Best: r.ck.best, BestTests: r.ck.bestTests.String(),
@@ -120,19 +130,18 @@ func (r *runner) endOnBest(ctx context.Context, res *Result) {
 		return
 	}
 	s.BestTests = r.ck.bestTests.String()
-	onBest := r.ck.last == r.ck.best && !r.dirty
-	if res.Met() || res.Outcome == OutcomeError || res.StopReason == StopCanceled || onBest {
+	// Restored only when the last state is known to be worse, or was never checked: an unknown count is not worse.
+	worse := r.ck.last != r.ck.best && r.ck.lastTests.worse(r.ck.bestTests)
+	if res.Met() || res.Outcome == OutcomeError || res.StopReason == StopCanceled || !worse && !r.dirty {
 		return
 	}
 	// The run's own deadline may be what ended it: the restore gets a little time of its own.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var out protocol.RestoreOutput
-	if err := r.callJSON(rctx, protocol.ToolRestore, protocol.RestoreInput{ID: r.ck.best}, &out); err != nil {
+	if err := r.callJSON(rctx, CheckpointEndOnBest, protocol.ToolRestore, protocol.RestoreInput{ID: r.ck.best}, &out); err != nil {
 		s.RestoreError = err.Error()
 		return
 	}
 	s.Restored, s.SavedAs = true, out.SavedAs
-	r.event(Event{Type: "restore", Turn: r.turns, Error: fmt.Sprintf("the run ends on its best state, %s (%s); the last one is %s",
-		r.ck.best, s.BestTests, out.SavedAs)})
 }
