@@ -32,11 +32,8 @@ type Entry struct {
 	// Allocated is what the entry's blocks take on disk (st_blocks × 512): a sparse file counts what it holds, a
 	// file with space reserved by fallocate what it reserves.
 	Allocated int64
-	// Info is the entry's lstat as the walk read it (its modification time, and on Unix its inode and change time
-	// in Sys): checkpoints tell an unchanged file by it without opening the file.
-	Info fs.FileInfo
-
-	id        fileID // its identity, to tell that a name still holds it
+	Info      fs.FileInfo // its lstat as the walk read it: checkpoints know an unchanged file by it, unopened
+	id        fileID      // its identity, to tell that a name still holds it
 	nlink     uint64
 	w         *walker
 	dir       root // the folder that holds it
