@@ -18,6 +18,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -76,13 +77,24 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 	defer closeSandbox()
 
 	cfg := loop.Config{Goal: o.Goal, Verify: o.Verify, VerifyTimeout: o.VerifyTimeout, Limits: o.Limits, Price: o.price(),
-		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode, History: history}
+		Observers: []loop.Observer{loop.NewTranscript(tf), loop.NewProgress(stderr)}, ToolMode: o.ToolMode, History: history,
+		Vision: o.vision(), Plan: o.Plan, Review: o.Review}
 	if o.Approve {
 		cfg.Approve = loop.NewTerminalApprover(stdin, stderr)
+	}
+	mem, err := openMemory(o, workspace)
+	if err == nil {
+		err = mem.configure(ctx, &cfg, sb, stderr)
+	}
+	if err != nil {
+		return fail("%v", err)
 	}
 	fmt.Fprintf(stderr, "agent: model %s, transcript %s\n", o.Model, transcriptPath)
 	res, runErr := loop.Run(ctx, cfg, model, sb)
 
+	if err := mem.save(o.Goal, o.Verify, res); err != nil {
+		fmt.Fprintf(stderr, "agent: notes for the next run: %v\n", err)
+	}
 	sum := summary{Result: res, Goal: o.Goal, Verify: o.Verify, Transcript: transcriptPath, Workspace: workspace}
 	if err := writeJSON(summaryPath, sum); err != nil {
 		fmt.Fprintf(stderr, "agent: summary: %v\n", err)
@@ -117,7 +129,20 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image}, NewLocal: newLocal})
+	allow, err := egress.ParseAllowList(o.NetAllow)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var secrets []egress.Secret
+	for _, spec := range o.Secrets {
+		sec, err := egress.ParseSecret(spec)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		secrets = append(secrets, sec)
+	}
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image, Network: egress.Config{Allow: allow}}, NewLocal: newLocal,
+		Protection: o.protection, Commands: local.Config{Network: egress.Config{Allow: allow, Secrets: secrets}}})
 	if err != nil {
 		return nil, "", nil, err
 	}

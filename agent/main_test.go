@@ -39,7 +39,8 @@ func runAgent(t *testing.T, model *looptest.Server, stdin string, setup func(ws 
 		setup(ws)
 	}
 	transcript := filepath.Join(dir, "run", "transcript.jsonl")
-	environ := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.BaseURL}
+	// The notes of earlier runs go to the test's own folder, not the user's cache.
+	environ := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.BaseURL, "GOALBOX_MEMORY_DIR": filepath.Join(dir, "memory")}
 	args = append([]string{"-workspace", ws, "-transcript", transcript, "-model", "scripted"}, args...)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, environ, strings.NewReader(stdin), &stdout, &stderr)

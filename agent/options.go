@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/pkg/envflag"
+	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 )
 
@@ -43,6 +45,15 @@ type options struct {
 	// GOALBOX_EXEC_BACKEND, GOALBOX_EXEC_IMAGE) and its automatic choice.
 	Backend string `env:"GOALBOX_EXEC_BACKEND" flag:"backend" usage:"in-process executor: where commands run: auto (local where it confines with namespaces, i.e. Linux; else docker when a Docker Engine answers, e.g. Docker Desktop on macOS or Windows), local or docker"`
 	Image   string `env:"GOALBOX_EXEC_IMAGE" flag:"image" usage:"in-process executor, docker backend: the image commands run in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
+	// Protect and Unprotect adjust the protected project files of both in-process servers, as the servers' own
+	// -protect and -unprotect do; their usage is protectFlags.
+	Protect    []string              `env:"GOALBOX_PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
+	Unprotect  []string              `env:"GOALBOX_UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	protection *pathguard.Protection // from Protect and Unprotect, for the in-process servers
+	// NetAllow is the in-process executor's -net-allow (local backend, namespace mode): hosts its commands may reach.
+	NetAllow string `env:"GOALBOX_EXEC_NET_ALLOW" flag:"net-allow" usage:"in-process executor: comma-separated hosts, *.domains (either with :port; default ports 80 and 443) and CIDRs commands may reach through the executor's egress proxy; empty: no network"`
+	// Secrets are the in-process executor's -secret (local backend): credentials its commands use by placeholder.
+	Secrets []string `env:"GOALBOX_EXEC_SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"in-process executor: NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH) only in HTTPS requests to HOST"`
 
 	// The run.
 	Verify        string        `env:"GOALBOX_VERIFY" flag:"verify" usage:"command run in the sandbox when the model stops; the goal is met only if it exits 0"`
@@ -51,6 +62,14 @@ type options struct {
 	Transcript    string        `env:"GOALBOX_TRANSCRIPT" flag:"transcript" usage:"transcript file (JSON lines); default <runs-dir>/<time>/transcript.jsonl"`
 	RunsDir       string        `env:"GOALBOX_RUNS_DIR" flag:"runs-dir" usage:"folder that gets one sub-folder per run with transcript.jsonl and summary.json"`
 	Continue      string        `env:"GOALBOX_CONTINUE" flag:"continue" usage:"continue a goal run with the conversation it had: its run folder, its transcript file, or last (the newest in -runs-dir)"`
+
+	// Features off by default, and memory (docs/agent.md: Images, Plan and review, Memory).
+	Vision     string `env:"GOALBOX_VISION" flag:"vision" usage:"send images from tools (a chart read with sandbox_read_file) to the model as images: auto (when the model is a known vision model), on, or off"`
+	Plan       bool   `env:"GOALBOX_PLAN" flag:"plan" usage:"ask the model for a numbered plan before any tool use, show it (with -approve, wait for a yes) and show progress against it"`
+	Review     bool   `env:"GOALBOX_REVIEW" flag:"review" usage:"before the run ends, show the model the workspace's changes since the start to review: it confirms or goes on"`
+	NoMemory   bool   `env:"GOALBOX_NO_MEMORY" flag:"no-memory" usage:"neither read nor write the notes of earlier runs in this workspace (AGENTS.md is still read)"`
+	MemoryDir  string `env:"GOALBOX_MEMORY_DIR" flag:"memory-dir" usage:"folder of the notes of earlier runs, one sub-folder per workspace; default <user cache dir>/goalbox/memory"`
+	MemoryRuns int    `env:"GOALBOX_MEMORY_RUNS" flag:"memory-runs" usage:"how many earlier runs' notes go into the prompt"`
 	loop.Limits
 	BenchOptions // -benchmarks and -selftest (benchmarks_options.go)
 }
@@ -66,6 +85,12 @@ var limitFlags = map[string]envflag.Doc{
 	"MaxFormatErrors": {Flag: "max-format-errors", Usage: "unusable model replies in a row (empty, cut off, unreadable or only malformed calls) that end the run, 0 for no limit"},
 }
 
+// protectFlags are the usage of -protect and -unprotect: the servers' text, said of both in-process servers.
+var protectFlags = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: "in-process servers: " + pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: "in-process servers: " + pathguard.UnprotectUsage()},
+}
+
 func defaultOptions() options {
 	return options{
 		Model:         "gpt-4.1-mini",
@@ -77,6 +102,8 @@ func defaultOptions() options {
 		Backend:       backends.Auto,
 		RunsDir:       "runs",
 		VerifyTimeout: 10 * time.Minute,
+		Vision:        visionAuto,
+		MemoryRuns:    5,
 		Limits:        loop.DefaultLimits(),
 		BenchOptions:  defaultBenchOptions(),
 	}
@@ -88,7 +115,9 @@ var errUsage = errors.New("usage")
 // parseOptions reads environ (the process's environment, or a test's) and then the flags.
 func parseOptions(args []string, environ map[string]string, stderr io.Writer) (options, error) {
 	o := defaultOptions()
-	eo := envflag.Options{Environment: environ, Docs: limitFlags}
+	docs := maps.Clone(limitFlags)
+	maps.Copy(docs, protectFlags)
+	eo := envflag.Options{Environment: environ, Docs: docs}
 	if err := envflag.ParseEnv(&o, eo); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -120,7 +149,15 @@ func parseOptions(args []string, environ map[string]string, stderr io.Writer) (o
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q: every option is a flag (quote the goal: -goal \"...\")", errUsage, fs.Args())
 	}
-	return o, o.check()
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	p, err := pathguard.ParseProtection(o.Protect, o.Unprotect)
+	if err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.protection = p
+	return o, nil
 }
 
 // check reports option errors that do not depend on anything outside the command line.
@@ -144,6 +181,9 @@ func (o options) check() error {
 		return bad("give both -fs-url and -exec-url (running servers), or neither (servers started in-process over -workspace)")
 	case o.FSURL == "" && o.Workspace == "":
 		return bad("no workspace: give -workspace DIR")
+	case (len(o.Protect) > 0 || len(o.Unprotect) > 0) && (o.FSURL != "" || o.benchMode()):
+		// Said rather than ignored: a person who asked for more protection must not believe they have it.
+		return bad("-protect and -unprotect configure the goal mode's in-process servers; running servers (-fs-url, -exec-url) take their own -protect and -unprotect, and the benchmark's sandboxes keep the defaults")
 	case o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker:
 		return bad("unknown backend %q: use %s", o.Backend, backends.Names)
 	case o.Retries < 0:
@@ -158,6 +198,10 @@ func (o options) check() error {
 		return bad("-price-in, -price-out and -price-cached must be 0 or more")
 	case o.VerifyTimeout < 0:
 		return bad("-verify-timeout must be 0 or more")
+	case o.Vision != visionAuto && o.Vision != "on" && o.Vision != "off":
+		return bad("unknown -vision %q: use auto (a known vision model), on or off", o.Vision)
+	case o.MemoryRuns < 0:
+		return bad("-memory-runs must be 0 or more, got %d", o.MemoryRuns)
 	}
 	if err := o.Limits.Check(o.price()); err != nil {
 		return bad("%v", err)
@@ -172,4 +216,14 @@ func (o options) price() loop.Price {
 	}
 	p, _ := openaichat.LookupPrice(o.Model)
 	return p
+}
+
+const visionAuto = "auto"
+
+// vision says whether the model is sent images: -vision on or off, or auto from the built-in list.
+func (o options) vision() bool {
+	if o.Vision == visionAuto {
+		return openaichat.TakesImages(o.Model)
+	}
+	return o.Vision == "on"
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,10 +13,16 @@ import (
 func TestClient(t *testing.T) {
 	bin, ws := t.TempDir(), t.TempDir()
 	buildServers(t, bin)
-	fsURL := serve(t, filepath.Join(bin, "filesystem"), ws)
-	execURL := serve(t, filepath.Join(bin, "executor"), ws)
+	fsURL, fsToken := serve(t, filepath.Join(bin, "filesystem"), ws)
+	execURL, execToken := serve(t, filepath.Join(bin, "executor"), ws)
 
-	out, err := exec.Command("go", "run", "./client", "-fs", fsURL, "-exec", execURL).CombinedOutput()
+	// Without the tokens the servers refuse the client (the run below, with them, is the positive control).
+	if out, err := exec.Command("go", "run", "./client", "-fs", fsURL, "-exec", execURL).CombinedOutput(); err == nil || !strings.Contains(string(out), "Unauthorized") {
+		t.Errorf("the client without tokens: %v\n%s", err, out)
+	}
+	cmd := exec.Command("go", "run", "./client", "-fs", fsURL, "-exec", execURL)
+	cmd.Env = append(os.Environ(), "GOALBOX_FS_TOKEN="+fsToken, "GOALBOX_EXEC_TOKEN="+execToken)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go run ./client: %v\n%s", err, out)
 	}

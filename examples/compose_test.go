@@ -2,6 +2,7 @@ package examples_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -36,6 +37,7 @@ func TestComposeOverride(t *testing.T) {
 		}
 	}
 	fsPort, execPort := freePort(t), freePort(t)
+	token := rand.Text()
 	// Cleanups run last first: this one, registered before compose down's, ends the context after it.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
@@ -44,8 +46,8 @@ func TestComposeOverride(t *testing.T) {
 			"-p", fmt.Sprintf("goalbox-example-%d", os.Getpid())}
 		cmd := exec.CommandContext(ctx, "docker", append(base, args...)...)
 		cmd.Env = append(os.Environ(),
-			"COMPOSE_BAKE=false", // build with the engine's BuildKit; buildx is not installed by setup-docker.sh
-			"GOALBOX_TOKEN=",     // the example client sends no token
+			"COMPOSE_BAKE=false",   // build with the engine's BuildKit; buildx is not installed by setup-docker.sh
+			"GOALBOX_TOKEN="+token, // one token for both servers, which the client sends
 			"GOALBOX_WORKSPACE_DIR="+ws,
 			fmt.Sprintf("GOALBOX_FS_PORT=%d", fsPort),
 			fmt.Sprintf("GOALBOX_EXEC_PORT=%d", execPort))
@@ -66,8 +68,8 @@ func TestComposeOverride(t *testing.T) {
 	}
 
 	out, err := exec.CommandContext(ctx, "go", "run", "./client",
-		"-fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", fsPort),
-		"-exec", fmt.Sprintf("http://127.0.0.1:%d/mcp", execPort)).CombinedOutput()
+		"-fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", fsPort), "-fs-token", token,
+		"-exec", fmt.Sprintf("http://127.0.0.1:%d/mcp", execPort), "-exec-token", token).CombinedOutput()
 	if err != nil || string(out) != "exit 0\n19 hello.txt\nhello from goalbox\n" {
 		t.Fatalf("go run ./client against the containers: %v\n%s", err, out)
 	}

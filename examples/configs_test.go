@@ -3,6 +3,7 @@ package examples_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,4 +124,72 @@ func checkWindowsConfig(t *testing.T, raw []byte) {
 	if len(workspaces) != 2 || workspaces[0] != workspaces[1] {
 		t.Errorf("both servers need the same -workspace, got %q", workspaces)
 	}
+}
+
+// httpConfig is the part of a Cursor MCP config that reaches a server over HTTP.
+type httpConfig struct {
+	MCPServers map[string]struct {
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	} `json:"mcpServers"`
+}
+
+// TestCursorHTTPConfig reaches both servers, started as a user starts them (each generates its token), the way
+// cursor/mcp.http.json says: the URL, and the token from the environment in the Authorization header (Cursor fills
+// in ${env:NAME}). Without the header both refuse (the control).
+func TestCursorHTTPConfig(t *testing.T) {
+	bin, ws := t.TempDir(), t.TempDir()
+	buildServers(t, bin)
+	fsURL, fsToken := serve(t, filepath.Join(bin, "filesystem"), ws)
+	execURL, execToken := serve(t, filepath.Join(bin, "executor"), ws)
+	raw, err := os.ReadFile("cursor/mcp.http.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filled := strings.NewReplacer("http://127.0.0.1:7101/mcp", fsURL, "http://127.0.0.1:7102/mcp", execURL,
+		"${env:GOALBOX_FS_TOKEN}", fsToken, "${env:GOALBOX_EXEC_TOKEN}", execToken).Replace(string(raw))
+	var cfg httpConfig
+	if err := json.Unmarshal([]byte(filled), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(name string, withHeaders bool) (*mcp.ClientSession, error) {
+		srv := cfg.MCPServers[name]
+		headers := srv.Headers
+		if !withHeaders {
+			headers = nil
+		}
+		hc := &http.Client{Transport: headerTransport(headers)}
+		return mcp.NewClient(&mcp.Implementation{Name: "examples-test", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	}
+	for _, name := range []string{"goalbox-fs", "goalbox-exec"} {
+		if _, err := connect(name, false); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Errorf("%s without the header: %v; want Unauthorized", name, err)
+		}
+	}
+	fs, err := connect("goalbox-fs", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	exe, err := connect("goalbox-exec", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	callTool(t, fs, "sandbox_write_file", map[string]any{"path": "cursor.txt", "content": "over http"})
+	if out := callTool(t, exe, "sandbox_run_command", map[string]any{"command": "cat cursor.txt"}); out["stdout"] != "over http" {
+		t.Errorf("the executor read back %v", out)
+	}
+}
+
+// headerTransport sends headers on every request.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,12 +27,14 @@ func buildServers(t *testing.T, dir string) {
 	}
 }
 
-// serve starts the server binary bin over workspace on a free loopback port, waits until /healthz answers, and
-// returns its MCP endpoint. The server is killed when the test ends.
-func serve(t *testing.T, bin, workspace string) string {
+// serve starts the server binary bin over workspace on a free loopback port, as a user does (no token given: it
+// generates one and writes it to the file -token-file names), waits until /healthz answers, and returns its MCP
+// endpoint and its token. The server is killed when the test ends.
+func serve(t *testing.T, bin, workspace string) (url, token string) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-workspace", workspace)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	cmd := exec.Command(bin, "-addr", addr, "-workspace", workspace, "-token-file", tokenFile)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -42,7 +45,11 @@ func serve(t *testing.T, bin, workspace string) string {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			return "http://" + addr + "/mcp"
+			b, err := os.ReadFile(tokenFile)
+			if err != nil {
+				t.Fatalf("%s wrote no token file: %v\n%s", filepath.Base(bin), err, stderr.String())
+			}
+			return "http://" + addr + "/mcp", strings.TrimSpace(string(b))
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not come up on %s: %v\n%s", filepath.Base(bin), addr, err, stderr.String())

@@ -32,14 +32,14 @@ trap cleanup EXIT
 # The agent's side, with the server in a process of its own so that the benchmark's CPU time is the client's.
 port=$(( 20000 + RANDOM % 20000 ))
 mkdir -p "$work/ws"
-"$work/filesystem" -addr "127.0.0.1:$port" -workspace "$work/ws" -log-level warn 2>"$work/fs.log" &
+"$work/filesystem" -addr "127.0.0.1:$port" -workspace "$work/ws" -log-level warn -token-file "$work/fs.token" 2>"$work/fs.log" &
 fs_pid=$!
 for _ in $(seq 100); do
 	curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
 	sleep 0.1
 done
 echo "bench: the agent's CPU per tool call (go test -bench CallRead16K in agent/sandbox)" >&2
-(cd "$repo/agent" && GOALBOX_BENCH_FS_URL="http://127.0.0.1:$port/mcp" \
+(cd "$repo/agent" && GOALBOX_BENCH_FS_URL="http://127.0.0.1:$port/mcp" GOALBOX_BENCH_FS_TOKEN="$(cat "$work/fs.token")" \
 	go test ./sandbox -run '^$' -bench CallRead16K -benchtime 2000x -count 1) | tee "$work/agent.txt" >&2
 kill "$fs_pid"
 wait "$fs_pid" 2>/dev/null || true

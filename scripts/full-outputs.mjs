@@ -9,7 +9,7 @@
 //
 //   node scripts/full-outputs.mjs EXECUTOR_MCP_URL WORKSPACE_DIR INSPECTOR_DIR
 //
-// INSPECTOR_DIR is where scripts/inspector.sh installed @modelcontextprotocol/inspector (its node_modules hold the
+// The executor's bearer token comes from GOALBOX_EXEC_TOKEN. INSPECTOR_DIR is where scripts/inspector.sh installed @modelcontextprotocol/inspector (its node_modules hold the
 // TypeScript SDK it uses). Exits 1 with a message on the first mismatch.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,6 +26,9 @@ const { Client } = await load("@modelcontextprotocol/sdk/dist/esm/client/index.j
 const { StreamableHTTPClientTransport } = await load("@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js");
 const inspector = await load("@modelcontextprotocol/inspector-cli/build/client/index.js");
 
+// Every request carries the executor's token.
+const requestInit = { headers: { Authorization: `Bearer ${process.env.GOALBOX_EXEC_TOKEN ?? ""}` } };
+
 function fail(msg) {
   console.error("full-outputs: FAIL " + msg);
   process.exit(1);
@@ -37,7 +40,7 @@ const clients = {
     tag: "ts-sdk",
     async open() {
       const client = new Client({ name: "full-outputs-ts", version: "0" });
-      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
       await client.connect(transport);
       return { client, transport };
     },
@@ -54,7 +57,7 @@ const clients = {
     tag: "inspector",
     async open() {
       const client = new Client({ name: "full-outputs-inspector", version: "0" });
-      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
       await inspector.connect(client, transport);
       return { client, transport };
     },
@@ -103,8 +106,9 @@ for (const [name, c] of Object.entries(clients)) {
     fail(`${name}: the result has no resources: ${JSON.stringify(res).slice(0, 500)}`);
   }
   const links = res.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
-  if (links.length !== 2 || links[0] !== out.stdout_resource || links[1] !== out.stderr_resource) {
-    fail(`${name}: resource_link items ${JSON.stringify(links)} do not match the result's resources`);
+  // By default the content is the one JSON text item (no resource_link): the URIs are in the structured result.
+  if (links.length !== 0 || res.content.length !== 1) {
+    fail(`${name}: ${res.content.length} content items, resource_link items ${JSON.stringify(links)}; want the JSON text alone`);
   }
   const tmpl = await c.templates(s);
   if (!tmpl.resourceTemplates.some((t) => t.uriTemplate.startsWith("goalbox-output://"))) {
@@ -145,7 +149,7 @@ for (const [name, c] of Object.entries(clients)) {
   }
   const proc = read.structuredContent;
   const procLinks = read.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
-  if (!proc.stdout_resource || procLinks.length !== 1 || procLinks[0] !== proc.stdout_resource) {
+  if (!proc.stdout_resource || procLinks.length !== 0) {
     fail(`${name}: the process's read names no whole stdout: ${JSON.stringify({ ...proc, stdout: undefined })}, links ${JSON.stringify(procLinks)}`);
   }
   const procStdout = await readWhole(c, s, proc.stdout_resource, 500000);

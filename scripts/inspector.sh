@@ -23,6 +23,8 @@ work=$(mktemp -d)
 cleanup() { for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 start_servers "$repo" "$work" 17201 17202
+# The Inspector sends each server the token it generated (start_servers read them from the token files).
+auth() { if [ "$1" = 17201 ]; then echo "Authorization: Bearer $FS_TOKEN"; else echo "Authorization: Bearer $EXEC_TOKEN"; fi; }
 
 fails=0
 # call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r (and the whole result d).
@@ -31,7 +33,7 @@ call() {
   local args=()
   for a in "$@"; do args+=(--tool-arg "$a"); done
   local out
-  if ! out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --method tools/call --tool-name "$tool" "${args[@]}" 2>&1); then
+  if ! out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --header "$(auth "$port")" --method tools/call --tool-name "$tool" "${args[@]}" 2>&1); then
     echo "inspector: FAIL $tool: $out"; fails=$((fails+1)); return
   fi
   if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d["structuredContent"]; sys.exit(0 if (not d.get("isError") and ('"$expect"')) else 1)' "$out"; then
@@ -46,7 +48,7 @@ refused() {
   local args=()
   for a in "$@"; do args+=(--tool-arg "$a"); done
   local out
-  out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --method tools/call --tool-name "$tool" "${args[@]}" 2>&1) || true
+  out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --header "$(auth "$port")" --method tools/call --tool-name "$tool" "${args[@]}" 2>&1) || true
   if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d.get("isError") and sys.argv[2] in d["content"][0]["text"] else 1)' "$out" "$want"; then
     echo "inspector: ok   $tool (refused)"
   else
@@ -77,28 +79,29 @@ call 17201 'r=={"path":"plot.png","mime_type":"image/png","size":76,"width":2,"h
 call 17201 'r["encoding"]=="base64" and r["content"]=="'"$png"'" and r["size"]==76' sandbox_read_file path=plot.png encoding=base64
 call 17201 'r["deleted"]' sandbox_delete_path path=plot.png
 
-# Full outputs: a truncated stream is named in the result (stdout_resource and a resource_link), the template is
+# Full outputs: a truncated stream is named in the result (stdout_resource; no resource_link item by default, so
+# the content is the one JSON text every client library carries to a model as it is), the template is
 # listed, and the resource is refused to another session: each CLI invocation is a session of its own. Reading it
 # back whole takes one session that runs the command and then reads: full-outputs.mjs does that with the TypeScript
 # SDK and with the Inspector's own client functions.
 big='command=seq 1 100000'
-out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method tools/call --tool-name sandbox_run_command --tool-arg "$big" 2>&1) || true
+out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --header "$(auth 17202)" --method tools/call --tool-name sandbox_run_command --tool-arg "$big" 2>&1) || true
 # (The result is larger than one exec argument may be: python reads it on stdin.)
 uri=$(python3 -c 'import json,sys
 d=json.load(sys.stdin); r=d["structuredContent"]; links=[c["uri"] for c in d["content"] if c["type"]=="resource_link"]
-ok=r["stdout_truncated"] and r["stdout_resource"].startswith("goalbox-output://") and links==[r["stdout_resource"]]
+ok=r["stdout_truncated"] and r["stdout_resource"].startswith("goalbox-output://") and links==[] and len(d["content"])==1
 print(r["stdout_resource"] if ok else "")' <<<"$out" || true)
 if [ -n "$uri" ]; then echo "inspector: ok   sandbox_run_command names its full output $uri"; else echo "inspector: FAIL full output not named: ${out:0:2000}"; fails=$((fails+1)); fi
-out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method resources/templates/list 2>&1) || true
+out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --header "$(auth 17202)" --method resources/templates/list 2>&1) || true
 if grep -q '"uriTemplate": "goalbox-output://' <<<"$out"; then echo "inspector: ok   resources/templates/list"; else echo "inspector: FAIL resources/templates/list: $out"; fails=$((fails+1)); fi
-if out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --method resources/read --uri "${uri:-goalbox-output://none/stdout}" 2>&1); then
+if out=$("$inspector" --cli http://127.0.0.1:17202/mcp --transport http --header "$(auth 17202)" --method resources/read --uri "${uri:-goalbox-output://none/stdout}" 2>&1); then
   echo "inspector: FAIL another session read $uri: $out"; fails=$((fails+1))
 elif grep -q "only by the MCP session whose command made it" <<<"$out"; then
   echo "inspector: ok   resources/read of another session's output is refused"
 else
   echo "inspector: FAIL resources/read from another session failed without the refusal: $out"; fails=$((fails+1))
 fi
-node "$here/full-outputs.mjs" http://127.0.0.1:17202/mcp "$work/ws" "$dir" || fails=$((fails+1))
+GOALBOX_EXEC_TOKEN=$EXEC_TOKEN node "$here/full-outputs.mjs" http://127.0.0.1:17202/mcp "$work/ws" "$dir" || fails=$((fails+1))
 
 if [ "$fails" != 0 ]; then echo "inspector: $fails checks failed"; exit 1; fi
 echo "inspector: every tool of both servers answered the MCP Inspector CLI, and full outputs were read back whole"

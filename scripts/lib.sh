@@ -12,14 +12,21 @@ mkdir -p "$CACHE_DIR"
 
 # start_servers REPO WORK FS_PORT EXEC_PORT builds both servers into WORK and starts them on loopback over WORK/ws,
 # logging to WORK/*.log, and waits until both answer /healthz. Their pids go to SERVER_PIDS for the caller's trap.
+# Each server generates its bearer token, as for a user, into WORK/*.token; they are then in FS_TOKEN and
+# EXEC_TOKEN. SERVER_TOKEN=none (for a client that cannot send a header) starts both with -token none instead.
 SERVER_PIDS=()
+FS_TOKEN= EXEC_TOKEN=
 start_servers() {
 	local repo=$1 work=$2 fs_port=$3 exec_port=$4
 	(cd "$repo" && go build -o "$work/fs" ./servers/filesystem && go build -o "$work/exec" ./servers/executor)
 	mkdir -p "$work/ws"
-	"$work/fs" -addr "127.0.0.1:$fs_port" -workspace "$work/ws" 2>"$work/fs.log" &
+	local fs_token=(-token-file "$work/fs.token") exec_token=(-token-file "$work/exec.token")
+	if [ "${SERVER_TOKEN:-}" = none ]; then
+		fs_token=(-token none) exec_token=(-token none)
+	fi
+	"$work/fs" -addr "127.0.0.1:$fs_port" -workspace "$work/ws" "${fs_token[@]}" 2>"$work/fs.log" &
 	SERVER_PIDS+=($!)
-	"$work/exec" -addr "127.0.0.1:$exec_port" -workspace "$work/ws" 2>"$work/exec.log" &
+	"$work/exec" -addr "127.0.0.1:$exec_port" -workspace "$work/ws" "${exec_token[@]}" 2>"$work/exec.log" &
 	SERVER_PIDS+=($!)
 	local port
 	for port in "$fs_port" "$exec_port"; do
@@ -31,4 +38,7 @@ start_servers() {
 		cat "$work/fs.log" "$work/exec.log" >&2
 		return 1
 	done
+	if [ "${SERVER_TOKEN:-}" != none ]; then
+		FS_TOKEN=$(cat "$work/fs.token") EXEC_TOKEN=$(cat "$work/exec.token")
+	fi
 }

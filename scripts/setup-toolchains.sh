@@ -30,6 +30,7 @@ die() {
 # has in a matching version (time 0.3, rand 0.8, anyhow 1, thiserror 1); see docs/benchmark.md for the rest.
 packages=(
 	python3-pytest
+	python3-pandas python3-numpy python3-matplotlib # the agent's data-analysis test (agent/vision_test.go)
 	cmake make g++ ccache libboost-date-time-dev
 	default-jdk-headless junit5 libassertj-core-java
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev

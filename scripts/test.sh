@@ -70,4 +70,9 @@ scripts/conformance.sh
 echo "== MCP Inspector CLI"
 scripts/inspector.sh
 
+echo "== MCP Bundles (built, validated and packed by mcpb, then served from the unpacked bundle)"
+bundles=$(mktemp -d)
+scripts/mcpb.sh "$bundles"
+rm -rf "$bundles"
+
 echo "== all tests passed in $(( $(date +%s) - start ))s"

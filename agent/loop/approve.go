@@ -32,6 +32,18 @@ func NewTerminalApprover(in io.Reader, out io.Writer) *TerminalApprover {
 
 // Approve asks about one command and waits for an answer or the end of ctx.
 func (a *TerminalApprover) Approve(ctx context.Context, command string) (bool, string, error) {
+	return a.ask(ctx, fmt.Sprintf("\nThe agent wants to run:\n    %s\nRun it? [y/N, or a reason to refuse] ", strings.ReplaceAll(command, "\n", "\n    ")),
+		"no one is there to approve commands (input closed)")
+}
+
+// ApprovePlan asks about the model's plan (-plan with -approve), which the progress lines have just shown; the
+// answers are read as a command's are.
+func (a *TerminalApprover) ApprovePlan(ctx context.Context, plan string) (bool, string, error) {
+	return a.ask(ctx, "\nGo ahead with this plan? [y/N, or what to change] ", "")
+}
+
+// ask prints the question and reads one answer line. closed is the reason given when input has ended.
+func (a *TerminalApprover) ask(ctx context.Context, question, closed string) (bool, string, error) {
 	// One reader goroutine for the approver's life: a read cannot be interrupted, so a question abandoned by a
 	// timeout must not leave a second reader racing the first.
 	a.once.Do(func() {
@@ -43,14 +55,14 @@ func (a *TerminalApprover) Approve(ctx context.Context, command string) (bool, s
 			close(a.lines)
 		}()
 	})
-	fmt.Fprintf(a.out, "\nThe agent wants to run:\n    %s\nRun it? [y/N, or a reason to refuse] ", strings.ReplaceAll(command, "\n", "\n    "))
+	fmt.Fprint(a.out, question)
 	select {
 	case <-ctx.Done():
 		return false, "", ctx.Err()
 	case line, ok := <-a.lines:
 		if !ok {
 			fmt.Fprintln(a.out, "(no input: refused)")
-			return false, "no one is there to approve commands (input closed)", nil
+			return false, closed, nil
 		}
 		ans := strings.TrimSpace(line)
 		switch strings.ToLower(ans) {

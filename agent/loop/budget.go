@@ -39,7 +39,7 @@ func requestSize(msgs []Message, schemaBytes int) int {
 }
 
 func messageSize(m Message) int {
-	n := messageOverhead + quotedLen(m.Content) + len(m.ToolCallID)
+	n := messageOverhead + quotedLen(m.Content) + len(m.ToolCallID) + imagesSize(m.Images)
 	if m.Reasoning != "" {
 		n += quotedLen(m.Reasoning) + len(m.ReasoningField) + 4
 	}
@@ -116,6 +116,9 @@ func (r *runner) shrink(target int) int {
 				return false
 			case m.Role == RoleTool:
 				m.Content = marshalCompact(map[string]any{"elided": fmt.Sprintf("the %d-byte output of %s was removed to save space; call the tool again if you need it", len(m.Content), r.toolNames[m.ToolCallID])})
+			case m.Role == RoleUser && len(m.Images) > 0:
+				m.Content = fmt.Sprintf("[%d image(s) shown earlier were removed to save space; read the file again to see one]", len(m.Images))
+				m.Images = nil
 			case m.Role == RoleUser:
 				m.Content = fmt.Sprintf("[%d bytes of an earlier message were removed to save space]", len(m.Content))
 			default:
@@ -149,7 +152,7 @@ func (r *runner) shrink(target int) int {
 		},
 	}
 	for _, step := range steps {
-		for i := 2; i < latest && size > target; i++ { // the system prompt and the goal stay
+		for i := r.keepHead(); i < latest && size > target; i++ { // the system prompt and the goal (and a plan) stay
 			size -= r.edit(i, step)
 		}
 	}
@@ -191,6 +194,16 @@ func (r *runner) cutLatest(excess int) int {
 				return true
 			})
 		}
+	}
+	for i := latest + 1; i < len(r.msgs) && saved < excess; i++ { // the latest turn's images, last but one
+		saved += r.edit(i, func(m *Message) bool {
+			if len(m.Images) == 0 {
+				return false
+			}
+			m.Content = fmt.Sprintf("[%d image(s) left out: the request would have been over the context budget (-context-bytes)]", len(m.Images))
+			m.Images = nil
+			return true
+		})
 	}
 	if saved < excess && latest < len(r.msgs) {
 		saved += r.edit(latest, func(m *Message) bool {

@@ -88,6 +88,21 @@ type Config struct {
 	// History, when set, is an earlier run's conversation to continue (Resume); Goal and Verify should be its own.
 	// The limits apply to the new turns alone.
 	History *History
+
+	// Vision sends the images in tool results (sandbox_read_file of a PNG, JPEG, GIF or WebP) to the model as
+	// image parts, within the context budget (images.go). Off, the model gets the result's JSON and a note.
+	Vision bool
+	// Plan asks the model for a numbered plan before any tool use, keeps it at the head of the conversation and
+	// shows progress against it (plan.go). With an Approve that is also a PlanApprover, the plan waits for a yes.
+	Plan bool
+	// Review adds a review turn before the run ends: the model is shown the diff of the workspace since the run
+	// began and either confirms or goes on (review.go).
+	Review bool
+	// Instructions are the project's own instructions (its AGENTS.md), put into the system prompt as they are.
+	Instructions string
+	// Memory is what the agent remembers of earlier runs in this workspace, rendered (memory.md); it goes into
+	// the system prompt.
+	Memory string
 }
 
 // Tool modes.

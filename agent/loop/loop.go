@@ -25,7 +25,10 @@ func Run(ctx context.Context, cfg Config, model Model, sb Sandbox) (Result, erro
 		ctx, cancel = context.WithTimeout(ctx, cfg.Limits.Timeout)
 		defer cancel()
 	}
-	stop, err := r.converse(ctx)
+	stop, err := r.begin(ctx)
+	if stop == "" && err == nil {
+		stop, err = r.converse(ctx)
+	}
 	return r.finish(ctx, stop, err)
 }
 
@@ -54,18 +57,25 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 			continue
 		}
 		if len(reply.Message.ToolCalls) == 0 {
+			passed := r.cfg.Verify == "" || r.checked()
+			if !passed {
+				if passed, err = r.verify(ctx, true); err != nil {
+					return stopFor(ctx, StopSandboxError), err
+				}
+			}
+			if !passed {
+				continue // the failure was handed to the model
+			}
+			if again, err := r.review(ctx); err != nil || again { // review.go
+				if err != nil {
+					return stopFor(ctx, StopSandboxError), err
+				}
+				continue
+			}
 			if r.cfg.Verify == "" {
 				r.outcome = OutcomeUnverified
-				return StopDone, nil
 			}
-			passed, err := r.verify(ctx, true)
-			if err != nil {
-				return stopFor(ctx, StopSandboxError), err
-			}
-			if passed {
-				return StopDone, nil
-			}
-			continue // the failure was handed to the model
+			return StopDone, nil
 		}
 		malformed := 0
 		for _, call := range reply.Message.ToolCalls {
@@ -77,6 +87,7 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 				malformed++
 			}
 		}
+		r.flushImages() // after every call's answer: see images.go
 		if r.err != nil {
 			return StopInternal, r.err
 		}
@@ -149,6 +160,8 @@ type runner struct {
 	sizes        []int           // each message's bytes in a request, counted once (budget.go)
 	turn0        int             // turns of the run this one continues (resume.go); limits count from it
 	ck           checkpoints     // the states verifies checked (checkpoint.go)
+
+	extras // images, plan and review (images.go, plan.go, review.go)
 }
 
 func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
@@ -170,6 +183,9 @@ func newRunner(cfg Config, model Model, sb Sandbox) (*runner, error) {
 	}
 	if (cfg.Verify != "" || cfg.Approve != nil) && !r.toolSet[protocol.ToolRunCommand] {
 		return nil, fmt.Errorf("the sandbox offers no %s tool, which -verify and -approve need: is the executor server connected?", protocol.ToolRunCommand)
+	}
+	if cfg.Review && (!r.toolSet[protocol.ToolListFiles] || !r.toolSet[protocol.ToolReadFile]) {
+		return nil, fmt.Errorf("the sandbox offers no %s and %s tools, which -review needs: is the filesystem server connected?", protocol.ToolListFiles, protocol.ToolReadFile)
 	}
 	sys, err := r.systemPrompt()
 	if err != nil {

@@ -35,6 +35,9 @@ type Message struct {
 	// back in that field: DeepSeek refuses a conversation whose tool-calling turns lost theirs.
 	Reasoning      string `json:"reasoning,omitempty"`
 	ReasoningField string `json:"reasoning_field,omitempty"`
+	// Images go with a user message as image parts after its text (a vision model; images.go): the images of the
+	// tool results just before it, which a tool message cannot carry in the OpenAI format.
+	Images []Image `json:"images,omitempty"`
 	// Elided is set once an old tool output was replaced by a short note to keep the conversation within budget.
 	Elided bool `json:"elided,omitempty"`
 }

@@ -21,6 +21,7 @@ type Observer interface {
 type Progress struct {
 	w     io.Writer
 	price Price
+	steps int // the plan's steps (plan.go), for "step N of M"
 }
 
 // NewProgress prints to w.
@@ -42,8 +43,16 @@ func (p *Progress) Observe(ev Event) error {
 		if say := firstLine(ev.Message.Content); say != "" {
 			fmt.Fprintf(p.w, "turn %d  says: %s\n", ev.Turn, say)
 		}
+		if step := StepOf(ev.Message.Content); p.steps > 0 && step != "" {
+			fmt.Fprintf(p.w, "turn %d  plan: step %s of %d\n", ev.Turn, step, p.steps)
+		}
+	case ev.Type == "plan":
+		p.steps = PlanSteps(ev.Message.Content)
+		fmt.Fprintf(p.w, "turn %d  plan (%d steps):\n        %s\n", ev.Turn, p.steps, strings.ReplaceAll(ev.Message.Content, "\n", "\n        "))
+	case ev.Type == "review":
+		fmt.Fprintf(p.w, "turn %d  review: the model is shown the workspace's changes since the start  %s\n", ev.Turn, took)
 	case ev.Type == "tool":
-		fmt.Fprintf(p.w, "turn %d  %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), took)
+		fmt.Fprintf(p.w, "turn %d  %s %s  %s%s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), imagesNote(ev.Result.Images), took)
 	case ev.Type == "stop_process":
 		fmt.Fprintf(p.w, "turn %d  agent stops %s (%s) %s  %s  %s\n", ev.Turn, argNote(*ev.Call), shorten(ev.Command, 60),
 			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
@@ -145,4 +154,16 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:max(n-len(ellipsis), 0)], "") + ellipsis
+}
+
+// imagesNote counts a result's images for its progress line.
+func imagesNote(imgs []Image) string {
+	if len(imgs) == 0 {
+		return ""
+	}
+	n := 0
+	for _, img := range imgs {
+		n += len(img.Data)
+	}
+	return fmt.Sprintf(", %d image(s), %d bytes", len(imgs), n)
 }

@@ -41,6 +41,9 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 	}
 	r.noteStart(tc, res, outcome)
 	sent, cut := compact(res, r.cfg.Limits.ToolOutputBytes)
+	if note := r.keepImages(tc, res); note != "" {
+		sent, cut = sent+"\n"+note, true // recorded as sent: the note is not part of the result
+	}
 	r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: tc.ID, Content: sent})
 	r.event(Event{Type: "tool", Turn: r.turns, Call: &tc, Result: recorded(res), Sent: sentIf(sent, cut), Outcome: outcome, DurationMs: ms(t0)})
 	return outcome, nil

@@ -27,6 +27,8 @@ import (
 //	         ("context_length" when the server said the request was too long, with its words in Error)
 //	tool_mode  Turn, Reason (the new mode), Message (the new system prompt), Error (the server's refusal of tools)
 //	error    Turn, Error, Call (when a tool call failed), ModelError (when the model server failed, in its words)
+//	plan     Turn, Message (the model's plan, as shown; -plan)
+//	review   Turn, DurationMs (the workspace was read for the review turn; the diff is in the message after it)
 //	end      Summary
 type Event struct {
 	Type         string      `json:"type"`

@@ -21,7 +21,7 @@ import (
 func (r *runner) ask(ctx context.Context) (Reply, error) {
 	t0 := time.Now()
 	tools := r.tools
-	if r.textMode {
+	if r.textMode || r.planning {
 		tools = nil
 	}
 	reply, err := r.model.Complete(ctx, r.msgs, tools)
@@ -41,7 +41,7 @@ func (r *runner) ask(ctx context.Context) (Reply, error) {
 	r.estimated = r.estimated || reply.Usage.Estimated
 	msg := &reply.Message
 	msg.Role = RoleAssistant
-	if len(msg.ToolCalls) == 0 && reply.FinishReason != "length" {
+	if len(msg.ToolCalls) == 0 && reply.FinishReason != "length" && !r.planning {
 		calls, rest, problem := parseTextCalls(msg.Content, r.toolSet)
 		if problem != "" {
 			reply.problem = problem
@@ -197,7 +197,7 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 // systemPrompt renders system.md for the current tool mode.
 func (r *runner) systemPrompt() (string, error) {
 	return prompts.Render("system.md", prompts.Data{Goal: r.cfg.Goal, TestCommand: r.cfg.Verify,
-		Processes: r.toolSet[protocol.ToolStartProcess], TextTools: r.toolDocs()})
+		Processes: r.toolSet[protocol.ToolStartProcess], TextTools: r.toolDocs(), Instructions: r.cfg.Instructions, Memory: r.cfg.Memory})
 }
 
 // toolDocs are the tools as the text tool mode describes them; none in the native mode.

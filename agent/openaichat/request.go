@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,6 +36,35 @@ type wireMessage struct {
 	Reasoning        string         `json:"reasoning,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	// Images make the content a list of parts: the text, then each image as an image_url part with a data: URL
+	// (OpenAI's format for a user message; vLLM, Ollama, LM Studio and OpenRouter read it too).
+	Images []loop.Image `json:"-"`
+}
+
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON sends the content as a string, or as parts when the message carries images.
+func (w wireMessage) MarshalJSON() ([]byte, error) {
+	type plain wireMessage // without this method
+	if len(w.Images) == 0 {
+		return json.Marshal(plain(w))
+	}
+	parts := []contentPart{{Type: "text", Text: w.Content}}
+	for _, img := range w.Images {
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)}})
+	}
+	return json.Marshal(struct {
+		plain
+		Content []contentPart `json:"content"` // the shallower field wins over plain's
+	}{plain(w), parts})
 }
 
 type wireToolCall struct {
@@ -82,7 +112,7 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 	}
 	text := len(tools) == 0
 	for _, msg := range msgs {
-		w := wireMessage{Role: msg.Role, Content: msg.Content}
+		w := wireMessage{Role: msg.Role, Content: msg.Content, Images: msg.Images}
 		switch {
 		case msg.Role == loop.RoleTool && text:
 			block := "<tool_response>\n" + msg.Content + "\n</tool_response>"
@@ -91,6 +121,13 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 				continue
 			}
 			w = wireMessage{Role: loop.RoleUser, Content: block}
+		case msg.Role == loop.RoleUser && text && len(msg.Images) > 0 && lastIsToolResponse(req.Messages):
+			// The images of the results just sent join them: templates that want user and assistant to alternate
+			// refuse two user messages in a row.
+			last := &req.Messages[len(req.Messages)-1]
+			last.Content += "\n" + msg.Content
+			last.Images = append(last.Images, msg.Images...)
+			continue
 		case msg.Role == loop.RoleTool:
 			w.ToolCallID = msg.ToolCallID
 		case msg.Role == loop.RoleAssistant:
@@ -130,4 +167,10 @@ func HermesCall(tc loop.ToolCall) string {
 		Arguments json.RawMessage `json:"arguments"`
 	}{tc.Name, args})
 	return "<tool_call>\n" + string(b) + "\n</tool_call>"
+}
+
+// lastIsToolResponse says the last message is the text tool mode's results (a user message of <tool_response> blocks).
+func lastIsToolResponse(msgs []wireMessage) bool {
+	n := len(msgs)
+	return n > 0 && msgs[n-1].Role == loop.RoleUser && strings.HasSuffix(msgs[n-1].Content, "</tool_response>")
 }

@@ -32,6 +32,25 @@ type Data struct {
 	Best, BestTests, Now, NowTests string
 	// TextTools are the tools described in the prompt in the text tool mode (empty with native tool calls).
 	TextTools []ToolDoc
+	// Instructions are the workspace's AGENTS.md; Memory the notes of earlier runs (system.md).
+	Instructions string
+	Memory       string
+	// Notes are the earlier runs memory.md lists, newest last.
+	Notes []RunNote
+	// Plan is the model's plan (plan_approved.md); Diff the workspace's changes since the start (review.md).
+	Plan string
+	Diff string
+}
+
+// RunNote is what the agent keeps of one run in a workspace, for the runs after it (memory.md).
+type RunNote struct {
+	Time     string   `json:"time"`
+	Goal     string   `json:"goal"`
+	Outcome  string   `json:"outcome"`
+	Stop     string   `json:"stop_reason"`
+	Verify   string   `json:"verify,omitempty"`
+	Commands []string `json:"commands,omitempty"` // commands that exited 0, most recent last
+	Failed   []string `json:"failed,omitempty"`   // commands that failed, with their exit status, and a failed check
 }
 
 // ToolDoc is one tool as the text tool mode describes it: its schema is compact JSON.

@@ -110,10 +110,11 @@ func benchCalls(b *testing.B, metric string, least int, call func() (structured,
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), metric)
 }
 
-// benchEndpoints are the servers of the benchmark: the one GOALBOX_BENCH_FS_URL names, else both hosted here.
+// benchEndpoints are the servers of the benchmark: the one GOALBOX_BENCH_FS_URL names (with its token in
+// GOALBOX_BENCH_FS_TOKEN), else both hosted here.
 func benchEndpoints(b *testing.B) ([]sandbox.Endpoint, string) {
 	if url := os.Getenv("GOALBOX_BENCH_FS_URL"); url != "" {
-		return []sandbox.Endpoint{{URL: url}}, "agent-cpu-us/op"
+		return []sandbox.Endpoint{{URL: url, Token: os.Getenv("GOALBOX_BENCH_FS_TOKEN")}}, "agent-cpu-us/op"
 	}
 	local, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: b.TempDir()})
 	if err != nil {

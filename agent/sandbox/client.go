@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -85,14 +86,25 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 	s := &Client{results: newResultTaker(http.DefaultTransport), owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: mcpserve.Version()}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
 	for _, ep := range endpoints {
-		hc := &http.Client{Transport: s.results}
+		watch := &refusalWatch{next: s.results}
+		hc := &http.Client{Transport: watch}
 		if ep.Token != "" {
-			hc.Transport = bearerTransport{token: ep.Token, next: s.results}
+			hc.Transport = bearerTransport{token: ep.Token, next: watch}
 		}
 		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
 		if err != nil {
 			s.Close()
+			if watch.unauthorized.Load() {
+				// The go-sdk says only "Unauthorized": say which token is missing and where it comes from.
+				what := "without a token"
+				if ep.Token != "" {
+					what = "with a token it does not accept"
+				}
+				return nil, fmt.Errorf("connect to MCP server %s: 401 Unauthorized %s: a goalbox server requires the bearer token it "+
+					"was started with, or the one it generated, printed at start and wrote to its token file (give it with -token, "+
+					"or GOALBOX_FS_TOKEN / GOALBOX_EXEC_TOKEN): %w", ep.URL, what, err)
+			}
 			return nil, fmt.Errorf("connect to MCP server %s: %w", ep.URL, err)
 		}
 		s.sessions = append(s.sessions, cs)
@@ -160,8 +172,13 @@ func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (l
 			}
 		}
 	}
-	// A result the transport left to the SDK (content other than text).
+	// A result the transport left to the SDK (content other than text: an image read, say).
 	out := loop.ToolResult{IsError: res.IsError, Text: resultText(res)}
+	for _, c := range res.Content {
+		if img, ok := c.(*mcp.ImageContent); ok && len(img.Data) > 0 {
+			out.Images = append(out.Images, loop.Image{MIMEType: img.MIMEType, Data: img.Data})
+		}
+	}
 	if res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Structured, out.Decoded = raw, res.StructuredContent
@@ -199,4 +216,18 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// refusalWatch notes whether the server answered 401, which the go-sdk reports only as "Unauthorized".
+type refusalWatch struct {
+	next         http.RoundTripper
+	unauthorized atomic.Bool
+}
+
+func (w *refusalWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		w.unauthorized.Store(true)
+	}
+	return resp, err
 }

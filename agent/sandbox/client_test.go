@@ -50,8 +50,13 @@ func TestClientRoutesByDiscoveredTools(t *testing.T) {
 	if _, err := sandbox.Connect(ctx, local.Endpoints[0], local.Endpoints[0]); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
 		t.Errorf("duplicate tools: %v", err)
 	}
-	if _, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: local.Endpoints[0].URL, Token: "unexpected"}); err != nil {
-		t.Errorf("a token the server does not ask for is harmless: %v", err)
+	// The in-process servers generated their own tokens: without them, or with a wrong one, no way in (the first
+	// Connect above, given them, is the positive control).
+	for _, tok := range []string{"", "wrong"} {
+		_, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: local.Endpoints[0].URL, Token: tok})
+		if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "token") {
+			t.Errorf("token %q: %v; want a refusal that says 401 and names the token", tok, err)
+		}
 	}
 }
 

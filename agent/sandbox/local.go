@@ -33,14 +33,18 @@ type LocalOptions struct {
 	// NewLocal builds the local backend; nil means local.New. Tests replace it to make the local backend unusable
 	// on a machine where it is not, as it is on macOS.
 	NewLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
-	// Exec tunes the executor (timeouts, output cap); zero values take its defaults.
+	// Exec tunes the executor (timeouts, output cap); zero values take its defaults. Its Protection is set from
+	// Protection below.
 	Exec execserver.Config
+	// Protection is the protected project files of both servers (the agent's -protect and -unprotect); nil means
+	// the defaults, as the servers' own commands have them: an embedded server is never less protected.
+	Protection *pathguard.Protection
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 }
 
 // Local is the two servers running in-process on loopback, each on its own free port, reached through the same
-// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin checks.
+// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin and token checks.
 type Local struct {
 	// Endpoints are the filesystem server's and the executor's MCP endpoints.
 	Endpoints []Endpoint
@@ -62,7 +66,13 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 			l.Close()
 		}
 	}()
-	g, err := pathguard.Open(opts.Workspace, pathguard.Options{})
+	prot := opts.Protection
+	if prot == nil {
+		if prot, err = pathguard.NewProtection(nil, nil); err != nil {
+			return nil, fmt.Errorf("protected files: %w", err)
+		}
+	}
+	g, err := pathguard.Open(opts.Workspace, pathguard.Options{Protection: prot})
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -79,6 +89,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	l.Choice = choice
 	l.closers = append(l.closers, backend.Close)
 	execCfg := opts.Exec
+	execCfg.Protection = prot
 	execCfg.BackendChoice, execCfg.BackendReason = "explicit", choice.Reason
 	if choice.Requested == backends.Auto {
 		execCfg.BackendChoice = "auto"
@@ -89,6 +100,8 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 	}
 	l.closers = append(l.closers, func() error { exec.Close(); return nil }) // its processes, before the backend
 	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
+	// Each server generates its own token (mcpserve.Start, as Token is empty) and the client gets it in memory:
+	// loopback is shared by every user of the machine, so the ports are no one else's way in.
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
 	fs, err := mcpserve.Start(files.Server(), cfg, files.Health, opts.Logger)
 	if err != nil {
@@ -100,7 +113,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("executor server: %w", err)
 	}
 	l.closers = append(l.closers, ex.Close)
-	l.Endpoints = []Endpoint{{URL: fs.URL}, {URL: ex.URL}}
+	l.Endpoints = []Endpoint{{URL: fs.URL, Token: fs.Token}, {URL: ex.URL, Token: ex.Token}}
 	l.Health = func() map[string]any {
 		return map[string]any{"filesystem": files.Health(), "executor": exec.Health()}
 	}

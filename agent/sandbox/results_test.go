@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,7 +27,8 @@ func TestCallTakesResultsApartAsTheSDKWould(t *testing.T) {
 	}
 	defer sb.Close()
 	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "0"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: local.Endpoints[0].URL, DisableStandaloneSSE: true}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: local.Endpoints[0].URL, DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearerTransport{token: local.Endpoints[0].Token, next: http.DefaultTransport}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,8 @@ const (
 // httpCall is a POST in flight, as the middleware sees it.
 type httpCall struct {
 	ctx     context.Context         // the HTTP request's: done when the client's connection closes
+	client  string                  // the client's address
+	res     *reservation            // the session place reserved for this POST's initialize, if any
 	created atomic.Pointer[session] // the session this POST's initialize created, if any
 }
 
@@ -40,9 +42,9 @@ func newCallTable() *callTable {
 	return &callTable{prefix: rand.Text()[:8] + ".", m: map[string]*httpCall{}}
 }
 
-func (t *callTable) add(ctx context.Context) (string, *httpCall) {
+func (t *callTable) add(ctx context.Context, client string) (string, *httpCall) {
 	tok := t.prefix + strconv.FormatUint(t.seq.Add(1), 36)
-	c := &httpCall{ctx: ctx}
+	c := &httpCall{ctx: ctx, client: client}
 	t.mu.Lock()
 	t.m[tok] = c
 	t.mu.Unlock()
@@ -116,7 +118,7 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer stop()
 			res, err := next(ctx, method, req)
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && call != nil {
-				if sess := s.sessions.add(ss); sess != nil {
+				if sess := s.sessions.add(ss, call.client, call.res.take()); sess != nil {
 					call.created.Store(sess)
 				}
 			}
@@ -130,6 +132,7 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 		defer stop()
+		ctx = context.WithValue(ctx, holdKey{}, sessionRef{s.sessions, sess})
 		return next(context.WithValue(ctx, sessionKey{}, sess.ctx), method, req)
 	}
 }

@@ -24,8 +24,13 @@ type Config struct {
 	Workspace string `env:"WORKSPACE" flag:"workspace" usage:"workspace folder, created if missing"`
 	// Stdio serves one client on stdin/stdout instead of HTTP.
 	Stdio bool `env:"STDIO" flag:"stdio" usage:"serve one client on stdin/stdout instead of HTTP"`
-	// Token, when set, is required as "Authorization: Bearer <token>" on the MCP endpoint.
-	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint; prefer the environment variable: flags show in ps"`
+	// Token is required as "Authorization: Bearer <token>" on the MCP endpoint over HTTP. Empty (the default)
+	// generates one at start: Run writes it to TokenFile and prints it, Start keeps it in Running.Token. NoToken
+	// ("none") serves without one, which lets every user of the machine in (loopback is shared): Run warns.
+	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint over HTTP; default: one generated at start, printed and written to -token-file; none to serve without (any user of this machine gets in); prefer the environment variable: flags show in ps"`
+	// TokenFile is where Run writes a generated token, readable by this user only; empty is DefaultTokenDir plus a
+	// name per server and port.
+	TokenFile string `env:"TOKEN_FILE" flag:"token-file" usage:"file a generated token is written to, mode 0600 (default $XDG_RUNTIME_DIR/goalbox, else the user cache folder/goalbox, /run/goalbox for root; one file per server and port)"`
 	// AuditLog, when set, is a file that gets one JSON line per tool call ("-" for stderr).
 	AuditLog string `env:"AUDIT_LOG" flag:"audit-log" usage:"file for a JSON line per tool call, - for stderr"`
 	// AllowedHosts are extra Host header names (without port) accepted besides localhost, 127.0.0.1 and [::1].
@@ -38,11 +43,23 @@ type Config struct {
 	// MaxRequestBytes caps one HTTP request body.
 	MaxRequestBytes int64 `env:"MAX_REQUEST_BYTES" flag:"max-request-bytes" usage:"largest HTTP request body accepted"`
 
-	// SessionIdleTimeout closes an HTTP session that has had no request open for this long.
-	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long"`
-	// MaxSessions caps live HTTP sessions; past it the least recently used idle session is closed, and when every
-	// session is busy a new one is refused with 503.
-	MaxSessions int `env:"MAX_SESSIONS" flag:"max-sessions" usage:"live HTTP sessions; past it the least recently used idle one is closed, or the new one refused with 503 when all are in use"`
+	// SessionIdleTimeout closes an HTTP session that has had no request open for this long, even one holding a
+	// running command or process (HoldSession).
+	SessionIdleTimeout time.Duration `env:"SESSION_IDLE_TIMEOUT" flag:"session-idle-timeout" usage:"close an HTTP session with no request open for this long, even one running a process"`
+	// SessionUnusedTimeout closes sooner an HTTP session that holds nothing running: most clients (the TypeScript
+	// SDK 1.x, LangChain) never send DELETE when they close, and their sessions would otherwise keep their kept
+	// outputs for SessionIdleTimeout.
+	SessionUnusedTimeout time.Duration `env:"SESSION_UNUSED_TIMEOUT" flag:"session-unused-timeout" usage:"close an HTTP session with no request open and nothing running (no background process) for this long"`
+	// MaxSessions caps live HTTP sessions. Past it a new session closes the least recently used session that is
+	// idle — no request open, no command or process running (HoldSession), no request for SessionKeepActive — or,
+	// when there is none, is refused with 503: a flood of new sessions never closes a session in use.
+	MaxSessions int `env:"MAX_SESSIONS" flag:"max-sessions" usage:"live HTTP sessions; past it the least recently used idle one (nothing running, no request for -session-keep-active) is closed, else the new one is refused with 503"`
+	// SessionKeepActive is how recently a session must have had a request to be safe from being closed to make room.
+	SessionKeepActive time.Duration `env:"SESSION_KEEP_ACTIVE" flag:"session-keep-active" usage:"a session with a request this recently is never closed to make room for a new one"`
+	// MaxSessionsPerClient caps the live sessions of one client address, so that one client cannot take every
+	// session; past it a new session of that address is refused with 429. 0 is half of MaxSessions. Every local
+	// client shares the loopback address.
+	MaxSessionsPerClient int `env:"MAX_SESSIONS_PER_CLIENT" flag:"max-sessions-per-client" usage:"live HTTP sessions of one client address (every local client shares loopback's); past it 429; default half of -max-sessions"`
 	// MaxConnections caps open TCP connections; past it the least recently active connection that is not serving a
 	// request is closed, and when every connection is serving one a new one gets 503.
 	MaxConnections int `env:"MAX_CONNECTIONS" flag:"max-connections" usage:"open TCP connections; past it the quietest one not serving a request is closed, or the new one answered 503"`
@@ -118,7 +135,7 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
+	}{{"session-idle-timeout", cfg.SessionIdleTimeout}, {"session-unused-timeout", cfg.SessionUnusedTimeout}, {"session-keep-active", cfg.SessionKeepActive}, {"read-header-timeout", cfg.ReadHeaderTimeout}, {"read-timeout", cfg.ReadTimeout},
 		{"idle-timeout", cfg.IdleTimeout}, {"write-stall-timeout", cfg.WriteStallTimeout}} {
 		if d.v <= 0 {
 			return fs, fmt.Errorf("-%s must be positive, got %v", d.name, d.v)
@@ -127,7 +144,7 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"max-sessions", cfg.MaxSessions}, {"max-connections", cfg.MaxConnections}, {"max-header-bytes", cfg.MaxHeaderBytes}} {
+	}{{"max-sessions", cfg.MaxSessions}, {"max-sessions-per-client", cfg.MaxSessionsPerClient}, {"max-connections", cfg.MaxConnections}, {"max-header-bytes", cfg.MaxHeaderBytes}} {
 		if n.v <= 0 {
 			return fs, fmt.Errorf("-%s must be positive, got %d", n.name, n.v)
 		}
@@ -147,8 +164,17 @@ func (c Config) withDefaults() Config {
 	if c.SessionIdleTimeout == 0 {
 		c.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
+	if c.SessionUnusedTimeout == 0 {
+		c.SessionUnusedTimeout = min(DefaultSessionUnusedTimeout, c.SessionIdleTimeout)
+	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.SessionKeepActive == 0 {
+		c.SessionKeepActive = DefaultSessionKeepActive
+	}
+	if c.MaxSessionsPerClient == 0 {
+		c.MaxSessionsPerClient = max(1, c.MaxSessions/2)
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections

@@ -1,13 +1,17 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 
@@ -60,9 +64,11 @@ type serving struct {
 	closing    atomic.Bool
 	ln         atomic.Pointer[connLimiter] // for /healthz; nil when not served by Start
 	activity   activity
+	ids        *idStandIns
 }
 
-func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *serving {
+// newServing serves srv; token is the bearer token the MCP endpoint requires, "" for none (settled by Start).
+func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, logger *slog.Logger) *serving {
 	base, cancel := context.WithCancelCause(context.Background())
 	s := &serving{
 		cfg:    cfg,
@@ -78,6 +84,7 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		}),
 		sessions: newSessions(base, cfg, logger),
 		calls:    newCallTable(),
+		ids:      newIDStandIns(),
 		base:     base,
 		cancel:   cancel,
 	}
@@ -102,12 +109,14 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		httpError(w, http.StatusForbidden, "cross-origin request refused: origin "+r.Header.Get("Origin")+" is not allowed (see -allowed-origins)")
 	}))
 	var mcpHandler http.Handler = cop.Handler(http.HandlerFunc(s.serveMCP))
-	if cfg.Token != "" {
-		mcpHandler = bearer(cfg.Token, mcpHandler)
+	if token != "" {
+		mcpHandler = bearer(token, mcpHandler)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(protocol.EndpointPath, hostCheck(cfg.AllowedHosts, mcpHandler))
-	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, r *http.Request) {
+	// The health endpoint takes no token (container and cluster probes read it), but the same Host check as /mcp:
+	// a page the browser loaded from a rebinding name must not read it either.
+	mux.Handle(protocol.HealthPath, hostCheck(cfg.AllowedHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := map[string]any{"status": "ok"}
 		if health != nil {
 			for k, v := range health() {
@@ -120,7 +129,7 @@ func newServing(srv *mcp.Server, cfg Config, health healthObject, logger *slog.L
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
-	})
+	})))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %q: MCP is served at %s, health at %s", r.URL.Path, protocol.EndpointPath, protocol.HealthPath))
 	})
@@ -147,14 +156,22 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Header.Del(callHeader)
 	sid := r.Header.Get(sessionHeader)
+	client := clientAddr(r)
+	var sess *session
+	var res *reservation
 	switch {
 	case sid == "" && r.Method == http.MethodPost:
-		if refusal := s.sessions.reserve(); refusal != "" {
+		if status, refusal := s.sessions.reserve(client); refusal != "" {
 			w.Header().Set("Retry-After", "5")
-			httpError(w, http.StatusServiceUnavailable, refusal)
+			httpError(w, status, refusal)
 			return
 		}
-		defer s.sessions.release()
+		res = &reservation{}
+		defer func() {
+			if res.take() { // no session was made of it
+				s.sessions.release(client)
+			}
+		}()
 	case sid != "":
 		if r.Method == http.MethodDelete {
 			// The session's calls are cancelled and the session closed in the background: the answer does not
@@ -164,7 +181,7 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		sess := s.sessions.enter(sid)
+		sess = s.sessions.enter(sid)
 		if sess == nil {
 			// Expired, deleted or never known: the go-sdk may still be closing it, but it is gone for the client.
 			httpError(w, http.StatusNotFound, "session not found: it expired, was deleted or was closed to make room; initialize a new one")
@@ -173,7 +190,16 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer s.sessions.leave(sess)
 	}
 	if r.Method == http.MethodPost {
-		tok, call := s.calls.add(r.Context())
+		rw, ok := s.prepareIDs(w, r, sid, sess)
+		if !ok {
+			return
+		}
+		defer rw.release()
+		if rw.restore != nil {
+			w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
+		}
+		tok, call := s.calls.add(r.Context(), client)
+		call.res = res
 		r.Header.Set(callHeader, tok)
 		w = splicingWriter{w}
 		defer func() {
@@ -184,6 +210,38 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	s.streamable.ServeHTTP(w, r)
+}
+
+// prepareIDs reads the body of a POST and gives the SDK in its place one whose JSON-RPC ids it keeps exact
+// (ids.go), or answers the POST itself (a batch it refuses) and reports false.
+func (s *serving) prepareIDs(w http.ResponseWriter, r *http.Request, sid string, sess *session) (idRewrite, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes (-max-request-bytes)", tooLarge.Limit))
+		} else {
+			httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return idRewrite{}, false
+	}
+	version := r.Header.Get(protocolVersionHeader)
+	if version == "" && sess != nil {
+		// A client may leave the header out; the session's version still holds (the SDK would take 2025-03-26).
+		if p := sess.ss.InitializeParams(); p != nil {
+			version = p.ProtocolVersion
+		}
+	}
+	rw, refusal := s.ids.prepare(body, sid, version)
+	if refusal != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(refusal.status)
+		_, _ = w.Write(refusal.body)
+		return idRewrite{}, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(rw.body))
+	r.ContentLength = int64(len(rw.body))
+	return rw, true
 }
 
 // shutdown ends every call and session at once (commands are killed, not awaited), then stops the HTTP server,
@@ -202,6 +260,15 @@ func (s *serving) shutdown(ctx context.Context, hs *http.Server) error {
 		return hs.Close()
 	}
 	return nil
+}
+
+// clientAddr is the address a request came from, without its port: the key of the per-client session cap. A
+// forwarded-for header is not believed (anyone may send one).
+func clientAddr(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return r.RemoteAddr
 }
 
 // hostCheck refuses requests whose Host header is not this machine's loopback name or an allowed host. Browsers
@@ -230,10 +297,20 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 func bearer(token string, next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		header := strings.TrimSpace(r.Header.Get("Authorization"))
+		scheme, got, _ := strings.Cut(header, " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
+			what := "no bearer token"
+			switch {
+			case header != "" && !strings.EqualFold(scheme, "Bearer"):
+				what = "an Authorization header that is not a bearer token"
+			case header != "":
+				what = "a wrong bearer token"
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="goalbox"`)
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
+			httpError(w, http.StatusUnauthorized, what+": this server requires the header Authorization: Bearer <token>, with the token "+
+				"it was started with (-token or its environment variable) or, when none was given, the one it generated, printed at start "+
+				"and wrote to its token file (-token-file)")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -243,5 +320,7 @@ func bearer(token string, next http.Handler) http.Handler {
 func httpError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "<token>" as a person reads it, not "\u003ctoken\u003e"
+	_ = enc.Encode(map[string]string{"error": msg})
 }

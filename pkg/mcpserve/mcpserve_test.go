@@ -42,6 +42,10 @@ func (e errString) Error() string { return string(e) }
 func start(t *testing.T, srv *mcp.Server, cfg Config) *Running {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
+	if cfg.Token == "" {
+		// These tests are about what lies behind the token check; token_test.go tests the token by default.
+		cfg.Token = NoToken
+	}
 	r, err := Start(srv, cfg, func() map[string]any { return map[string]any{"server": "echo"} }, nil)
 	if err != nil {
 		t.Fatal(err)

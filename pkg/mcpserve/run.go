@@ -19,6 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// console is where Run prints what a person starting a server needs (the token, or the warning without one): stderr,
+// as stdout may be the stdio transport. Tests replace it.
+var console io.Writer = os.Stderr
+
 // ShutdownGrace is how long in-flight requests get to finish after SIGINT/SIGTERM.
 const ShutdownGrace = 10 * time.Second
 
@@ -78,7 +82,22 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", cfg.Token != "",
+	tokenFile := ""
+	switch r.tokenState {
+	case tokenGenerated:
+		file, remove, err := writeTokenFile(cfg.TokenFile, name, r.Addr, r.Token)
+		if err != nil {
+			r.Close()
+			return ConfigError(err)
+		}
+		defer remove()
+		tokenFile = file
+		announceToken(console, name, r.URL, r.Token, file)
+	case tokenOff:
+		logger.Warn("serving without a token (-token none): every user of this machine who reaches the port can use this server", "server", name, "url", r.URL)
+		warnNoToken(console, name, r.URL)
+	}
+	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", r.tokenState.String(), "token_file", tokenFile,
 		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String(), "max_connections", cfg.MaxConnections)
 	select {
 	case err := <-r.errc:
@@ -141,14 +160,19 @@ type Running struct {
 	URL string
 	// Addr is the listen address.
 	Addr string
-	hs   *http.Server
-	s    *serving
-	ln   *connLimiter
-	errc chan error
+	// Token is the bearer token the MCP endpoint requires: the one Config gave, or the one generated at start when
+	// it gave none; "" for Config.Token NoToken. A client sends it as "Authorization: Bearer <Token>".
+	Token      string
+	tokenState tokenState
+	hs         *http.Server
+	s          *serving
+	ln         *connLimiter
+	errc       chan error
 }
 
 // Start serves srv over HTTP on cfg.Addr (use "127.0.0.1:0" for a free port) in the background and returns at
-// once. Close stops it. The agent uses this to run both servers in its own process. health is the server's report
+// once. Close stops it. The MCP endpoint requires a bearer token unless cfg.Token is NoToken: the one cfg gives, or
+// else one generated here and kept in memory only (Running.Token; Run writes it to a file). The agent uses this to run both servers in its own process. health is the server's report
 // for the health endpoint, a type of package protocol that encodes as a JSON object (NoHealth for none); the
 // endpoint adds the serving state to it.
 func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Logger) (*Running, error) {
@@ -160,11 +184,12 @@ func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	s := newServing(srv, cfg, asHealthObject(health), logger)
+	token, state := settleToken(cfg.Token)
+	s := newServing(srv, cfg, token, asHealthObject(health), logger)
 	ln := newConnLimiter(inner, cfg.MaxConnections, logger)
 	s.ln.Store(ln)
 	hs := newHTTPServer(s, cfg, logger)
-	r := &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
+	r := &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), Token: token, tokenState: state, hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
 	go func() { r.errc <- hs.Serve(ln) }()
 	return r, nil
 }

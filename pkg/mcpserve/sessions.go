@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,9 +33,15 @@ var (
 const (
 	// DefaultSessionIdleTimeout is the figure: long enough for a person to step away from an agent.
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultSessionUnusedTimeout closes a session that runs nothing after five minutes without a request: a
+	// client that went away without a DELETE frees its session's memory then, not half an hour later.
+	DefaultSessionUnusedTimeout = 5 * time.Minute
 	// DefaultMaxSessions: an agent holds one session per server, the load test 64; a session costs about 23 KiB
 	// of server memory plus what its tools keep, so 256 bound the sessions to a few MiB.
 	DefaultMaxSessions = 256
+	// DefaultSessionKeepActive: an agent between two calls waits for its model, which takes seconds, rarely
+	// minutes; five minutes keep every working agent's session safe from a flood of new ones.
+	DefaultSessionKeepActive = 5 * time.Minute
 )
 
 // sessionKey is the context key under which a call's context carries its session's context.
@@ -55,66 +63,150 @@ type session struct {
 	ss     *mcp.ServerSession
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	client string    // the client's address, for the per-client cap
 	open   int       // HTTP requests of this session in flight (POSTs, GET streams); guarded by sessions.mu
-	last   time.Time // when the last request began or ended; guarded by sessions.mu
+	holds  int       // work of the session running outside a request (HoldSession); guarded by sessions.mu
+	last   time.Time // when the last request began or ended, or a hold ended; guarded by sessions.mu
+}
+
+// holdKey is the context key of a call's session in its table, for HoldSession.
+type holdKey struct{}
+
+type sessionRef struct {
+	t *sessions
+	s *session
+}
+
+// HoldSession marks the MCP session of the tool call ctx belongs to as running something beyond the call (a
+// background process) until release is called: such a session is never closed to make room for a new one
+// (Config.MaxSessions). The server's idle expiry still applies. Outside an HTTP session (stdio, stateless
+// requests) it does nothing. release may be called more than once.
+func HoldSession(ctx context.Context) (release func()) {
+	ref, ok := ctx.Value(holdKey{}).(sessionRef)
+	if !ok {
+		return func() {}
+	}
+	ref.t.mu.Lock()
+	ref.s.holds++
+	ref.t.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ref.t.mu.Lock()
+			ref.s.holds--
+			ref.s.last = time.Now()
+			ref.t.mu.Unlock()
+		})
+	}
 }
 
 // sessions is the table of live HTTP sessions: it expires idle ones, caps their number, and ends each one's context
 // before closing it, so that the session's calls are cancelled instead of awaited (the go-sdk's Close waits for
 // in-flight calls to return).
 type sessions struct {
-	base   context.Context
-	idle   time.Duration
-	max    int
-	logger *slog.Logger
+	base       context.Context
+	idle       time.Duration
+	unused     time.Duration // the idle timeout of a session that holds nothing
+	keepActive time.Duration
+	max        int
+	perClient  int
+	logger     *slog.Logger
 
-	mu      sync.Mutex
-	byID    map[string]*session
-	pending int  // new sessions being created (initialize requests in flight)
-	closing bool // shutting down: no new sessions
+	mu       sync.Mutex
+	byID     map[string]*session
+	byClient map[string]int // live and pending sessions of each client address
+	pending  int            // new sessions being created (initialize requests in flight)
+	closing  bool           // shutting down: no new sessions
 }
 
 func newSessions(base context.Context, cfg Config, logger *slog.Logger) *sessions {
-	return &sessions{base: base, idle: cfg.SessionIdleTimeout, max: cfg.MaxSessions, logger: logger, byID: map[string]*session{}}
+	return &sessions{base: base, idle: cfg.SessionIdleTimeout, unused: cfg.SessionUnusedTimeout, keepActive: cfg.SessionKeepActive, max: cfg.MaxSessions,
+		perClient: min(cfg.MaxSessionsPerClient, cfg.MaxSessions), logger: logger, byID: map[string]*session{}, byClient: map[string]int{}}
 }
 
-// reserve makes room for a new session, closing the least recently used idle one at the cap. It returns a message
-// for the client when there is no room: every session is in use.
-func (t *sessions) reserve() (refusal string) {
+// reserve makes room for a new session of client, closing at the cap the least recently used session that is idle:
+// no request open, nothing held (HoldSession), no request for keepActive. A session in use is never closed to make
+// room, or opening sessions quickly would close another client's session and kill what it runs. When there is no
+// room, it returns the HTTP status and a message for the client: 429 past the client's own cap, 503 when every
+// session is in use.
+func (t *sessions) reserve(client string) (status int, refusal string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
-		return "the server is shutting down"
+		return http.StatusServiceUnavailable, "the server is shutting down"
+	}
+	now := time.Now()
+	if t.byClient[client] >= t.perClient && t.perClient < t.max {
+		// A client past its own cap makes room among its own idle sessions (one that leaks sessions recycles them),
+		// never among another's.
+		victim, oldest := t.victimLocked(now, client)
+		if victim == "" {
+			return http.StatusTooManyRequests, fmt.Sprintf("too many sessions from this client address (%s): it has %d, the most one "+
+				"address may (-max-sessions-per-client), and none is idle; end one with DELETE, or retry later", client, t.byClient[client])
+		}
+		t.logger.Info("session closed to make room for a new one of the same client", "session", victim, "client", client,
+			"idle", now.Sub(oldest).Round(time.Second).String(), "max_sessions_per_client", t.perClient)
+		t.closeLocked(victim, ErrSessionEvicted)
 	}
 	if len(t.byID)+t.pending >= t.max {
-		var victim string
-		var oldest time.Time
-		for id, s := range t.byID {
-			if s.open == 0 && (victim == "" || s.last.Before(oldest)) {
-				victim, oldest = id, s.last
-			}
-		}
+		victim, oldest := t.victimLocked(now, "")
 		if victim == "" {
-			return fmt.Sprintf("too many sessions: all %d are in use (-max-sessions); end one with DELETE or retry later", t.max)
+			return http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: all %d are in use (-max-sessions) — each has a request "+
+				"open, a command or process running, or a request in the last %v (-session-keep-active), and such a session is never "+
+				"closed to make room; end one with DELETE or retry later", t.max, t.keepActive)
 		}
-		t.logger.Info("session closed to make room for a new one", "session", victim, "idle", time.Since(oldest).Round(time.Second).String(), "max_sessions", t.max)
+		t.logger.Info("session closed to make room for a new one", "session", victim, "idle", now.Sub(oldest).Round(time.Second).String(), "max_sessions", t.max)
 		t.closeLocked(victim, ErrSessionEvicted)
 	}
 	t.pending++
-	return ""
+	t.byClient[client]++
+	return 0, ""
 }
 
-func (t *sessions) release() {
+// victimLocked is the least recently used idle session (of client, unless ""), or "": one with no request open,
+// nothing held and no request for keepActive.
+func (t *sessions) victimLocked(now time.Time, client string) (victim string, oldest time.Time) {
+	for id, s := range t.byID {
+		if (client == "" || s.client == client) && s.open == 0 && s.holds == 0 && now.Sub(s.last) >= t.keepActive &&
+			(victim == "" || s.last.Before(oldest)) {
+			victim, oldest = id, s.last
+		}
+	}
+	return victim, oldest
+}
+
+// release ends a reservation: the session was made (add counted it) or was not.
+func (t *sessions) release(client string) {
 	t.mu.Lock()
 	t.pending--
+	t.dropClientLocked(client)
 	t.mu.Unlock()
 }
 
-// add registers a session that has just initialized.
-func (t *sessions) add(ss *mcp.ServerSession) *session {
+func (t *sessions) dropClientLocked(client string) {
+	if t.byClient[client]--; t.byClient[client] <= 0 {
+		delete(t.byClient, client)
+	}
+}
+
+// reservation is a place reserve made for a new session: it becomes the session's (add) or is given back
+// (release), once.
+type reservation struct{ taken atomic.Bool }
+
+// take reports whether the place is still to be taken, and takes it.
+func (r *reservation) take() bool { return r != nil && r.taken.CompareAndSwap(false, true) }
+
+// add registers a session of client that has just initialized. fromReservation says it takes the place its
+// initialize reserved (else it is counted anew): counting both until the initialize's POST ended made a burst of
+// sessions meet the cap early.
+func (t *sessions) add(ss *mcp.ServerSession, client string, fromReservation bool) *session {
 	ctx, cancel := context.WithCancelCause(t.base)
-	s := &session{ss: ss, ctx: ctx, cancel: cancel, last: time.Now()}
+	s := &session{ss: ss, ctx: ctx, cancel: cancel, client: client, last: time.Now()}
 	t.mu.Lock()
+	if fromReservation {
+		t.pending--
+		t.dropClientLocked(client)
+	}
 	if t.closing {
 		t.mu.Unlock()
 		cancel(ErrShutdown)
@@ -127,6 +219,7 @@ func (t *sessions) add(ss *mcp.ServerSession) *session {
 		return old
 	}
 	t.byID[ss.ID()] = s
+	t.byClient[client]++
 	t.mu.Unlock()
 	go func() {
 		// However the session ends, its context ends with it and it leaves the table.
@@ -134,6 +227,7 @@ func (t *sessions) add(ss *mcp.ServerSession) *session {
 		t.mu.Lock()
 		if t.byID[ss.ID()] == s {
 			delete(t.byID, ss.ID())
+			t.dropClientLocked(client)
 		}
 		t.mu.Unlock()
 		cancel(ErrSessionClosed)
@@ -189,18 +283,25 @@ func (t *sessions) closeLocked(id string, cause error) bool {
 		return false
 	}
 	delete(t.byID, id)
+	t.dropClientLocked(s.client)
 	s.cancel(cause)
 	go s.ss.Close()
 	return true
 }
 
-// expire closes the sessions that have had no request open for the idle timeout.
+// expire closes the sessions that have had no request open for the idle timeout, and those that hold nothing
+// running for the shorter unused timeout.
 func (t *sessions) expire(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, s := range t.byID {
-		if s.open == 0 && now.Sub(s.last) >= t.idle {
+		switch idle := now.Sub(s.last); {
+		case s.open > 0:
+		case idle >= t.idle:
 			t.logger.Info("session expired", "session", id, "idle_timeout", t.idle.String())
+			t.closeLocked(id, ErrSessionExpired)
+		case s.holds == 0 && t.unused > 0 && idle >= t.unused:
+			t.logger.Info("session expired: nothing running", "session", id, "unused_timeout", t.unused.String())
 			t.closeLocked(id, ErrSessionExpired)
 		}
 	}
@@ -208,7 +309,11 @@ func (t *sessions) expire(now time.Time) {
 
 // reap expires idle sessions until ctx ends.
 func (t *sessions) reap(ctx context.Context) {
-	every := min(max(t.idle/4, 25*time.Millisecond), 30*time.Second)
+	shortest := t.idle
+	if t.unused > 0 {
+		shortest = min(shortest, t.unused)
+	}
+	every := min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -228,6 +333,7 @@ func (t *sessions) shutdown(ctx context.Context) {
 	var wg sync.WaitGroup
 	for id, s := range t.byID {
 		delete(t.byID, id)
+		t.dropClientLocked(s.client)
 		s.cancel(ErrShutdown)
 		wg.Go(func() { s.ss.Close() })
 	}

@@ -52,7 +52,8 @@ type stdioTransport struct {
 }
 
 func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{out: &lockedWriter{w: t.out}, incoming: make(chan stdioRead), closed: make(chan struct{})}
+	c := &stdioConn{out: &lockedWriter{w: t.out}, incoming: make(chan stdioRead), closed: make(chan struct{}),
+		ids: newIDStandIns(), pending: map[string]pendingID{}}
 	go c.readLines(t.in, t.maxLine)
 	return c, nil
 }
@@ -63,6 +64,17 @@ type stdioConn struct {
 	incoming  chan stdioRead
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// ids gives an id the go-sdk would not keep exact a stand-in (ids.go); pending holds the stand-ins whose reply
+	// is not yet written, by quoted stand-in.
+	ids       *idStandIns
+	pendingMu sync.Mutex
+	pending   map[string]pendingID
+}
+
+type pendingID struct {
+	raw     json.RawMessage
+	release func()
 }
 
 // stdioRead is a message read, or the error that ended the input.
@@ -109,6 +121,14 @@ func (c *stdioConn) readLines(in io.Reader, maxLine int64) {
 				c.out.Write(append(b, '\n'))
 			}
 		default:
+			if rw, _ := c.ids.prepare(t, "stdio", ""); rw.restore != nil {
+				t = rw.body
+				c.pendingMu.Lock()
+				for q, raw := range rw.restore {
+					c.pending[q] = pendingID{raw: raw, release: rw.release}
+				}
+				c.pendingMu.Unlock()
+			}
 			msg := decodeMessage(t)
 			if msg == nil {
 				reply(-32700, "parse error: each line must be one JSON-RPC 2.0 message")
@@ -146,6 +166,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
+	data = c.restoreIDs(data)
 	buf := encodeBufs.Get().(*bytes.Buffer)
 	defer encodeBufs.Put(buf)
 	buf.Reset()
@@ -153,6 +174,20 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	buf.WriteByte('\n')
 	_, err = c.out.Write(buf.Bytes())
 	return err
+}
+
+// restoreIDs puts back the id a client sent in place of its stand-in, in the reply that carries it.
+func (c *stdioConn) restoreIDs(data []byte) []byte {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for q, p := range c.pending {
+		if bytes.Contains(data, []byte(`"id":`+q)) {
+			data = restoreIDs(data, map[string]json.RawMessage{q: p.raw})
+			p.release()
+			delete(c.pending, q)
+		}
+	}
+	return data
 }
 
 // Close stops handing on input; the reader ends at its next line or at the end of the input. The output belongs to
@@ -174,26 +209,24 @@ func refuseBatch(b []byte) []byte {
 	if json.Unmarshal(b, &batch) != nil {
 		return errorLine(jsonrpc.ID{}, -32700, "parse error: each line must be one JSON-RPC 2.0 message")
 	}
-	var out []json.RawMessage
-	notifications := 0
-	for _, raw := range batch {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		req, ok := msg.(*jsonrpc.Request)
-		switch {
-		case err == nil && ok && req.IsCall():
-			out = append(out, errorLine(req.ID, -32600, batchRefusal))
-		case err == nil && ok:
+	// Each call's error carries its id as the client sent it (not as the go-sdk would decode it: ids.go).
+	envs := make([]rpcEnvelope, len(batch))
+	calls, notifications := 0, 0
+	for i, raw := range batch {
+		if decodeEnvelope(raw, &envs[i]) != nil || envs[i].Method == nil {
+			envs[i] = rpcEnvelope{}
+			continue
+		}
+		if len(envs[i].ID) > 0 && string(envs[i].ID) != "null" {
+			calls++
+		} else {
 			notifications++
 		}
 	}
-	switch {
-	case len(out) > 0:
-		b, _ := json.Marshal(out)
-		return b
-	case len(batch) > 0 && notifications == len(batch):
+	if calls == 0 && len(batch) > 0 && notifications == len(batch) {
 		return nil
 	}
-	return errorLine(jsonrpc.ID{}, -32600, batchRefusal)
+	return bytes.TrimRight(refuseBatchCalls(envs, batchRefusal).body, "\n")
 }
 
 func errorLine(id jsonrpc.ID, code int64, msg string) []byte {

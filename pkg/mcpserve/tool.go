@@ -68,6 +68,7 @@ func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
+	portable(in)
 	resolved, err := in.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
@@ -79,6 +80,12 @@ func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
 		}
 		t.OutputSchema = out
+	}
+	if out, ok := t.OutputSchema.(*jsonschema.Schema); ok {
+		portable(out)
+	}
+	if t.Title == "" && t.Annotations != nil {
+		t.Title = t.Annotations.Title // a top-level title on every tool, as clients that show tools expect
 	}
 	return resolved, hasDefaults(in)
 }

@@ -62,7 +62,11 @@ func newFixtureIn(t testing.TB, dir string) *fixture {
 	} {
 		must(os.WriteFile(filepath.Join(base, filepath.FromSlash(name)), []byte(content), 0o644))
 	}
-	g, err := Open(f.ws, Options{})
+	// The servers' configuration: the protected project files are the defaults, so every attack meets the code
+	// paths a served workspace takes (writes from a checked folder handle among them).
+	prot, err := NewProtection(nil, nil)
+	must(err)
+	g, err := Open(f.ws, Options{Protection: prot})
 	must(err)
 	t.Cleanup(func() { g.Close() })
 	f.g = g

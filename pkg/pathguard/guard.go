@@ -37,6 +37,10 @@ type Options struct {
 	// MaxWorkspaceBytes caps what the workspace may hold, in bytes of regular files: a write that would take it past
 	// the cap is refused (see usage.go for how it is counted and what it can miss). 0, the default, is no cap.
 	MaxWorkspaceBytes int64
+	// Protection is the protected project files (protect.go): every operation that changes the tree refuses to
+	// create, replace, move or delete a protected path, or anything that holds one (guardprotect.go). Reads are not
+	// affected. nil protects nothing; the servers always set one (the defaults at least).
+	Protection *Protection
 }
 
 // Defaults for Options.

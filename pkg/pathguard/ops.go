@@ -201,6 +201,12 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err != nil {
 		return rel, false, err
 	}
+	if err := g.refuseProtectedWrite("write", rel); err != nil {
+		return rel, false, err
+	}
+	if err := g.refuseGitlink("write", rel, rel, target); err != nil {
+		return rel, false, err
+	}
 	mode := fs.FileMode(0o644)
 	if fi != nil {
 		if fi.IsDir() {
@@ -223,8 +229,15 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err := g.mkdirParents("write", target); err != nil {
 		return rel, false, err
 	}
-	tmp := path.Join(path.Dir(target), g.tempName())
-	f, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	// The file is made and renamed in target's folder: by its path from the workspace, or, when project files are
+	// protected, from a handle of that folder proved not to be a protected one (writeFolder).
+	dir, prefix, closeDir, err := g.writeFolder(rel, target)
+	if err != nil {
+		return rel, false, err
+	}
+	defer closeDir()
+	tmp, final := path.Join(prefix, g.tempName()), path.Join(prefix, path.Base(target))
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return rel, false, wrap("write", rel, err)
 	}
@@ -232,7 +245,7 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	defer func() {
 		if !committed {
 			f.Close()
-			_ = g.root.Remove(tmp)
+			_ = dir.Remove(tmp)
 		}
 	}()
 	if own := g.ownerFor(fi); own != nil {
@@ -255,8 +268,8 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 	if err := f.Close(); err != nil {
 		return rel, false, wrap("write", rel, err)
 	}
-	if err := g.root.Rename(tmp, target); err != nil {
-		_ = g.root.Remove(tmp)
+	if err := dir.Rename(tmp, final); err != nil {
+		_ = dir.Remove(tmp)
 		committed = true
 		return rel, false, wrap("write", rel, err)
 	}
@@ -313,6 +326,9 @@ func (g *Guard) MkdirAll(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := g.refuseProtectedWrite("mkdir", rel); err != nil {
+		return rel, err
+	}
 	return rel, wrap("mkdir", rel, g.mkdirAll(rel))
 }
 
@@ -343,7 +359,14 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 	if err != nil {
 		return rel, false, wrap("delete", rel, err)
 	}
+	if err := g.refuseProtectedEntry("delete", rel); err != nil {
+		return rel, false, err
+	}
 	if fi.IsDir() && recursive {
+		// Nothing is deleted unless nothing in the folder is protected: walk it first.
+		if err := g.refuseProtectedTree("delete", rel, fi, "delete it with a command, or its contents in parts"); err != nil {
+			return rel, false, err
+		}
 		err := g.removeTree(rel, fi)
 		g.forgetUsage() // what a tree held is not known without walking it: the next write counts again
 		if err != nil {
@@ -351,7 +374,15 @@ func (g *Guard) Remove(p string, recursive bool) (string, bool, error) {
 		}
 		return rel, true, nil
 	}
-	err = g.root.Remove(rel)
+	if g.opts.Protection.active() {
+		// From a handle of its folder, proved to be the checked one (guardprotect.go).
+		err = g.removeChecked(rel, fi)
+	} else {
+		err = g.root.Remove(rel)
+	}
+	if IsReason(err, ReasonProtected) || IsReason(err, ReasonChanged) {
+		return rel, false, err
+	}
 	if err == nil && fi.Mode().IsRegular() {
 		g.freed(fi)
 	}
@@ -389,7 +420,27 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 		return rs, rd, err
 	}
 	dest := path.Join(dparent, path.Base(rd))
-	if err := g.checkMovedLinks(rs, dest, sfi); err != nil {
+	// Protected paths: the source, the destination, and (below) what a folder holds, where it is and where it lands.
+	if err := g.refuseProtectedEntry("move", rs); err != nil {
+		return rs, rd, err
+	}
+	if err := g.refuseProtected("move", rd, rd, dest); err != nil {
+		return rs, rd, err
+	}
+	if !sfi.IsDir() {
+		if err := g.refuseGitlink("move", rd, rd, dest); err != nil {
+			return rs, rd, err
+		}
+	}
+	var inside *treeCheck
+	if sfi.IsDir() && g.opts.Protection.active() {
+		real, err := g.entryPath("move", rs)
+		if err != nil {
+			return rs, rd, err
+		}
+		inside = g.newTreeCheck("move", rs, real, dest)
+	}
+	if err := g.checkMovedLinks(rs, dest, sfi, inside); err != nil {
 		return rs, rd, err
 	}
 	var replaced fs.FileInfo // a file the move replaces
@@ -409,8 +460,13 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 	if err := g.mkdirParents("move", dest); err != nil {
 		return rs, rd, err
 	}
-	if err := g.root.Rename(rs, dest); err != nil {
-		return rs, rd, wrap("move", rs, err)
+	rename := func() error { return wrap("move", rs, g.root.Rename(rs, dest)) }
+	if g.opts.Protection.active() {
+		// From handles of both folders, proved to be the checked ones (guardprotect.go).
+		rename = func() error { return g.renameChecked(rs, rd, dest, sfi) }
+	}
+	if err := rename(); err != nil {
+		return rs, rd, err
 	}
 	// A move renames: it adds no bytes to the workspace, so the disk cap never refuses one.
 	g.freed(replaced)
@@ -418,10 +474,11 @@ func (g *Guard) Rename(src, dst string, overwrite bool) (string, string, error) 
 }
 
 // checkMovedLinks refuses a move of src (a symlink, or a folder holding symlinks) to the real path dest when a
-// relative symlink would then lead out of the workspace. Absolute symlinks are never followed, so they are left
-// as they are. A folder is walked from handles (linear in its entries) within the walk caps: one too deep or too
-// large to check is refused with the cap that stopped it.
-func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
+// relative symlink would then lead out of the workspace, and, with inside, a move of a folder that holds a
+// protected path or would put one in place. Absolute symlinks are never followed, so they are left as they are. A
+// folder is walked once, from handles (linear in its entries), within the walk caps: one too deep or too large to
+// check is refused with the cap that stopped it.
+func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo, inside *treeCheck) error {
 	check := func(at, name, link string) error {
 		if !path.IsAbs(link) && escapes(path.Join(path.Dir(at), link)) {
 			return &Error{Op: "move", Path: name, Reason: ReasonOutside,
@@ -440,6 +497,9 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
 		return nil
 	}
 	err := g.Walk(context.Background(), src, WalkOptions{Unsorted: true}, func(e *Entry) error {
+		if err := inside.entry(e, src); err != nil {
+			return err
+		}
 		if e.Type&fs.ModeSymlink == 0 {
 			return nil
 		}
@@ -453,8 +513,12 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo) error {
 	if isCap(err) {
 		var ge *Error
 		errors.As(err, &ge)
+		what := "its symlinks"
+		if inside != nil {
+			what = "its symlinks and protected project files"
+		}
 		return &Error{Op: "move", Path: src, Reason: ge.Reason,
-			Detail: "its symlinks could not all be checked: " + ge.Detail + "; move it with a command, or its contents in parts"}
+			Detail: what + " could not all be checked: " + ge.Detail + "; move it with a command, or its contents in parts"}
 	}
 	return err
 }
@@ -504,6 +568,21 @@ func (g *Guard) symlink(target, link string) (string, error) {
 		}
 	}
 	at := path.Join(parent, path.Base(rel))
+	// A link may neither be a protected path nor lead to one: a write through it later is refused anyway, but a
+	// link that makes .git/hooks/post-checkout lead to a file of the workspace plants a hook by itself.
+	if err := g.refuseProtected("symlink", rel, rel, at); err != nil {
+		return rel, err
+	}
+	if err := g.refuseGitlink("symlink", rel, rel, at); err != nil {
+		return rel, err
+	}
+	real := dest
+	if r, _, err := g.resolve("symlink", dest); err == nil {
+		real = r
+	}
+	if err := g.refuseProtected("symlink", rel, dest, real); err != nil {
+		return rel, err
+	}
 	if err := g.mkdirParents("symlink", at); err != nil {
 		return rel, err
 	}

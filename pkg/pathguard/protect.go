@@ -27,6 +27,13 @@ var DefaultProtected = []string{
 	".git/config.worktree",
 	".git/worktrees/*/config",
 	".git/worktrees/*/config.worktree",
+	// commondir names the folder whose config and hooks git uses instead of this one's: a .git/commondir written
+	// into any repository is a .git/config and .git/hooks of the writer's choosing.
+	".git/commondir",
+	".git/worktrees/*/commondir",
+	// A submodule's git dir, with its own config and hooks, which git uses in the submodule's folder (sub/.git is
+	// a file, "gitdir: ../.git/modules/sub"). Whole, since module names may hold slashes (.git/modules/a/b/config).
+	".git/modules",
 	".gitmodules",
 	".vscode",
 	".idea",
@@ -176,4 +183,71 @@ func ProtectedError(op, rel, pattern string) *Error {
 		"pattern %q: files that run code on the host later (git hooks and config, editor and agent settings, .envrc) "+
 			"cannot be created, changed, moved or deleted from the sandbox; reading them is allowed; whoever starts "+
 			"the server changes the list with -protect and -unprotect", pattern)}
+}
+
+// maxParts is the most components of any pattern in force.
+func (p *Protection) maxParts() int {
+	n := 0
+	for _, parts := range p.parts {
+		n = max(n, len(parts))
+	}
+	return n
+}
+
+// matchEnd reports whether some pattern matches the run of components that ends at the last of comps, which are
+// lower-cased. A walk that stops at the first protected entry it meets knows that no ancestor of the entry in hand
+// is protected, so only such runs can match it: checking an entry then costs the patterns, not the entry's depth
+// (a full Match of every entry of a tree 10,000 folders deep would cost the sum of their depths).
+func (p *Protection) matchEnd(comps []string) (string, bool) {
+	for i, parts := range p.parts {
+		if len(parts) <= len(comps) && matchRun(comps[len(comps)-len(parts):], parts) {
+			return p.patterns[i], true
+		}
+	}
+	return "", false
+}
+
+// active reports whether p protects anything.
+func (p *Protection) active() bool { return p != nil && len(p.patterns) > 0 }
+
+// ParseProtection is NewProtection for the -protect and -unprotect flags and their environment twins: each item
+// may hold several patterns separated by commas ("-protect '*.pem,secrets'"), and the flags may be repeated.
+func ParseProtection(add, remove []string) (*Protection, error) {
+	split := func(items []string) []string {
+		var out []string
+		for _, it := range items {
+			for p := range strings.SplitSeq(it, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	return NewProtection(split(add), split(remove))
+}
+
+// ProtectUsage and UnprotectUsage are the usage of the -protect and -unprotect flags, one text for every command
+// that takes them (both servers, the agent); UnprotectUsage lists the defaults, so the help cannot drift from them.
+const ProtectUsage = "protect another path pattern from every change, at any depth of the workspace (e.g. secrets or *.pem); repeatable or comma-separated"
+
+func UnprotectUsage() string {
+	return "let a default protected pattern be changed (" + strings.Join(DefaultProtected, ", ") + "); repeatable or comma-separated"
+}
+
+// gitlinkPattern is the pattern a file or symlink named .git would get around, "" when none is in force. A gitlink
+// (a file .git holding "gitdir: PATH", as submodules and worktrees have) or a symlink named .git makes git use
+// PATH's config and hooks, which no pattern names: while .git/config or .git/hooks is protected, no file or symlink
+// named .git may be made or replaced (a .git folder may: it is what git init makes, and its config and hooks are
+// protected where it is).
+func (p *Protection) gitlinkPattern() string {
+	if p == nil {
+		return ""
+	}
+	for _, pat := range []string{".git/config", ".git/hooks"} {
+		if slices.Contains(p.patterns, pat) {
+			return pat
+		}
+	}
+	return ""
 }

@@ -109,6 +109,8 @@ type WalkOptions struct {
 	SkipUnreadable bool
 	// NoEntryCap lifts MaxTreeEntries (unsorted walks only, whose memory does not grow with the entries read).
 	NoEntryCap bool
+	// start, when set, is what the folder walked must be (a delete checks the very folder it then deletes).
+	start fs.FileInfo
 }
 
 // walkBatch is how many entries an unsorted walk reads from a folder at a time.
@@ -216,6 +218,12 @@ func (w *walker) push(parent root, name string, e *Entry) error {
 		return wrap("walk", path, err)
 	}
 	list, err := dir.Open(".")
+	if err == nil && e == nil && w.opts.start != nil {
+		var fi fs.FileInfo
+		if fi, err = list.Stat(); err == nil && !os.SameFile(fi, w.opts.start) {
+			err = &Error{Op: "walk", Path: path, Reason: ReasonChanged, Detail: "it was replaced while it was being checked"}
+		}
+	}
 	if err == nil && e != nil {
 		// The entry must still be the folder that was listed: one swapped for a symlink since would be followed
 		// by OpenRoot (inside the parent, so never out of the workspace, but maybe into a loop).

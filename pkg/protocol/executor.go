@@ -29,6 +29,18 @@ type RunCommandOutput struct {
 	// ProtectedUndone lists the protected project files (git hooks and config, editor settings, .envrc...) the
 	// command created or changed, which the server undid after it ended.
 	ProtectedUndone []string `json:"protected_undone,omitempty" jsonschema:"protected project files (git hooks and config, editor and agent settings, .envrc) the command created or changed; they were undone and kept out of the workspace"`
+
+	// With -net-allow: what the egress proxy refused this command, and what it reached.
+	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"host:port the egress proxy refused to this command (not in the executor's -net-allow, or an address never reachable)"`
+	Network       []NetworkHost `json:"network,omitempty" jsonschema:"hosts this command reached through the egress proxy, with bytes"`
+}
+
+// NetworkHost is one host:port a command reached through the egress proxy, and how much went each way.
+type NetworkHost struct {
+	Host          string `json:"host"` // host:port as asked
+	Connections   int    `json:"connections"`
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
 }
 
 // OutputResourceScheme is the URI scheme of the full outputs the executor keeps: OutputResourceScheme + "://" + an

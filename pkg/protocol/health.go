@@ -12,6 +12,9 @@ type FilesystemHealth struct {
 	AdvertisedRoot string           `json:"advertised_root"`
 	Tools          []string         `json:"tools"`
 	Limits         FilesystemLimits `json:"limits"`
+	// Protected are the protected project files in force, as patterns (pathguard.Protection): paths, at any depth
+	// of the workspace, that no tool may create, change, move or delete. Never null; empty when none.
+	Protected []string `json:"protected"`
 }
 
 // FilesystemLimits are the filesystem server's limits; 0 or -1 for MaxWorkspaceBytes is no disk cap.
@@ -78,6 +81,8 @@ type CommandPolicy struct {
 type Confinement struct {
 	Network      string `json:"network"`
 	Capabilities string `json:"capabilities"`
+	// Egress is the egress proxy (-net-allow), nil when commands have no network.
+	Egress *EgressHealth `json:"egress,omitempty"`
 	// Sandbox is the same policy as data: what a command's world is built from, and which promises hold.
 	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
 	*LocalConfinement
@@ -150,4 +155,34 @@ type DockerConfinement struct {
 	Instance           string  `json:"instance"`
 	Environment        string  `json:"environment"`
 	ProcessContainment string  `json:"process_containment"`
+	// Seccomp names the system call filter of every container.
+	Seccomp string `json:"seccomp,omitempty"`
+	// ModeSweep says what is cleared in the workspace after each command (set-user-id, set-group-id, world-write).
+	ModeSweep string `json:"mode_sweep,omitempty"`
+	// Protected says how the protected project paths are kept (read-only bind mounts).
+	Protected string `json:"protected,omitempty"`
+	// DiskCapBytes caps the workspace and the cache together (-1: none).
+	DiskCapBytes int64 `json:"disk_cap_bytes,omitempty"`
+	// MaxContainers is how many containers the total caps admit at once (-1: no total cap), from
+	// TotalMemoryBytes and TotalPidsLimit.
+	MaxContainers    int   `json:"max_containers,omitempty"`
+	TotalMemoryBytes int64 `json:"total_memory_bytes,omitempty"`
+	TotalPidsLimit   int64 `json:"total_pids_limit,omitempty"`
+	// Watchdog says what ends a command whose executor died.
+	Watchdog string `json:"watchdog,omitempty"`
+}
+
+// EgressHealth is the executor's egress proxy: what commands may reach, and its limits.
+type EgressHealth struct {
+	Allow              []string `json:"allow"`         // -net-allow entries, canonical
+	DefaultPorts       []int    `json:"default_ports"` // ports a host entry without :port opens
+	Proxy              string   `json:"proxy"`         // where commands reach it (HTTP_PROXY, without credentials)
+	MaxConns           int      `json:"max_conns"`     // all commands together
+	MaxConnsPerCommand int      `json:"max_conns_per_command"`
+	IdleTimeoutSeconds int      `json:"idle_timeout_seconds"`
+	MaxBytesPerCommand int64    `json:"max_bytes_per_command"` // 0: none
+	ActiveConns        int      `json:"active_conns"`
+	Denied             int64    `json:"denied"` // refusals since start
+	// Secrets are the -secret names and the hosts each is sent to ("TOKEN@api.example.com"); never a value.
+	Secrets []string `json:"secrets,omitempty"`
 }

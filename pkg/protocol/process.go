@@ -50,6 +50,10 @@ type ReadProcessOutputOutput struct {
 	DurationMs     int64  `json:"duration_ms"`
 	StdoutResource string `json:"stdout_resource,omitempty" jsonschema:"once stdout outgrew the process's buffer: URI of the whole stdout from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
 	StderrResource string `json:"stderr_resource,omitempty" jsonschema:"once stderr outgrew the process's buffer: URI of the whole stderr from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
+
+	// With -net-allow, once the process ended: what the egress proxy refused it, and what it reached.
+	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"once ended: host:port the egress proxy refused to this process"`
+	Network       []NetworkHost `json:"network,omitempty" jsonschema:"once ended: hosts this process reached through the egress proxy, with bytes"`
 }
 
 // WriteProcessInputInput is data for a process's open stdin.
@@ -75,6 +79,10 @@ type StopProcessOutput struct {
 	ProcessID string `json:"process_id"`
 	ExitCode  int    `json:"exit_code"`
 	Killed    bool   `json:"killed"`
+
+	// With -net-allow: what the egress proxy refused the process, and what it reached.
+	NetworkDenied []string      `json:"network_denied,omitempty"`
+	Network       []NetworkHost `json:"network,omitempty"`
 }
 
 // ListProcessesInput takes nothing.

@@ -8,6 +8,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -18,13 +19,21 @@ var newLocal = local.New
 // newBackend builds the backend named by opts.Backend, or lets package backends choose one (auto): the flags map
 // onto both backends' configurations, and the choice is the one the agent's in-process executor makes too.
 func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *slog.Logger) (execserver.Backend, backends.Choice, error) {
+	network := egress.Config{Allow: opts.netAllow, MaxConns: opts.NetMaxConns, MaxConnsPerCommand: opts.NetMaxConnsPerCommand,
+		IdleTimeout: opts.NetIdleTimeout, MaxBytesPerCommand: opts.NetMaxBytes, Logger: logger, Secrets: opts.secrets, UpstreamCA: opts.upstreamCA}
 	dc := docker.Config{
+		Network:      network,
 		Image:        opts.Image,
 		CacheHostDir: opts.CacheDir,
 		User:         opts.DockerUser,
 		CPUs:         opts.CPUs,
 		WarmPool:     opts.WarmPool,
 		Logger:       logger,
+		Instance:     opts.Instance,
+		// Both backends take the same disk cap and totals (0 default, -1 none).
+		MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
+		TotalMemory:       opts.TotalMemoryLimitMB << 20,
+		TotalPIDs:         int64(opts.TotalPidsLimit),
 	}
 	// The limits are shared flags; zero or negative leaves the docker backend's defaults.
 	if opts.PidsLimit > 0 {
@@ -44,6 +53,7 @@ func newBackend(ctx context.Context, opts settings, g *pathguard.Guard, logger *
 			TotalMemoryLimit:  opts.TotalMemoryLimitMB << 20,
 			TotalPidsLimit:    opts.TotalPidsLimit,
 			MaxWorkspaceBytes: opts.MaxWorkspaceBytes,
+			Network:           network,
 		},
 		Docker:   dc,
 		Logger:   logger,

@@ -3,20 +3,22 @@ module github.com/goalbox/goalbox/servers/executor
 go 1.26.8
 
 require (
-	github.com/caarlos0/env/v11 v11.4.2
 	github.com/containerd/errdefs v1.0.0
 	github.com/goalbox/goalbox/pkg v0.0.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
+	github.com/moby/profiles/seccomp v0.3.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/opencontainers/runtime-spec v1.2.1
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.49.0
 )
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/caarlos0/env/v11 v11.4.2 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-connections v0.8.2 // indirect

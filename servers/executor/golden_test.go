@@ -104,6 +104,7 @@ func TestGoldenToolsList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mcptest.RequirePortableTools(t, res.Tools)
 		want := []string{protocol.ToolListProcesses, protocol.ToolReadProcessOutput, protocol.ToolRunCommand, protocol.ToolStartProcess,
 			protocol.ToolStopProcess, protocol.ToolWriteProcessInput}
 		var names []string

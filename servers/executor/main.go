@@ -2,9 +2,10 @@
 // confined to a workspace, on the local machine or in Docker containers (by default the executor chooses: see
 // package execserver/backends).
 //
-//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] ...
+//	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] [-token T|none] ...
 //
-// Every flag has an environment variable GOALBOX_EXEC_<NAME>; flags win.
+// Over HTTP it requires a bearer token: without -token it generates one, prints it and writes it to a file only its
+// user can read (docs/serving.md#tokens). Every flag has an environment variable GOALBOX_EXEC_<NAME>; flags win.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 )
 
 const envPrefix = "GOALBOX_EXEC_"
@@ -50,13 +52,32 @@ type options struct {
 	PidsLimit     int      `env:"PIDS_LIMIT" flag:"pids-limit" usage:"processes and threads per command: local backend a pids cgroup where available (default 1024, -1 for none), docker the container's pids limit (default 512)"`
 	MemoryLimitMB int64    `env:"MEMORY_LIMIT_MB" flag:"memory-limit-mb" usage:"memory limit in MiB: local backend per process (RLIMIT_DATA) and per command (memory cgroup where available), default 8192, -1 for none; docker the container's limit, swap off (default 2048)"`
 	// TotalMemoryLimitMB and TotalPidsLimit bound all of the local backend's commands together.
-	TotalMemoryLimitMB int64   `env:"TOTAL_MEMORY_LIMIT_MB" flag:"total-memory-limit-mb" usage:"local backend: memory in MiB of all commands together (parent memory cgroup, where available); default half the machine's, -1 for none"`
-	TotalPidsLimit     int     `env:"TOTAL_PIDS_LIMIT" flag:"total-pids-limit" usage:"local backend: processes and threads of all commands together (parent pids cgroup, where available); default 4096, -1 for none"`
-	MaxWorkspaceBytes  int64   `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"local backend: disk cap of the workspace and the commands' private home and temp together; a command that passes it is killed; default 16 GiB, -1 for none"`
+	TotalMemoryLimitMB int64   `env:"TOTAL_MEMORY_LIMIT_MB" flag:"total-memory-limit-mb" usage:"memory in MiB of all commands together: local backend a parent memory cgroup, where available (default half the machine's); docker the sum of the containers' limits (default the Engine's memory); -1 for none"`
+	TotalPidsLimit     int     `env:"TOTAL_PIDS_LIMIT" flag:"total-pids-limit" usage:"processes and threads of all commands together: local backend a parent pids cgroup, where available (default 4096); docker the sum of the containers' limits (default 8192); -1 for none"`
+	MaxWorkspaceBytes  int64   `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap of the workspace and the commands' private home and temp (local) or cache (docker) together; a command that passes it is killed; default 16 GiB, -1 for none"`
+	Instance           string  `env:"INSTANCE" flag:"instance" usage:"docker backend: the name of this executor's containers and state; one executor per instance at a time (default derived from the workspace's path and the server's uid)"`
 	DockerUser         string  `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	CPUs               float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	WarmPool           int     `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
+	ResourceLinks      bool    `env:"RESOURCE_LINKS" flag:"resource-links" usage:"add a resource_link content item for each stream kept whole (the URI is in stdout_resource/stderr_resource either way; some client libraries pass resource links to models badly)"`
 	QuarantineDir      string  `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
+	// Protect and Unprotect adjust the protected project files; their usage is pathguard's, shared by every command.
+	Protect   []string `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"`
+	Unprotect []string `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	// The network (package execserver/egress): none unless -net-allow names hosts.
+	NetAllow              string        `env:"NET_ALLOW" flag:"net-allow" usage:"comma-separated hosts (registry.npmjs.org), *.domains, either with :port (default ports 80 and 443), and CIDRs (any port) commands may reach through the executor's egress proxy, the only way out; empty: no network (local backend, namespace mode)"`
+	NetMaxConns           int           `env:"NET_MAX_CONNS" flag:"net-max-conns" usage:"with -net-allow: proxy connections of all commands together (default 256)"`
+	NetMaxConnsPerCommand int           `env:"NET_MAX_CONNS_PER_COMMAND" flag:"net-max-conns-per-command" usage:"with -net-allow: proxy connections of one command or process at once (default 64)"`
+	NetIdleTimeout        time.Duration `env:"NET_IDLE_TIMEOUT" flag:"net-idle-timeout" usage:"with -net-allow: a proxy connection idle both ways this long is closed (default 2m)"`
+	NetMaxBytes           int64         `env:"NET_MAX_BYTES" flag:"net-max-bytes" usage:"with -net-allow: bytes one command or process moves through the proxy, both ways (default 4 GiB, -1 for none)"`
+	Secrets               []string      `env:"SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder, which the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH of the server's) only in HTTPS requests to HOST"`
+	UpstreamCA            string        `env:"UPSTREAM_CA" flag:"upstream-ca" usage:"PEM file of CAs trusted, beside the host's, for the upstreams of -secret hosts (a private registry, tests)"`
+}
+
+// protectDocs are the usage of -protect and -unprotect, the same text as the filesystem server's and the agent's.
+var protectDocs = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: pathguard.UnprotectUsage()},
 }
 
 func main() {
@@ -110,7 +131,11 @@ func serve(args []string) error {
 // settings are the options checked: what the executor is built from.
 type settings struct {
 	options
-	policy *execserver.Policy
+	policy     *execserver.Policy
+	protection *pathguard.Protection
+	netAllow   *egress.AllowList
+	secrets    []egress.Secret
+	upstreamCA []byte
 }
 
 // configure reads the settings: the defaults, then the environment, then the flags; and checks the backend's name
@@ -125,7 +150,7 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 		OutputBudget:   execserver.DefaultOutputBudget,
 		AdvertisedRoot: protocol.DefaultRoot,
 	}}
-	o := envflag.Options{Prefix: envPrefix}
+	o := envflag.Options{Prefix: envPrefix, Docs: protectDocs}
 	if err := envflag.ParseEnv(&s.options, o); err != nil {
 		return cfg, s, mcpserve.ConfigError(err)
 	}
@@ -138,6 +163,24 @@ func configure(args []string) (mcpserve.Config, settings, error) {
 	var err error
 	if s.policy, err = execserver.NewPolicy(s.Allow, s.Deny); err != nil {
 		return cfg, s, mcpserve.ConfigError(fmt.Errorf("policy: %w", err))
+	}
+	if s.protection, err = pathguard.ParseProtection(s.Protect, s.Unprotect); err != nil {
+		return cfg, s, mcpserve.ConfigError(err)
+	}
+	if s.netAllow, err = egress.ParseAllowList(s.NetAllow); err != nil {
+		return cfg, s, mcpserve.ConfigError(err)
+	}
+	for _, spec := range s.Secrets {
+		sec, err := egress.ParseSecret(spec)
+		if err != nil {
+			return cfg, s, mcpserve.ConfigError(err)
+		}
+		s.secrets = append(s.secrets, sec)
+	}
+	if s.UpstreamCA != "" {
+		if s.upstreamCA, err = os.ReadFile(s.UpstreamCA); err != nil {
+			return cfg, s, mcpserve.ConfigError(fmt.Errorf("-upstream-ca: %w", err))
+		}
 	}
 	return cfg, s, nil
 }
@@ -162,5 +205,7 @@ func newExecutor(s settings, choice backends.Choice, backend execserver.Backend,
 		BackendChoice:      how,
 		BackendReason:      choice.Reason,
 		QuarantineDir:      s.QuarantineDir,
+		ResourceLinks:      s.ResourceLinks,
+		Protection:         s.protection,
 	}, backend, g, logger)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,11 +37,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// executor starts the executor's main as a process.
+// executor starts the executor's main as a process. Its HTTP endpoint takes no token (-token none) unless env
+// says something of GOALBOX_EXEC_TOKEN: most tests here are about other things, TestMainTokenByDefault about that.
 func executor(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
 	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOALBOX_EXEC_TOKEN") }) && !slices.Contains(args, "-token") {
+		cmd.Env = append(cmd.Env, "GOALBOX_EXEC_TOKEN=none")
+	}
 	return cmd
 }
 

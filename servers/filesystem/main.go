@@ -1,9 +1,11 @@
 // Command filesystem is goalbox's filesystem MCP server: seven file tools confined to one workspace folder, over
 // streamable HTTP (default http://127.0.0.1:7101/mcp) or stdio.
 //
-//	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T] [-audit-log FILE] ...
+//	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T|none] [-token-file F] [-audit-log FILE] ...
 //
-// Every flag has an environment equivalent, GOALBOX_FS_ plus the flag's name in capitals with _ for -.
+// Over HTTP it requires a bearer token: without -token it generates one, prints it and writes it to a file only its
+// user can read (docs/serving.md#tokens). Every flag has an environment equivalent, GOALBOX_FS_ plus the flag's
+// name in capitals with _ for -.
 package main
 
 import (
@@ -40,6 +42,16 @@ type limits struct {
 	CheckpointDir      string `env:"CHECKPOINT_DIR" flag:"checkpoint-dir" usage:"folder outside the workspace for checkpoint stores (one per workspace); default goalbox/checkpoints in the user's cache folder"`
 	CheckpointMaxBytes int64  `env:"CHECKPOINT_MAX_BYTES" flag:"checkpoint-max-bytes" usage:"most bytes of distinct content a workspace's checkpoints keep; past it the oldest are dropped (default 2 GiB)"`
 	CheckpointMaxCount int    `env:"CHECKPOINT_MAX_COUNT" flag:"checkpoint-max-count" usage:"most checkpoints a workspace keeps; past it the oldest are dropped (default 100)"`
+	// Protect and Unprotect adjust the protected project files (pathguard.DefaultProtected).
+	Protect    []string              `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"` // usage: protectDocs
+	Unprotect  []string              `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
+	protection *pathguard.Protection // from Protect and Unprotect
+}
+
+// protectDocs are the usage of -protect and -unprotect, shared with the executor and the agent.
+var protectDocs = map[string]envflag.Doc{
+	"Protect":   {Flag: "protect", Usage: pathguard.ProtectUsage},
+	"Unprotect": {Flag: "unprotect", Usage: pathguard.UnprotectUsage()},
 }
 
 // defaultMaxWorkspaceBytes is the disk cap by default: the executor's default for the same workspace (16 GiB for it,
@@ -68,7 +80,8 @@ func run(args []string) error {
 		return mcpserve.ConfigError(err)
 	}
 	g, err := pathguard.Open(cfg.Workspace, pathguard.Options{AdvertisedRoot: lim.AdvertisedRoot, MaxReadBytes: lim.MaxReadBytes,
-		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes})
+		MaxWriteBytes: lim.MaxWriteBytes, MaxTreeDepth: lim.MaxTreeDepth, MaxTreeEntries: lim.MaxTreeEntries, MaxWorkspaceBytes: lim.MaxWorkspaceBytes,
+		Protection: lim.protection})
 	if err != nil {
 		return mcpserve.ConfigError(err)
 	}
@@ -78,7 +91,7 @@ func run(args []string) error {
 		Checkpoints: fsserver.CheckpointOptions{Dir: lim.CheckpointDir, MaxBytes: lim.CheckpointMaxBytes, MaxCount: lim.CheckpointMaxCount}}
 	files := fsserver.New(g, opts)
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
-		"limits", files.Health().Limits)
+		"limits", files.Health().Limits, "protected", lim.protection.Patterns())
 	return mcpserve.Run(context.Background(), files.Server(), fsserver.Name, cfg, files.Health, logger)
 }
 
@@ -92,7 +105,7 @@ func configure(args []string) (mcpserve.Config, limits, error) {
 		MaxTreeDepth: pathguard.DefaultMaxTreeDepth, MaxTreeEntries: pathguard.DefaultMaxTreeEntries,
 		MaxWorkspaceBytes: defaultMaxWorkspaceBytes,
 	}
-	o := envflag.Options{Prefix: envPrefix}
+	o := envflag.Options{Prefix: envPrefix, Docs: protectDocs}
 	cfg := mcpserve.Config{Addr: protocol.DefaultFilesystemAddr}
 	if err := envflag.ParseEnv(&lim, o); err != nil {
 		return cfg, lim, mcpserve.ConfigError(err)
@@ -103,5 +116,10 @@ func configure(args []string) (mcpserve.Config, limits, error) {
 	if lim.MaxWorkspaceBytes < -1 {
 		return cfg, lim, mcpserve.ConfigError(fmt.Errorf("-max-workspace-bytes must be a number of bytes, or 0 or -1 for no cap; got %d", lim.MaxWorkspaceBytes))
 	}
+	p, err := pathguard.ParseProtection(lim.Protect, lim.Unprotect)
+	if err != nil {
+		return cfg, lim, mcpserve.ConfigError(err)
+	}
+	lim.protection = p
 	return cfg, lim, nil
 }

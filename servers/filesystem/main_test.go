@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
 )
 
 // TestBinary runs the real binary: configuration from the environment with flags winning, the health endpoint,
@@ -35,6 +38,12 @@ func TestBinary(t *testing.T) {
 		{[]string{"-workspace", t.TempDir(), "-advertised-root", "relative"}, "", "must be an absolute path"},
 		{[]string{"-workspace", t.TempDir()}, "GOALBOX_FS_MAX_READ_LINES=many", "environment"},
 		{[]string{"-workspace", t.TempDir(), "-log-level", "loud"}, "", "log level"},
+		// Protected project files: a bad pattern is refused at start with what a pattern is.
+		{[]string{"-workspace", t.TempDir(), "-protect", "/etc/passwd"}, "", `-protect "/etc/passwd": absolute`},
+		{[]string{"-workspace", t.TempDir(), "-protect", "ok,a/../b"}, "", `-protect "a/../b": has an empty, . or .. component`},
+		{[]string{"-workspace", t.TempDir()}, "GOALBOX_FS_PROTECT=[", `-protect "[": component "[" is not a valid glob`},
+		{[]string{"-workspace", t.TempDir(), "-unprotect", ".vscode", "-unprotect", ".nothere"}, "", `-unprotect ".nothere": not a protected pattern; the patterns are .git/hooks`},
+		{[]string{"-workspace", t.TempDir()}, "GOALBOX_FS_UNPROTECT=.git", `-unprotect ".git": not a protected pattern`},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Env = append(os.Environ(), c.env)
@@ -52,9 +61,9 @@ func TestBinary(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	ws := t.TempDir()
-	cmd := exec.Command(bin, "-max-read-lines", "7")
+	cmd := exec.Command(bin, "-max-read-lines", "7", "-protect", "*.pem", "-protect", "secrets,.ssh")
 	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+addr, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
-		"GOALBOX_FS_MAX_WRITE_BYTES=4096", "GOALBOX_FS_ADVERTISED_ROOT=/src")
+		"GOALBOX_FS_MAX_WRITE_BYTES=4096", "GOALBOX_FS_ADVERTISED_ROOT=/src", "GOALBOX_FS_UNPROTECT=.vscode,.idea")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -77,6 +86,15 @@ func TestBinary(t *testing.T) {
 	limits, _ := health["limits"].(map[string]any)
 	if health["workspace"] != "/src" || health["advertised_root"] != "/src" || limits["max_read_lines"] != 7.0 || limits["max_write_bytes"] != 4096.0 {
 		t.Errorf("health: %v", health)
+	}
+	// The protected patterns as data: the defaults less the environment's -unprotect, plus the flags' -protect.
+	var protected []string
+	for _, p := range health["protected"].([]any) {
+		protected = append(protected, p.(string))
+	}
+	want := slices.DeleteFunc(slices.Clone(pathguard.DefaultProtected), func(p string) bool { return p == ".vscode" || p == ".idea" })
+	if want = append(want, "*.pem", "secrets", ".ssh"); !slices.Equal(protected, want) {
+		t.Errorf("health protected = %q, want %q", protected, want)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

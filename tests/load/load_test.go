@@ -520,7 +520,7 @@ func TestLoad(t *testing.T) {
 	hc, tr := newHTTPClient(cfg.clients)
 	mk := func(fsS, exS *server) func() (*mcpClient, *mcpClient) {
 		return func() (*mcpClient, *mcpClient) {
-			return &mcpClient{url: fsS.url, hc: hc}, &mcpClient{url: exS.url, hc: hc}
+			return &mcpClient{url: fsS.url, token: fsS.token, hc: hc}, &mcpClient{url: exS.url, token: exS.token, hc: hc}
 		}
 	}
 

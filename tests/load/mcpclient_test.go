@@ -72,6 +72,7 @@ func kindOf(err error) errKind {
 // mcpClient is one MCP session with one server.
 type mcpClient struct {
 	url   string
+	token string // sent as the bearer token
 	hc    *http.Client
 	sid   string
 	proto string
@@ -110,6 +111,7 @@ func (c *mcpClient) post(ctx context.Context, body []byte) (int, string, []byte,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
@@ -285,6 +287,7 @@ func (c *mcpClient) close(ctx context.Context) error {
 		return err
 	}
 	req.Header.Set("Mcp-Session-Id", c.sid)
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	if c.proto != "" {
 		req.Header.Set("Mcp-Protocol-Version", c.proto)
 	}

@@ -54,14 +54,15 @@ var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tr
 
 // server is one running server process.
 type server struct {
-	name string
-	pid  int
-	url  string    // the MCP endpoint
-	log  string    // its stderr
-	t0   time.Time // when it started, the origin of its gctrace times
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // from Wait, once done is closed
+	name  string
+	pid   int
+	url   string    // the MCP endpoint
+	token string    // the bearer token it generated, from its token file
+	log   string    // its stderr
+	t0    time.Time // when it started, the origin of its gctrace times
+	cmd   *exec.Cmd
+	done  chan struct{}
+	err   error // from Wait, once done is closed
 }
 
 // startServer starts bin with args plus -addr 127.0.0.1:0, finds the port it listens on from /proc (its listening
@@ -74,7 +75,10 @@ func startServer(t *testing.T, name, bin, logDir string, args ...string) *server
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	s.cmd = exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	// No token is given: the server generates one, as for a user, and the clients send it on every request (its
+	// check is part of what a request costs).
+	tokenFile := filepath.Join(logDir, name+".token")
+	s.cmd = exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-token-file", tokenFile}, args...)...)
 	s.cmd.Stderr = logf
 	s.cmd.Stdout = logf
 	dieWithTest(s.cmd)
@@ -118,7 +122,11 @@ func startServer(t *testing.T, name, bin, logDir string, args ...string) *server
 			}
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				s.url = base + "/mcp"
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					t.Fatalf("%s wrote no token file: %v\n%s", name, err, s.logTail(4000))
+				}
+				s.url, s.token = base+"/mcp", strings.TrimSpace(string(b))
 				return s
 			}
 		}

@@ -127,3 +127,14 @@ func Hermes(text string, calls ...Call) string {
 	}
 	return b.String()
 }
+
+// ImagesOnlyInUserMessages is OpenAI's rule for images in chat: image_url parts are accepted in user messages only
+// (a tool message cannot carry one).
+func ImagesOnlyInUserMessages(req Request) *Step {
+	for i, m := range req.Messages {
+		if m.Role != "user" && len(m.ImageURLs()) > 0 {
+			return &Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"error":{"message":"Invalid 'messages[%d]'. Image URLs are only allowed for messages with role 'user', but this message with role '%s' contains an image URL.","type":"invalid_request_error","param":"messages[%d]","code":"invalid_value"}}`, i, m.Role, i)}
+		}
+	}
+	return nil
+}

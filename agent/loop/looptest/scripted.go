@@ -118,6 +118,25 @@ func (m Message) Text() string {
 	return s
 }
 
+// ImageURLs are the URLs of the image_url parts of the message's content (data: URLs for images sent inline), in
+// order; none when the content is a string.
+func (m Message) ImageURLs() []string {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var urls []string
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			urls = append(urls, p.ImageURL.URL)
+		}
+	}
+	return urls
+}
+
 // Server is a running scripted model. When the script is exhausted, Repeat (if set) answers every further request;
 // otherwise the test fails and the model answers "script exhausted" without a tool call.
 type Server struct {

@@ -115,7 +115,9 @@ func FuzzHTTP(f *testing.F, srv *mcp.Server, cfg mcpserve.Config, probe Probe) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = run.Close() })
-	c := &httpTarget{url: run.URL, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}, probe: probe}
+	// Every request carries the server's token (generated unless cfg sets one), so that the inputs reach what is
+	// behind the token check; an input's own Authorization header replaces it.
+	c := &httpTarget{url: run.URL, client: &http.Client{Transport: Bearer(run.Token, &http.Transport{MaxIdleConnsPerHost: 4})}, probe: probe}
 	f.Fuzz(func(t *testing.T, method string, path uint8, header string, body []byte) {
 		if c.sid == "" {
 			c.sid = c.initialize(t)
@@ -137,6 +139,10 @@ func FuzzHTTP(f *testing.F, srv *mcp.Server, cfg mcpserve.Config, probe Probe) {
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 			if strings.EqualFold(k, "Host") {
 				req.Host = v
+				continue
+			}
+			if strings.EqualFold(k, "Authorization") {
+				req.Header.Set(k, v)
 				continue
 			}
 			req.Header.Add(k, v)

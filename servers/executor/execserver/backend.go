@@ -43,6 +43,10 @@ type Result struct {
 	ExitCode int
 	// TimedOut says the command was killed because it ran past Request.Timeout.
 	TimedOut bool
+	// NetworkDenied and Network are what the egress proxy refused the command (host:port) and what it reached,
+	// with -net-allow; nil without.
+	NetworkDenied []string
+	Network       []protocol.NetworkHost
 }
 
 // Backend runs commands confined to the workspace. When Run returns, no process the command started is left

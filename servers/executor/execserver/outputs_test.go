@@ -28,6 +28,12 @@ type outputsServer struct {
 
 func startOutputsServer(t *testing.T, cfg execserver.Config) outputsServer {
 	t.Helper()
+	cfg.ResourceLinks = true // these tests follow the links; TestNoResourceLinksByDefault the default
+	return startOutputsServerAs(t, cfg)
+}
+
+func startOutputsServerAs(t *testing.T, cfg execserver.Config) outputsServer {
+	t.Helper()
 	g, err := pathguard.Open(t.TempDir(), pathguard.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +48,7 @@ func startOutputsServer(t *testing.T, cfg execserver.Config) outputsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, ex.Health, nil)
+	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: mcpserve.NoToken}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,5 +273,26 @@ func TestFullOutputDisabled(t *testing.T) {
 	}
 	if cs.InitializeResult().Capabilities.Resources != nil {
 		t.Error("the server offers resources with full outputs off")
+	}
+}
+
+// TestNoResourceLinksByDefault: by default a truncated stream is named in the result's fields only, and the content
+// is the one JSON text item, which every common client library carries to a model as it is; the stream is still
+// read back whole by its URI. Control: with ResourceLinks, the same result carries the resource_link item.
+func TestNoResourceLinksByDefault(t *testing.T) {
+	for _, links := range []bool{false, true} {
+		s := startOutputsServerAs(t, execserver.Config{OutputCap: 1024, ResourceLinks: links})
+		cs := s.connect(t)
+		out, got := run(t, cs, "head -c 5000 /dev/zero | tr '\\0' x")
+		if out.StdoutResource == "" || !out.StdoutTruncated {
+			t.Fatalf("links=%v: the truncated stdout is not named: %+v", links, out)
+		}
+		if want := map[bool]int{false: 0, true: 1}[links]; len(got) != want {
+			t.Errorf("links=%v: %d resource_link items, want %d", links, len(got), want)
+		}
+		data, _ := readPages(t, cs, out.StdoutResource, 4096, 5000)
+		if len(data) != 5000 {
+			t.Errorf("links=%v: the stream read back by its URI has %d bytes, want 5000", links, len(data))
+		}
 	}
 }

@@ -33,6 +33,9 @@ const (
 	maxProcessWait            = 30 * time.Second
 	maxProcessReadBytes       = 256 << 10 // of each stream per read; the client reads on from the offsets it gets
 	endedProcessesPerSession  = 32        // ended processes a session keeps for reading, oldest forgotten first
+	// DefaultStdinWriteTimeout: a process reading its input takes 64 KiB (a pipe's buffer) at once; one that has
+	// not taken it in ten seconds is not reading.
+	DefaultStdinWriteTimeout = 10 * time.Second
 )
 
 // process is one long-running process.
@@ -45,9 +48,10 @@ type process struct {
 	// nil when the executor keeps no full outputs.
 	stdoutKept, stderrKept *KeptStream
 
-	stdinMu sync.Mutex
-	stdin   *io.PipeWriter // nil when closed
-	stdinR  *io.PipeReader // closed when the process ends, so a write it will never read fails at once
+	stdinMu   sync.Mutex
+	stdin     *io.PipeWriter // nil when closed
+	stdinTurn chan struct{}  // held (a value in it) by the write to stdin in progress, which may outlast its call
+	stdinR    *io.PipeReader // closed when the process ends, so a write it will never read fails at once
 
 	terminate     chan struct{}
 	terminateOnce sync.Once
@@ -124,7 +128,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	t.seq++
 	p := &process{id: "p" + strconv.Itoa(t.seq), command: r.Command, started: time.Now(),
 		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
-		terminate: make(chan struct{}), done: make(chan struct{})}
+		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
 	t.mu.Unlock()

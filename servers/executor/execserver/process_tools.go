@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -39,8 +40,10 @@ func (e *Executor) addProcessTools() {
 		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
-		Name:        protocol.ToolWriteProcessInput,
-		Description: "Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process sees EOF).",
+		Name: protocol.ToolWriteProcessInput,
+		Description: fmt.Sprintf("Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process "+
+			"sees EOF). If the process has not taken it all within %v (it is not reading), the call returns an error saying how much it took; "+
+			"the rest is written as it reads.", e.cfg.StdinWriteTimeout),
 		Annotations: mcpserve.Annotations("Write to a process's stdin", false, false, false),
 	}, e.writeProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
@@ -70,6 +73,10 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
+	// While it runs, its session is not closed to make room for new ones (mcpserve's session cap): a flood of
+	// sessions must not kill another client's dev server.
+	release := mcpserve.HoldSession(ctx)
+	go func() { <-p.done; release() }()
 	e.logger.Info("process started", "process", p.id, "command", clipForLog(in.Command))
 	return protocol.StartProcessOutput{ProcessID: p.id, StartedAt: p.started.UTC().Format(time.RFC3339Nano)}, nil
 }
@@ -104,7 +111,14 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	stderr, next, dropped := p.stderr.readFrom(in.StderrOffset, maxProcessReadBytes)
 	out.Stderr, out.StderrOffset, out.StderrDropped = string(stderr), next, dropped
 	out.DurationMs = p.duration().Milliseconds()
-	return p.withResources(out.ReadProcessOutputOutput), nil
+	if !out.Running {
+		out.NetworkDenied, out.Network = p.result.NetworkDenied, p.result.Network
+	}
+	res := p.withResources(out.ReadProcessOutputOutput)
+	if !e.cfg.ResourceLinks {
+		res.links = nil
+	}
+	return res, nil
 }
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
@@ -113,21 +127,79 @@ func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
+	// A write blocks until the process reads (past a pipe's buffer); one that never reads must not hold the call,
+	// the session's requests or a server goroutine's caller for ever. The write itself runs in the background and
+	// holds the stdin's turn until the process takes it all or ends; the call waits for it StdinWriteTimeout.
+	timer := time.NewTimer(e.cfg.StdinWriteTimeout)
+	defer timer.Stop()
+	select {
+	case p.stdinTurn <- struct{}{}:
+	case <-timer.C:
+		return out, fmt.Errorf("an earlier write to the stdin of process %s is still waiting for the process to read it (%v and more): "+
+			"read its output with %s, or end it with %s", p.id, e.cfg.StdinWriteTimeout, protocol.ToolReadProcessOutput, protocol.ToolStopProcess)
+	case <-ctx.Done():
+		return out, context.Cause(ctx)
+	}
 	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
+	w := p.stdin
+	p.stdinMu.Unlock()
+	if w == nil {
+		<-p.stdinTurn
 		return out, fmt.Errorf("the stdin of process %s is closed: only a process started with stdin: \"open\" takes input, until it is closed", p.id)
 	}
-	n, err := io.WriteString(p.stdin, in.Data)
-	out.BytesWritten = n
-	if err != nil {
-		return out, fmt.Errorf("wrote %d of %d bytes to process %s: %v", n, len(in.Data), p.id, err)
+	var written atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-p.stdinTurn }()
+		err := writeCounted(w, in.Data, &written)
+		if err == nil && in.Close {
+			p.stdinMu.Lock()
+			if p.stdin == w {
+				w.Close()
+				p.stdin = nil
+			}
+			p.stdinMu.Unlock()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		out.BytesWritten = int(written.Load())
+		if err != nil {
+			return out, fmt.Errorf("wrote %d of %d bytes to process %s: %v", out.BytesWritten, len(in.Data), p.id, err)
+		}
+		return out, nil
+	case <-timer.C:
+		n := written.Load()
+		e.logger.Info("process does not read its stdin", "process", p.id, "written", n, "of", len(in.Data))
+		then := "the rest is written as it reads"
+		if in.Close {
+			then += ", and its stdin closed after it"
+		}
+		return out, fmt.Errorf("process %s did not read its input within %v: %d of %d bytes taken so far; %s (a later write waits "+
+			"for this one). Is it reading its stdin? Read its output with %s, or end it with %s", p.id, e.cfg.StdinWriteTimeout, n,
+			len(in.Data), then, protocol.ToolReadProcessOutput, protocol.ToolStopProcess)
+	case <-ctx.Done():
+		return out, context.Cause(ctx)
 	}
-	if in.Close {
-		p.stdin.Close()
-		p.stdin = nil
+}
+
+// stdinChunk is how much of a write goes to a process's stdin at a time, so that a write the process stops taking
+// can say how much it took.
+const stdinChunk = 4 << 10
+
+// writeCounted writes data to w in chunks, counting in n what w took.
+func writeCounted(w io.Writer, data string, n *atomic.Int64) error {
+	for len(data) > 0 {
+		c := data[:min(len(data), stdinChunk)]
+		k, err := io.WriteString(w, c)
+		n.Add(int64(k))
+		if err != nil {
+			return err
+		}
+		data = data[len(c):]
 	}
-	return out, nil
+	return nil
 }
 
 func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.StopProcessInput) (protocol.StopProcessOutput, error) {
@@ -146,7 +218,8 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	}
 	killed := p.stop(grace)
 	e.logger.Info("process stopped", "process", p.id, "exit_code", p.result.ExitCode, "killed", killed)
-	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed}, nil
+	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
+		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}, nil
 }
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {

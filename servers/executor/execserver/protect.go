@@ -66,6 +66,7 @@ type protector struct {
 	mu         sync.Mutex // one sweep at a time
 	scanMu     sync.Mutex // one scan at a time, over dirs
 	dirs       map[string]cachedDir
+	gitlinks   bool // git's config or hooks are protected, so a .git file or link is too
 }
 
 // protectedEntry is what a scan saw of one protected path.
@@ -95,8 +96,10 @@ func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine
 	if quarantine == "" {
 		quarantine = defaultQuarantine(guard.Dir())
 	}
+	_, cfg := prot.Match(".git/config")
+	_, hooks := prot.Match(".git/hooks")
 	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: quarantine, enforced: enforced, logger: logger,
-		dirs: map[string]cachedDir{}}, nil
+		dirs: map[string]cachedDir{}, gitlinks: cfg || hooks}, nil
 }
 
 // defaultQuarantine is a folder of the server's user, outside the workspace, one per workspace.
@@ -181,6 +184,11 @@ func (w *scanWalk) visit(rel string, protectedDir bool) {
 		prot := protectedDir
 		if !prot && w.p.prot.MayEnd(name) {
 			_, prot = w.p.prot.Match(child)
+		}
+		// A file or link named .git (a gitlink) points git at another folder's config and hooks: while git's
+		// files are protected, one is protected as they are (pathguard refuses making one, the same way).
+		if !prot && !c.dirs[i] && w.p.gitlinks && strings.EqualFold(name, ".git") {
+			prot = true
 		}
 		if prot {
 			w.record(child, !protectedDir)

@@ -49,6 +49,9 @@ type Config struct {
 	MaxProcesses int
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
 	ProcessLifetime time.Duration
+	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
+	// never reads its stdin); 0 means DefaultStdinWriteTimeout.
+	StdinWriteTimeout time.Duration
 	// ProcessBuffer is the bytes of each stream of a process kept for reading (a ring: the oldest are dropped and
 	// counted); 0 means DefaultProcessBuffer.
 	ProcessBuffer int
@@ -67,6 +70,12 @@ type Config struct {
 	// Protection is the protected project paths commands may not change (protect.go); nil means
 	// pathguard.DefaultProtected.
 	Protection *pathguard.Protection
+	// ResourceLinks adds a resource_link content item for each stream kept whole, after the JSON text. Off by
+	// default: the URI is in the result's stdout_resource and stderr_resource either way, and some client
+	// libraries carry a resource_link to the model badly (LangChain's adapters turn it into a file block that
+	// ChatOpenAI and ChatAnthropic refuse to send; the OpenAI Agents SDK sends a many-item content as one escaped
+	// JSON string). With one text item every common library gives the model the same JSON.
+	ResourceLinks bool
 	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
 	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
 	QuarantineDir string
@@ -101,6 +110,9 @@ func (c *Config) fill() error {
 	}
 	if c.ProcessLifetime == 0 {
 		c.ProcessLifetime = DefaultProcessLifetime
+	}
+	if c.StdinWriteTimeout == 0 {
+		c.StdinWriteTimeout = DefaultStdinWriteTimeout
 	}
 	if c.ProcessBuffer == 0 {
 		c.ProcessBuffer = DefaultProcessBuffer
@@ -182,8 +194,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
-			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; the network is not reachable.",
-			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
 		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
 	}, e.runCommand)
 	e.addProcessTools()
@@ -296,6 +308,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
 	if len(undone) > 0 {
 		_, _ = stderr.Write([]byte(protectedNote(undone)))
 		out.ProtectedUndone = undone
@@ -311,7 +324,39 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	e.logger.Debug("command ran", logArgs...)
 	kept.close()
-	return kept.result(out.RunCommandOutput), nil
+	result := kept.result(out.RunCommandOutput)
+	if !e.cfg.ResourceLinks {
+		result.links = nil
+	}
+	return result, nil
+}
+
+// networkSentence tells a model what its commands may reach.
+func networkSentence(eg *protocol.EgressHealth) string {
+	if eg == nil {
+		return "the network is not reachable."
+	}
+	ports := make([]string, len(eg.DefaultPorts))
+	for i, p := range eg.DefaultPorts {
+		ports[i] = fmt.Sprint(p)
+	}
+	return fmt.Sprintf("the network is reachable only through the executor's HTTP proxy (HTTP_PROXY and HTTPS_PROXY are set; curl, pip, npm, go, cargo and git use them), "+
+		"and only to these -net-allow entries: %s (a host without :port means ports %s; a CIDR entry admits IP addresses in it). "+
+		"Anything else is refused with a 403 and listed in the result's network_denied; the hosts reached are listed in network.",
+		strings.Join(eg.Allow, ", "), strings.Join(ports, " and ")) + secretsSentence(eg.Secrets)
+}
+
+// secretsSentence tells a model how to use the -secret credentials it cannot see.
+func secretsSentence(secrets []string) string {
+	if len(secrets) == 0 {
+		return ""
+	}
+	var uses []string
+	for _, s := range secrets {
+		name, hosts, _ := strings.Cut(s, "@")
+		uses = append(uses, fmt.Sprintf("$%s for https://%s", name, strings.ReplaceAll(hosts, ",", " and https://")))
+	}
+	return " Credentials: " + strings.Join(uses, "; ") + " (each variable holds a placeholder the proxy replaces by the real value only in HTTPS requests to those hosts: use it in a header or in the URL as usual; sent anywhere else it is refused)."
 }
 
 // advertise returns v with the workspace's host path dir replaced by root wherever it appears as a path (itself or

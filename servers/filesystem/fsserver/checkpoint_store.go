@@ -45,7 +45,7 @@ type CheckpointOptions struct {
 	// MaxCount caps how many checkpoints it keeps (default 100).
 	MaxCount int
 	// Protection is the protected project files: checkpoints leave them out and restores never touch them (the
-	// guard refuses changes to them too, once it is given the same list). nil is pathguard's default list.
+	// guard refuses changes to them too). nil is the guard's own list, or pathguard's default list when it has none.
 	Protection *pathguard.Protection
 }
 

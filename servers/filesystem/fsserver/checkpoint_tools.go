@@ -56,6 +56,11 @@ func (c *checkpoints) store() (*ckStore, error) {
 }
 
 func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOptions, logger *slog.Logger) {
+	if opts.Protection == nil {
+		// The guard's own list (-protect, -unprotect), so that checkpoints leave out exactly what the guard refuses
+		// to change; the default list when the guard was given none.
+		opts.Protection = g.Options().Protection
+	}
 	c := &checkpoints{g: g, opts: opts.withDefaults(), logger: logger}
 	o := c.opts
 	mcpserve.AddTool(srv, logger, &mcp.Tool{

@@ -41,6 +41,10 @@ func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.
 		return out, errors.New("old_text and new_text are the same: there is nothing to change")
 	}
 	defer s.lockFiles(in.Path)()
+	// A protected file reads fine, so refuse before reading: the refusal, not a missing old_text, is the answer.
+	if err := s.g.CheckChange("edit", in.Path); err != nil {
+		return out, err
+	}
 	rel, data, err := s.g.ReadFile(in.Path)
 	if err != nil {
 		return out, err

@@ -34,6 +34,7 @@ func TestGoldenToolsList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mcptest.RequirePortableTools(t, res.Tools)
 		wantNames := []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
 			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath,
 			protocol.ToolCheckpoint, protocol.ToolListCheckpoints, protocol.ToolDiff, protocol.ToolRestore}

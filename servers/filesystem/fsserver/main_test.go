@@ -60,10 +60,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// setup is how a test wants its server: the tools' limits and the guard's.
+// setup is how a test wants its server: the tools' limits and the guard's. The protected project files are the
+// defaults adjusted by protect and unprotect, as the binary's -protect and -unprotect adjust them (guard.Protection
+// is set from them).
 type setup struct {
-	opts  fsserver.Options
-	guard pathguard.Options
+	opts      fsserver.Options
+	guard     pathguard.Options
+	protect   []string
+	unprotect []string
 }
 
 // flags turns the setup into the command line of the binary, so both transports run the same configuration.
@@ -88,6 +92,12 @@ func (s setup) flags(workspace string) []string {
 	if s.guard.AdvertisedRoot != "" {
 		args = append(args, "-advertised-root", s.guard.AdvertisedRoot)
 	}
+	for _, p := range s.protect {
+		args = append(args, "-protect", p)
+	}
+	for _, p := range s.unprotect {
+		args = append(args, "-unprotect", p)
+	}
 	return args
 }
 
@@ -105,6 +115,11 @@ var transports = []transport{
 // startHTTP serves the workspace over streamable HTTP on a free loopback port, as the agent embeds it.
 func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*mcp.Server, *mcpserve.Running) {
 	t.Helper()
+	p, err := pathguard.ParseProtection(s.protect, s.unprotect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.guard.Protection = p
 	g, err := pathguard.Open(workspace, s.guard)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +129,10 @@ func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*m
 	srv := files.Server()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Token == "" {
+		// These tests are about the file tools; pkg/mcpserve tests the token the servers require by default.
+		cfg.Token = mcpserve.NoToken
 	}
 	if cfg.AuditLog != "" {
 		closer, err := mcpserve.OpenAudit(srv, fsserver.Name, cfg)

@@ -15,10 +15,11 @@ var (
 	searchOutputSchema = outputSchema[protocol.SearchFilesOutput]("matches", nil)
 )
 
-// readOutputSchema is the three shapes a read returns, each exact: a text read's lines, an image's description, a
-// base64 read's bytes. The properties are all the fields any of them has, so a client that lists properties sees
-// every field; oneOf says which go together. No result can match two shapes: only a text read has start_line, only
-// an image has mime_type, only a base64 read has encoding.
+// readOutputSchema is the three shapes a read returns: a text read's lines, an image's description, a base64 read's
+// bytes. The properties are all the fields any of them has, so a client that lists properties sees every field,
+// and the description says which go together. (A top-level oneOf said so exactly, but Gemini's function
+// declarations and OpenAI's strict mode refuse a top-level oneOf: portable schemas win.) No result can be taken for
+// another shape: only a text read has start_line, only an image has mime_type, only a base64 read has encoding.
 var readOutputSchema = func() *jsonschema.Schema {
 	s := schemaFor[readOutput]()
 	text := required(s)
@@ -31,11 +32,8 @@ var readOutputSchema = func() *jsonschema.Schema {
 	s.Properties["content"].Description = "a text read: the lines' exact text; a base64 read: the whole file, base64-encoded"
 	s.Properties["size"].Description = "the file's size in bytes (images and base64 reads)"
 	s.Required = []string{"path"}
-	s.OneOf = []*jsonschema.Schema{
-		{Title: "text", Required: text},
-		{Title: "image", Required: required(image)},
-		{Title: "base64", Required: required(b64)},
-	}
+	s.Description = fmt.Sprintf("one of three shapes: a text read has %v; an image has %v; a base64 read has %v",
+		text, required(image), required(b64))
 	return s
 }()
 

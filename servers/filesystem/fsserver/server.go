@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -118,9 +119,15 @@ func newMCPServer(g *pathguard.Guard, opts Options) *mcp.Server {
 }
 
 func instructions(g *pathguard.Guard) string {
-	return "Files of one workspace folder, which appears as " + g.AdvertisedRoot() + ". Give paths relative to it " +
+	s := "Files of one workspace folder, which appears as " + g.AdvertisedRoot() + ". Give paths relative to it " +
 		"(\"src/main.go\") or absolute under " + g.AdvertisedRoot() + "; nothing outside it can be reached. " +
 		"Read before you edit; sandbox_edit_file replaces exact text and shows a diff."
+	if list := g.Options().Protection.Patterns(); len(list) > 0 {
+		// Said up front, so that a model does not spend turns on writes that are always refused.
+		s += " Protected project files, at any depth, can be read but not created, changed, moved or deleted: " +
+			strings.Join(list, ", ") + "."
+	}
+	return s
 }
 
 // hint adds to a refusal what the model can do about it, where the guard's message alone does not say.
@@ -171,7 +178,16 @@ func (f *Filesystem) Health() protocol.FilesystemHealth {
 			MaxTreeEntries:      gopts.MaxTreeEntries,
 			MaxWorkspaceBytes:   gopts.MaxWorkspaceBytes,
 		},
+		Protected: protectedPatterns(gopts.Protection),
 	}
+}
+
+// protectedPatterns is p's patterns for a health report: an empty list, never null, when nothing is protected.
+func protectedPatterns(p *pathguard.Protection) []string {
+	if list := p.Patterns(); list != nil {
+		return list
+	}
+	return []string{}
 }
 
 // annotations are the tools' hints, in one place so they can be compared at a glance.

@@ -96,21 +96,30 @@ func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server,
 // of a tree twice as deep must cost at most about twice as much (a search of 3,000 levels took 16 s and a move of
 // 5,000 levels 73 s when every folder and file was opened by its path from the workspace, which costs the sum of
 // the depths). The work is the number of path components handed to the kernel (Guard.ResolvedNames).
+//
+// With protected project files (the servers' configuration) the move and the delete also check every entry of the
+// tree against the patterns: that check must be linear too.
 func TestTreeOpsLinear(t *testing.T) {
 	const n = 1000
-	opts := pathguard.Options{MaxTreeDepth: 2*n + 10} // both depths within the cap: the whole tree is walked
-	for _, op := range treeOps {
-		c1, err := treeCost(t, opts, n, op.run)
-		if err != nil {
-			t.Fatalf("%s of %d levels: %v", op.name, n, err)
-		}
-		c2, err := treeCost(t, opts, 2*n, op.run)
-		if err != nil {
-			t.Fatalf("%s of %d levels: %v", op.name, 2*n, err)
-		}
-		t.Logf("%s: %d levels %d names, %d levels %d names (%.2fx)", op.name, n, c1, 2*n, c2, float64(c2)/float64(c1))
-		if c2 > 2*c1+100 || c1 > 10*n {
-			t.Errorf("%s costs more than linear in its levels: %d names resolved at %d levels, %d at %d levels", op.name, c1, n, c2, 2*n)
+	prot, err := pathguard.NewProtection(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*pathguard.Protection{nil, prot} {
+		opts := pathguard.Options{MaxTreeDepth: 2*n + 10, Protection: p} // both depths within the cap: the whole tree is walked
+		for _, op := range treeOps {
+			c1, err := treeCost(t, opts, n, op.run)
+			if err != nil {
+				t.Fatalf("%s of %d levels: %v", op.name, n, err)
+			}
+			c2, err := treeCost(t, opts, 2*n, op.run)
+			if err != nil {
+				t.Fatalf("%s of %d levels: %v", op.name, 2*n, err)
+			}
+			t.Logf("%s (protected %v): %d levels %d names, %d levels %d names (%.2fx)", op.name, p != nil, n, c1, 2*n, c2, float64(c2)/float64(c1))
+			if c2 > 2*c1+100 || c1 > 10*n {
+				t.Errorf("%s costs more than linear in its levels: %d names resolved at %d levels, %d at %d levels", op.name, c1, n, c2, 2*n)
+			}
 		}
 	}
 }
@@ -120,10 +129,37 @@ func TestTreeOpsLinear(t *testing.T) {
 // cap with an error that says so, having done work bounded by the cap, not by the tree; list (ten levels at most)
 // and delete (which needs no cap: it moves deep folders up rather than hold a handle per level) must succeed. The
 // tools run in that order on one tree: the refused ones leave it as it was.
+//
+// With protected project files (the servers' configuration), a delete first walks the folder for protected paths
+// (nothing is deleted when it holds one), within the walk cap: a tree deeper than the cap is refused whole, with the
+// cap's error and what to do instead, after work bounded by the cap, and is left as it was.
 func TestTreeOpsDeep(t *testing.T) {
+	prot, err := pathguard.NewProtection(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, levels := range []int{3000, 10000} {
 		ws := t.TempDir()
 		deepTree(t, ws, "tree", levels)
+		pg, err := pathguard.Open(ws, pathguard.Options{Protection: prot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := &server{g: pg, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+		before := pg.ResolvedNames()
+		_, err = ps.delete(context.Background(), protocol.DeletePathInput{Path: "tree", Recursive: true})
+		cost := pg.ResolvedNames() - before
+		if !pathguard.IsReason(err, pathguard.ReasonTooDeep) || !strings.Contains(err.Error(), "protected project files") ||
+			!strings.Contains(err.Error(), "delete it with a command") || !strings.HasPrefix(err.Error(), "delete") {
+			t.Errorf("protected delete of %d levels: %v, want the depth cap's error", levels, err)
+		}
+		if cost > 10*pathguard.DefaultMaxTreeDepth {
+			t.Errorf("protected delete of %d levels resolved %d names before stopping at the cap", levels, cost)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "tree", "d", "f.txt")); err != nil {
+			t.Errorf("a refused delete deleted: %v", err)
+		}
+		pg.Close()
 		g, err := pathguard.Open(ws, pathguard.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -13,12 +13,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/client"
 )
 
@@ -30,6 +34,9 @@ const (
 	// labelRole tells a command's container ("command") from the backend's network holder ("network",
 	// docker_network.go).
 	labelRole = "goalbox.executor.role"
+	// labelOwner is the uid of the server that started the container: two servers of different users never sweep
+	// each other's containers, even with the same instance name (each has its own lock: state_unix.go).
+	labelOwner = "goalbox.executor.owner"
 )
 
 // Paths inside the container.
@@ -44,6 +51,7 @@ const (
 	defaultDockerPIDs      = 512       // enough for make -j and go test, far below a fork bomb's appetite
 	defaultDockerTmpfsSize = 512 << 20 // go test puts its binaries in /tmp
 	defaultDockerMaxCPUs   = 2.0
+	defaultTotalPIDs       = 8192
 )
 
 // Config configures the docker backend. Zero values take the defaults documented on each field.
@@ -69,21 +77,44 @@ type Config struct {
 	CPUs float64
 	// TmpfsSize is the size of the tmpfs at /tmp in bytes; it counts against Memory. Default 512 MiB.
 	TmpfsSize int64
-	// CacheHostDir is a host folder mounted at /cache for build caches (GOCACHE, npm, XDG) that survive between
-	// commands; without it every `go test` rebuilds the standard library. Default: a folder under the user's cache
-	// folder named for the instance, created on start and given to User. "-" turns the cache off.
+	// CacheHostDir is the host folder under which the build caches (GOCACHE, npm, XDG: mounted at /cache) live
+	// that survive between commands; without them every `go test` rebuilds the standard library. The cache itself
+	// is CacheHostDir/<instance>/cache-<workspace device.inode>-<uid.gid>: keyed by the workspace's identity and
+	// its user, so a workspace made again at the same path (perhaps by someone else) never inherits the old one's
+	// cache, which is removed at the next start. Every folder on the way must be owned by root or the server's user
+	// and writable by nobody else (safedir_unix.go). Default: the server's state folder (a root server's own
+	// /var/cache/goalbox/docker, never $HOME; otherwise the user's cache folder, e.g. ~/.cache/goalbox/docker).
+	// "-" turns the cache off.
 	CacheHostDir string
-	// Instance names this server's containers (label goalbox.executor.instance); containers with the same
-	// instance left by an earlier server are removed on start. Default: derived from WorkspaceHostDir, so two
-	// servers over different workspaces never remove each other's containers.
+	// Instance names this server's containers (label goalbox.executor.instance) and its state folder. One
+	// executor per instance at a time: a second one is refused (a lock in the state folder), and what the start-up
+	// sweep removes (containers of the instance, its control folders) can only belong to a dead one. Default:
+	// derived from WorkspaceHostDir and the server's uid, so two servers over different workspaces, or of different
+	// users, never share one.
 	Instance string
 	// Labels are added to every container (the backend's own labels win).
 	Labels map[string]string
 	// WarmPool is how many containers are kept started ahead of commands (see docker_pool.go). 0, the default,
 	// starts each command's container when the command comes.
 	WarmPool int
+	// MaxWorkspaceBytes is the disk cap: a command that takes the workspace and the cache together past it is
+	// killed and told why (measured as the local backend measures: package diskcap). /tmp is a tmpfs of TmpfsSize,
+	// counted against Memory. Default 16 GiB, as the local backend's; -1 none.
+	MaxWorkspaceBytes int64
+	// TotalMemory and TotalPIDs bound all of the backend's containers together (commands, processes and the warm
+	// pool): a container is started only while the sum of the containers' memory (and pids) limits stays within
+	// them; past that a command waits up to slotWait for one to end, then is refused. Defaults: the Engine's
+	// memory, and 8192 pids; -1 none.
+	TotalMemory int64
+	TotalPIDs   int64
 	// Logger receives start-up and clean-up messages. Default slog.Default().
 	Logger *slog.Logger
+
+	// stateBase replaces defaultStateBase in tests.
+	stateBase string
+	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (docker_egress.go); the
+	// zero value keeps network none. Needs a root server on the Docker host: New refuses it elsewhere.
+	Network egress.Config
 }
 
 // dockerBackend runs each command in a fresh, confined container. It holds no per-command state, so Run may be
@@ -100,9 +131,20 @@ type dockerBackend struct {
 	namePref  string
 	log       *slog.Logger
 	tmpfsOpts string
-	ctlRoot   string    // host folder (0700) holding the per-container control folders
-	pool      *warmPool // nil without a warm pool
+	ctlRoot   string // host folder (0700) holding the per-container control folders
+	stateDir  string // the instance's state folder (lock, control folders), checked by openSafeDir
+	lock      *instanceLock
+	cacheDir  string // the cache folder mounted at /cache, "" when off
+	wsFD      int    // the workspace, for the descriptor-relative checks of protected paths (-1 when not open)
+	seccomp   string // the security option carrying the profile, "" for the Engine's default
+	disk      *diskcap.Meter
+	slots     chan struct{}              // a token per container running; nil: no total cap
+	pool      *warmPool                  // nil without a warm pool
+	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
+	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
+	lastSweep time.Time                  // when the latest sweep began; under sweepMu
 	net       networkHolder
+	egress    *dockerEgress // nil without -net-allow
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -117,19 +159,31 @@ func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareCacheDir(cfg.CacheHostDir, uid, gid); err != nil {
-		return nil, err
-	}
 	ws, err := os.OpenRoot(cfg.WorkspaceHostDir)
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: open workspace: %w", err)
 	}
-	cli, err := newClient(cfg.Host)
-	if err != nil {
-		ws.Close()
+	b := &dockerBackend{cfg: cfg, uid: uid, gid: gid, ws: ws, wsFD: -1, log: cfg.Logger, disk: diskcap.NewMeter()}
+	if err := b.openWorkspaceFD(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	// The lock first: everything after it may remove what a dead executor of this instance left.
+	if err := b.prepareState(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if b.seccomp, err = seccompProfile(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("docker backend: seccomp profile: %w", err)
+	}
+	if b.seccomp != "" {
+		b.seccomp = "seccomp=" + b.seccomp
+	}
+	if b.cli, err = newClient(cfg.Host); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("docker backend: %w", err)
 	}
-	b := &dockerBackend{cli: cli, cfg: cfg, uid: uid, gid: gid, ws: ws, log: cfg.Logger}
 	if err := b.start(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -192,19 +246,18 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
 	if cfg.Instance == "" {
-		cfg.Instance = instanceOf(wsDir)
+		cfg.Instance = instanceOf(wsDir, os.Geteuid())
 	}
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
-	if cfg.CacheHostDir == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("docker backend: no cache folder (%v); set one or turn the cache off with \"-\"", err)
-		}
-		cfg.CacheHostDir = filepath.Join(dir, "goalbox", "docker-cache", cfg.Instance)
+	if cfg.MaxWorkspaceBytes == 0 {
+		cfg.MaxWorkspaceBytes = diskcap.DefaultMax
 	}
-	if cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
+	if cfg.TotalPIDs == 0 {
+		cfg.TotalPIDs = defaultTotalPIDs
+	}
+	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")
 	}
 	if cfg.Logger == nil {
@@ -214,17 +267,18 @@ func (cfg *Config) setDefaults() error {
 }
 
 // DefaultInstance is the instance (the goalbox.executor.instance label of its containers) of a backend over the
-// workspace at dir when none is configured: a hash of the workspace's real path.
+// workspace at dir when none is configured, for a server of the current user: a hash of the workspace's real path
+// and the server's uid.
 func DefaultInstance(dir string) (string, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", err
 	}
-	return instanceOf(real), nil
+	return instanceOf(real, os.Geteuid()), nil
 }
 
-func instanceOf(realDir string) string {
-	sum := sha256.Sum256([]byte(realDir))
+func instanceOf(realDir string, uid int) string {
+	sum := sha256.Sum256([]byte(realDir + "\x00" + strconv.Itoa(uid)))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -236,26 +290,6 @@ func parseDockerUser(s string) (uid, gid int, err error) {
 		return 0, 0, fmt.Errorf("docker backend: %w", err)
 	}
 	return uid, gid, nil
-}
-
-// prepareCacheDir makes the cache folder and gives it to the command user, who must be able to write in it.
-func prepareCacheDir(dir string, uid, gid int) error {
-	if dir == "-" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("docker backend: cache folder: %w", err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("docker backend: cache folder: %w", err)
-	}
-	if ouid, ogid, ok := fileOwner(fi); ok && hasChown && (ouid != uid || ogid != gid) {
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return fmt.Errorf("docker backend: give the cache folder %s to %d:%d: %w", dir, uid, gid, err)
-		}
-	}
-	return nil
 }
 
 // start checks the engine and the image, and removes leftovers of an earlier server.
@@ -286,6 +320,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	}
 	b.labels[labelExecutor] = "1"
 	b.labels[labelInstance] = b.cfg.Instance
+	b.labels[labelOwner] = strconv.Itoa(os.Geteuid())
 	b.netLabels = maps.Clone(b.labels)
 	b.labels[labelRole] = roleCommand
 	b.netLabels[labelRole] = roleNetwork
@@ -299,10 +334,13 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if n > 0 {
 		b.log.Warn("docker backend removed containers left by an earlier server", "count", n, "instance", b.cfg.Instance)
 	}
-	if b.ctlRoot, err = os.MkdirTemp("", b.ctlPrefix()); err != nil {
-		return fmt.Errorf("docker backend: control folder: %w", err)
+	if err := b.setSlots(ctx); err != nil {
+		return err
 	}
 	if err := b.startNetwork(ctx); err != nil {
+		return err
+	}
+	if err := b.startEgress(ctx); err != nil {
 		return err
 	}
 	if b.cfg.WarmPool > 0 {
@@ -311,12 +349,14 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	return nil
 }
 
-// removeLeftovers force-removes every container of this instance, network holders included. It runs before the
-// backend serves, so none of them can be a command of this server.
+// removeLeftovers force-removes every container of this instance and server user, network holders included. It
+// runs before the backend serves and with the instance's lock held, so none of them can be a command of this
+// server or of another live one: they are a dead executor's.
 func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", labelExecutor+"=1", labelInstance+"="+b.cfg.Instance),
+		All: true,
+		Filters: make(client.Filters).Add("label", labelExecutor+"=1", labelInstance+"="+b.cfg.Instance,
+			labelOwner+"="+strconv.Itoa(os.Geteuid())),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("docker backend: list leftover containers: %w", err)
@@ -326,13 +366,6 @@ func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("docker backend: remove leftover container %.12s: %w", c.ID, err)
 		}
 	}
-	// Their control folders (see docker_container.go) went with the crash too.
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), b.ctlPrefix()+"*"))
-	for _, d := range dirs {
-		if err := os.RemoveAll(d); err != nil {
-			b.log.Warn("docker backend: remove leftover control folder", "err", err)
-		}
-	}
 	return len(list.Items), nil
 }
 
@@ -340,11 +373,16 @@ func (b *dockerBackend) Name() string { return "docker" }
 
 func (b *dockerBackend) Confinement() protocol.Confinement {
 	cache := "off"
-	if b.cfg.CacheHostDir != "-" {
-		cache = containerCache
+	if b.cacheDir != "" {
+		cache = containerCache + ", keyed by the workspace's device, inode and user"
+	}
+	maxContainers := -1
+	if b.slots != nil {
+		maxContainers = cap(b.slots)
 	}
 	return protocol.Confinement{
-		Network:      networkText,
+		Egress:       b.egress.health(),
+		Network:      b.networkTextFor(),
 		Capabilities: "all dropped",
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:        "docker",
@@ -363,10 +401,19 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 			CPUs:               b.cfg.CPUs,
 			FreshContainer:     "one per command, always removed",
 			WarmPool:           b.cfg.WarmPool,
-			LeftoverCleanup:    "on start, by label " + labelInstance + "=" + b.cfg.Instance,
+			LeftoverCleanup:    "on start, under the instance's lock (one executor per instance), by label " + labelInstance + "=" + b.cfg.Instance,
 			Instance:           b.cfg.Instance,
 			Environment:        "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
 			ProcessContainment: "PID namespace: every process dies with the container",
+			Seccomp:            seccompText,
+			ModeSweep:          "after each command: set-user-id, set-group-id and world-write bits cleared in the workspace",
+			Protected:          "read-only bind mounts of the protected paths present when a command starts",
+			DiskCapBytes:       b.cfg.MaxWorkspaceBytes,
+			MaxContainers:      maxContainers,
+			TotalMemoryBytes:   b.cfg.TotalMemory,
+			TotalPidsLimit:     b.cfg.TotalPIDs,
+			Watchdog: fmt.Sprintf("timeout(1) in each container kills its command %s after its timeout; the network "+
+				"holder and waiting pool containers end when the server's attachment does", watchdogGrace),
 		},
 	}
 }
@@ -380,10 +427,15 @@ func (b *dockerBackend) Close() error {
 func (b *dockerBackend) close() error {
 	b.closePool()
 	b.closeNetwork()
+	b.egress.close()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)
 	}
+	if b.wsFD >= 0 {
+		closeFD(b.wsFD)
+	}
+	err = errors.Join(err, b.lock.release())
 	if b.cli != nil {
 		err = errors.Join(err, b.cli.Close())
 	}
@@ -392,10 +444,6 @@ func (b *dockerBackend) close() error {
 	}
 	return err
 }
-
-// ctlPrefix names the host folders that hold this instance's control folders. '=' cannot occur in an instance, so
-// one instance's prefix never matches another's ("x=" against "x-y=").
-func (b *dockerBackend) ctlPrefix() string { return "goalbox-docker-" + b.cfg.Instance + "=" }
 
 // instanceName is what a container name (which carries the instance) allows.
 var instanceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -30,18 +33,31 @@ import (
 // fails while the command's shell is not forked yet, hence the retry. The relay reads the command before it starts,
 // so its kill cannot hit a `cat` of the launcher; the command's shell is a plain foreground child (an asynchronous
 // one would start with SIGINT and SIGQUIT ignored).
+//
+// The watchdog: Run kills a container at its command's timeout, but an executor that is SIGKILLed (or loses the
+// Engine) kills nothing. So the command's shell runs under timeout(1) with the deadline (the timeout plus
+// watchdogGrace, so that Run's own kill normally comes first): at the deadline timeout kills the shell, the
+// launcher exits, and with it everything in the container. A command that kills timeout itself (kill -9 -1 reaches
+// it: same user, same namespace) ends its own shell's parent, and the launcher exits all the same. An image without
+// a timeout(1) that takes "-s SIGNAL SECONDS" (busybox before 1.30 wanted -t) runs the command without the
+// watchdog rather than not at all; the probe costs one exec of true. Debian, current Alpine and busybox have one.
 const (
 	containerControl = "/run/goalbox"
 	launcher         = `read -r _ || exit 0
 read -r d < ` + containerControl + `/dir && cd "$d" || exit 125
 c=$(cat ` + containerControl + `/command) || exit 125
+read -r t < ` + containerControl + `/deadline || exit 125
 if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/stdin; fi
+if [ -e ` + containerControl + `/proxy ]; then read -r p < ` + containerControl + `/proxy && export HTTP_PROXY="$p" HTTPS_PROXY="$p" ALL_PROXY="$p" http_proxy="$p" https_proxy="$p" all_proxy="$p"; unset p; fi
 if [ -p ` + containerControl + `/terminate ]; then
 	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
 fi
-sh -c "$c"
+if timeout -s KILL 5 true 2>/dev/null; then timeout -s KILL "$t" sh -c "$c"; else sh -c "$c"; fi
 exit $?`
 )
+
+// watchdogGrace is how long after its timeout a command's own watchdog kills it.
+const watchdogGrace = 10 * time.Second
 
 // commandSpec is what a container's launcher is given.
 type commandSpec struct {
@@ -52,6 +68,11 @@ type commandSpec struct {
 	streamStdin bool
 	// terminable makes the terminate FIFO, so the launcher starts the relay (prepared.terminate).
 	terminable bool
+	// timeout is the command's; the watchdog kills it watchdogGrace later.
+	timeout time.Duration
+	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
+	// launcher exports it from the control file "proxy" (docker_egress.go).
+	proxy func(holder string) string
 }
 
 // prepared is a started container whose launcher waits for its command.
@@ -66,41 +87,51 @@ type prepared struct {
 	// term is the server's end of the terminate FIFO once terminate wrote to it; kept open until discard so the
 	// line stays in the pipe until the relay reads it.
 	term *os.File
+	// slot says the container holds a place under the total caps (state.go), given back by discard.
+	slot bool
+	// prot is the protected set it was made with (protect_unix.go).
+	prot protection
 }
 
-// prepare creates, attaches and starts a container for one command, joined to the network holder. A holder that
-// died makes the start fail: then a new holder is started and the container prepared once more. ctx bounds only
-// the preparation; the streams live until discard.
-func (b *dockerBackend) prepare(ctx context.Context) (*prepared, error) {
+// prepare creates, attaches and starts a container for one command, joined to the network holder, with the
+// protected paths prot read-only. A holder that died makes the start fail: then a new holder is started and the
+// container prepared once more. ctx bounds only the preparation; the streams live until discard. The container
+// first takes a place under the total caps, waiting until wait is done (errSlotsFull).
+func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection) (*prepared, error) {
 	network := b.net.current()
 	if network == "" {
 		return nil, errors.New("docker backend: closed")
 	}
-	p, err := b.prepareOn(ctx, network)
-	if err == nil {
-		return p, nil
+	p, err := b.prepareOn(ctx, wait, network, prot)
+	if err == nil || errors.Is(err, errSlotsFull) {
+		return p, err
 	}
 	renewed, rerr := b.renewNetwork(ctx, network)
 	if rerr != nil || renewed == network || renewed == "" {
 		return nil, err
 	}
-	return b.prepareOn(ctx, renewed)
+	return b.prepareOn(ctx, wait, renewed, prot)
 }
 
 // prepareOn prepares a container joined to the network namespace of holder network.
-func (b *dockerBackend) prepareOn(ctx context.Context, network string) (_ *prepared, err error) {
+func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, prot protection) (_ *prepared, err error) {
+	if err := b.takeSlot(wait); err != nil {
+		return nil, err
+	}
 	ctl, err := os.MkdirTemp(b.ctlRoot, "c-")
 	if err != nil {
+		b.giveSlot()
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
 	}
 	// The container reads the folder through its mount, whoever it runs as; on the host, nobody but the server
 	// gets through ctlRoot (0700) to it.
 	if err := os.Chmod(ctl, 0o755); err != nil {
 		os.RemoveAll(ctl)
+		b.giveSlot()
 		return nil, fmt.Errorf("docker backend: control folder: %w", err)
 	}
 	streams, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p := &prepared{ctl: ctl, stop: stop, network: network}
+	p := &prepared{ctl: ctl, stop: stop, network: network, slot: true, prot: prot}
 	defer func() {
 		if err != nil {
 			b.discard(p)
@@ -109,7 +140,7 @@ func (b *dockerBackend) prepareOn(ctx context.Context, network string) (_ *prepa
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       b.containerName(),
 		Config:     b.containerConfig(),
-		HostConfig: b.hostConfig(ctl, network),
+		HostConfig: b.hostConfig(ctl, network, prot),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: create container: %w", err)
@@ -131,9 +162,15 @@ func (b *dockerBackend) prepareOn(ctx context.Context, network string) (_ *prepa
 
 // give writes the command's files and releases the launcher.
 func (p *prepared) give(spec commandSpec) error {
-	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n"}
+	deadline := int64((spec.timeout + watchdogGrace + time.Second - 1) / time.Second)
+	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n", "deadline": strconv.FormatInt(deadline, 10) + "\n"}
 	if !spec.streamStdin {
 		files["stdin"] = spec.stdin
+	}
+	if spec.proxy != nil {
+		if u := spec.proxy(p.network); u != "" {
+			files["proxy"] = u + "\n"
+		}
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(p.ctl, name), []byte(content), 0o644); err != nil {
@@ -197,11 +234,15 @@ func (b *dockerBackend) discard(p *prepared) {
 	if err := os.RemoveAll(p.ctl); err != nil {
 		b.log.Warn("docker backend: remove control folder", "err", err)
 	}
+	if p.slot {
+		p.slot = false
+		b.giveSlot()
+	}
 }
 
 func (b *dockerBackend) containerConfig() *container.Config {
-	env := []string{"HOME=/tmp", "TMPDIR=/tmp"}
-	if b.cfg.CacheHostDir != "-" {
+	env := append([]string{"HOME=/tmp", "TMPDIR=/tmp"}, b.egress.staticEnv()...)
+	if b.cacheDir != "" {
 		env = append(env,
 			"XDG_CACHE_HOME="+containerCache,
 			"GOCACHE="+containerCache+"/go-build",
@@ -211,13 +252,16 @@ func (b *dockerBackend) containerConfig() *container.Config {
 	}
 	// No Hostname: Docker refuses one with a joined network namespace; the network holder's ("sandbox") is used.
 	return &container.Config{
-		Image:        b.cfg.Image,
-		Entrypoint:   []string{"sh", "-c", launcher},
-		Cmd:          []string{},
-		User:         fmt.Sprintf("%d:%d", b.uid, b.gid),
-		WorkingDir:   containerWorkspace,
-		Env:          env,
-		Labels:       b.labels,
+		Image:      b.cfg.Image,
+		Entrypoint: []string{"sh", "-c", launcher},
+		Cmd:        []string{},
+		User:       fmt.Sprintf("%d:%d", b.uid, b.gid),
+		WorkingDir: containerWorkspace,
+		Env:        env,
+		Labels:     b.labels,
+		// The image's HEALTHCHECK (the executor image has one) would run a foreign process in the command's PID
+		// namespace every few seconds, which the command could see and answer.
+		Healthcheck:  noHealthcheck,
 		AttachStdin:  true,
 		OpenStdin:    true,
 		StdinOnce:    true,
@@ -226,23 +270,29 @@ func (b *dockerBackend) containerConfig() *container.Config {
 	}
 }
 
-func (b *dockerBackend) hostConfig(ctl, network string) *container.HostConfig {
+func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *container.HostConfig {
 	pids := b.cfg.PIDs
 	bind := func(src, dst string, ro bool) mount.Mount {
 		return mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
 	}
 	mounts := []mount.Mount{bind(b.cfg.WorkspaceHostDir, containerWorkspace, false), bind(ctl, containerControl, true)}
-	if b.cfg.CacheHostDir != "-" {
-		mounts = append(mounts, bind(b.cfg.CacheHostDir, containerCache, false))
+	if b.cacheDir != "" {
+		mounts = append(mounts, bind(b.cacheDir, containerCache, false))
 	}
+	// On top of the workspace's bind (the Engine mounts parents first): each protected path, checked to lead
+	// through no symlink (protect_unix.go).
+	for _, rel := range prot.paths {
+		mounts = append(mounts, bind(filepath.Join(b.cfg.WorkspaceHostDir, filepath.FromSlash(rel)), path.Join(containerWorkspace, rel), true))
+	}
+	mounts = append(mounts, b.egress.mounts()...)
 	return &container.HostConfig{
 		Mounts:         mounts,
 		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (docker_network.go)
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": b.tmpfsOpts},
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    b.securityOpt(),
 		// Output goes through attach only: a log driver would also copy gigabytes of output to the daemon's disk.
 		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{
@@ -252,4 +302,17 @@ func (b *dockerBackend) hostConfig(ctl, network string) *container.HostConfig {
 			PidsLimit:  &pids,
 		},
 	}
+}
+
+// noHealthcheck turns off the image's HEALTHCHECK for the backend's containers.
+var noHealthcheck = &container.HealthConfig{Test: []string{"NONE"}}
+
+// securityOpt is what every container of the backend runs with: no new privileges, and the backend's own seccomp
+// profile (seccomp_linux.go).
+func (b *dockerBackend) securityOpt() []string {
+	opts := []string{"no-new-privileges"}
+	if b.seccomp != "" {
+		opts = append(opts, b.seccomp)
+	}
+	return opts
 }

@@ -222,9 +222,6 @@ func TestDockerContainmentShared(t *testing.T) {
 		MemoryBomb: memoryBomb,
 		ForkBomb:   true,
 		NoPython:   memoryBomb == 0,
-		KnownGaps: map[string]string{
-			"setuid_files": "Docker's default seccomp profile lets a command set setuid bits on files of its own uid (never root's); the filesystem server strips them when it writes (SECURITY.md)",
-		},
 	})
 }
 

@@ -33,8 +33,12 @@ const (
 	roleNetwork = "network"
 )
 
-// The holder waits for a line on a standard input nobody ever writes to (OpenStdin without attach keeps it open):
-// it needs nothing but sh and read, which every image the backend runs has.
+// The holder waits for a line on a standard input nobody ever writes to: it needs nothing but sh and read, which
+// every image the backend runs has. The server stays attached to that standard input for the holder's life, and
+// with StdinOnce the holder's stdin closes when that attachment ends: when the server exits, however it exits
+// (SIGKILL included), read sees EOF and the holder ends. So no holder outlives its executor, as no waiting pool
+// container does (its launcher waits on its attached stdin the same way) and no command outlives its deadline
+// (the watchdog, docker_container.go).
 const networkHolderCommand = "read -r _"
 
 // Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init
@@ -49,8 +53,9 @@ const (
 
 // networkHolder is the container whose network namespace the command containers join.
 type networkHolder struct {
-	mu sync.Mutex
-	id string // "" once removed by Close
+	mu  sync.Mutex
+	id  string // "" once removed by Close
+	att *client.ContainerAttachResult
 }
 
 // current is the ID of the holder command containers join now.
@@ -62,17 +67,17 @@ func (h *networkHolder) current() string {
 
 // startNetwork creates and starts a network holder and makes it the current one.
 func (b *dockerBackend) startNetwork(ctx context.Context) error {
-	id, err := b.createNetworkHolder(ctx)
+	id, att, err := b.createNetworkHolder(ctx)
 	if err != nil {
 		return err
 	}
 	b.net.mu.Lock()
-	b.net.id = id
+	b.net.id, b.net.att = id, att
 	b.net.mu.Unlock()
 	return nil
 }
 
-func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, error) {
+func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, *client.ContainerAttachResult, error) {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
 	pids := int64(networkHolderPIDs)
@@ -85,14 +90,17 @@ func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, error)
 			User:       fmt.Sprintf("%d:%d", b.uid, b.gid),
 			Labels:     b.netLabels,
 			// The command containers take their host name from the container whose network they join.
-			Hostname:  "sandbox",
-			OpenStdin: true,
+			Hostname:    "sandbox",
+			OpenStdin:   true,
+			AttachStdin: true,
+			StdinOnce:   true,
+			Healthcheck: noHealthcheck,
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    "none",
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
-			SecurityOpt:    []string{"no-new-privileges"},
+			SecurityOpt:    b.securityOpt(),
 			LogConfig:      container.LogConfig{Type: "none"},
 			Resources: container.Resources{
 				Memory:     networkHolderMemory,
@@ -102,13 +110,20 @@ func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, error)
 		},
 	})
 	if err != nil {
-		return "", fmt.Errorf("docker backend: create the network holder: %w", err)
+		return "", nil, fmt.Errorf("docker backend: create the network holder: %w", err)
+	}
+	// The attachment lives as long as the server's connection to the Engine: a context of its own, never cancelled.
+	att, err := b.cli.ContainerAttach(context.WithoutCancel(ctx), created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true})
+	if err != nil {
+		b.removeContainer(created.ID)
+		return "", nil, fmt.Errorf("docker backend: attach to the network holder: %w", err)
 	}
 	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		att.Close()
 		b.removeContainer(created.ID)
-		return "", fmt.Errorf("docker backend: start the network holder: %w", err)
+		return "", nil, fmt.Errorf("docker backend: start the network holder: %w", err)
 	}
-	return created.ID, nil
+	return created.ID, &att, nil
 }
 
 // renewNetwork is called when a container joined to holder stale could not start. If stale is still current and
@@ -128,12 +143,20 @@ func (b *dockerBackend) renewNetwork(ctx context.Context, stale string) (string,
 		return stale, fmt.Errorf("docker backend: inspect the network holder: %w", err)
 	}
 	b.removeContainer(stale)
-	id, err := b.createNetworkHolder(ctx)
+	if b.net.att != nil {
+		b.net.att.Close()
+		b.net.att = nil
+	}
+	id, att, err := b.createNetworkHolder(ctx)
 	if err != nil {
 		return stale, err
 	}
+	b.net.att = att
 	b.log.Warn("docker backend: the network holder was gone; started a new one (processes started before it "+
 		"no longer share a loopback with new commands)", "old", stale[:12], "new", id[:12])
+	if err := b.egressAttach(ctx, id); err != nil {
+		b.log.Error("docker backend: no egress listener in the new network holder: its commands have no way out", "err", err)
+	}
 	b.net.id = id
 	return id, nil
 }
@@ -141,11 +164,14 @@ func (b *dockerBackend) renewNetwork(ctx context.Context, stale string) (string,
 // closeNetwork removes the holder. Containers still joined to it keep the namespace until they end.
 func (b *dockerBackend) closeNetwork() {
 	b.net.mu.Lock()
-	id := b.net.id
-	b.net.id = ""
+	id, att := b.net.id, b.net.att
+	b.net.id, b.net.att = "", nil
 	b.net.mu.Unlock()
 	if id != "" {
 		b.removeContainer(id)
+	}
+	if att != nil {
+		att.Close()
 	}
 }
 

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -47,8 +48,18 @@ func (b *dockerBackend) fill() {
 		case <-b.pool.slots:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		p, err := b.prepare(ctx)
+		// The pool waits for no place under the total caps: a command that needs one must not queue behind it.
+		p, err := b.prepare(ctx, doneContext, b.poolProtection())
 		cancel()
+		if errors.Is(err, errSlotsFull) {
+			b.pool.slots <- struct{}{}
+			select {
+			case <-b.pool.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			b.pool.slots <- struct{}{}
 			b.log.Warn("docker backend: warm pool could not start a container", "err", err, "retry_in", backoff)
@@ -65,29 +76,45 @@ func (b *dockerBackend) fill() {
 	}
 }
 
-// acquire takes a live container joined to the current network holder from the pool (pooled is true), or starts one
-// now.
-func (b *dockerBackend) acquire(ctx context.Context) (p *prepared, pooled bool, err error) {
-	if b.pool != nil {
-		for {
-			select {
-			case p := <-b.pool.ready:
-				b.pool.slots <- struct{}{}
-				// A container joined to a network holder that was since replaced would not share the
-				// loopback of the commands after it.
-				if p.alive() && p.network == b.net.current() {
-					return p, true, nil
-				}
-				b.discard(p)
-				continue
-			default:
-			}
-			break
-		}
+// takePooled takes a live container joined to the current network holder and made with the protected set prot from
+// the pool, or returns nil.
+func (b *dockerBackend) takePooled(prot protection) *prepared {
+	if b.pool == nil {
+		return nil
 	}
-	p, err = b.prepare(ctx)
-	return p, false, err
+	for {
+		select {
+		case p := <-b.pool.ready:
+			b.pool.slots <- struct{}{}
+			// A container joined to a network holder that was since replaced would not share the loopback of the
+			// commands after it; one with other protected mounts (or mounts of files since replaced: a bind holds
+			// the inode it was given) would not protect what the command must not change.
+			if p.alive() && p.network == b.net.current() && p.prot.equal(prot) {
+				return p
+			}
+			b.discard(p)
+			continue
+		default:
+		}
+		return nil
+	}
 }
+
+// poolProtection is the protected set the pool prepares containers with: the latest command's, which the next
+// command most likely shares (.git/hooks and .git/config change rarely).
+func (b *dockerBackend) poolProtection() protection {
+	if p := b.lastProt.Load(); p != nil {
+		return *p
+	}
+	return protection{}
+}
+
+// doneContext is a context that is already done: takeSlot then takes a place only when one is free now.
+var doneContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // alive says the container's launcher has not exited while it waited in the pool.
 func (p *prepared) alive() bool {

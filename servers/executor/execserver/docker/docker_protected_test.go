@@ -3,8 +3,6 @@
 package docker
 
 import (
-	"context"
-	"os"
 	"testing"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -14,17 +12,7 @@ import (
 // TestDockerProtectedFiles attacks the protected project files on the docker backend (the Go image, which has git
 // for the attacks that use it), and runs the positive control with nothing protected.
 func TestDockerProtectedFiles(t *testing.T) {
-	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
-	if img == "" {
-		img = "golang:1.26-bookworm"
-	}
-	cli := dockerRequire(t)
-	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
-		}
-		t.Skipf("image %s not found (run scripts/setup-docker.sh): %v", img, err)
-	}
+	img := dockerGoImage(t)
 	for _, unprotected := range []bool{false, true} {
 		name := map[bool]string{false: "protected", true: "unprotected"}[unprotected]
 		t.Run(name, func(t *testing.T) {

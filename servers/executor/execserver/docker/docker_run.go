@@ -7,10 +7,14 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 )
@@ -19,9 +23,10 @@ import (
 // They normally arrive within milliseconds; the bound only matters when the Engine misbehaves.
 const drainGrace = 10 * time.Second
 
-// Run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
-// removes the container on every path out of Run, panics included.
-func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+// run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
+// removes the container on every path out of run, panics included. net is the command's egress session (nil
+// without -net-allow; Run in docker_egress.go opens and ends it).
+func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *egress.Session) (execserver.Result, error) {
 	if req.Timeout <= 0 {
 		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
 	}
@@ -38,8 +43,15 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	api, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
-		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil}
-	p, err := b.launch(api, ctx, spec)
+		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, timeout: req.Timeout,
+		proxy: b.egress.proxyFor(net)}
+	prot := b.checkProtected(req.Protected)
+	b.lastProt.Store(&prot)
+	// Whatever happens below, the workspace loses the mode bits no command may leave (sweep_unix.go) once the
+	// container is gone (the deferred release below runs first), and every sweepEvery while it runs.
+	sw := &runSweep{}
+	defer b.sweep(sw, orDiscard(req.Stderr))
+	p, err := b.launch(api, ctx, spec, prot)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return execserver.Result{ExitCode: -1}, nil
 	}
@@ -50,6 +62,7 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
 	finished := false
 	defer func() { b.release(p, finished) }()
+	defer b.sweepWhileRunning(sw)()
 
 	e := &execution{b: b, api: api, p: p}
 	stderr := orDiscard(req.Stderr)
@@ -59,8 +72,23 @@ func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execse
 	if req.StdinStream != nil {
 		e.feedStdin(req.StdinStream)
 	}
+	watch := diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill)
+	var (
+		diskOnce     sync.Once
+		killed, used = false, int64(0)
+	)
+	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes.
+	stopDisk := func() (bool, int64) {
+		diskOnce.Do(func() { killed, used = watch() })
+		return killed, used
+	}
+	defer stopDisk()
 	res, err := e.wait(ctx, req.Timeout, req.Terminate)
-	if err != nil || e.killed {
+	if killed, used := stopDisk(); killed {
+		// The copy of the output has ended (wait waits for it), so the note comes last.
+		fmt.Fprintf(stderr, "\n[goalbox: the command was killed: the workspace and the cache use %d bytes, past the disk cap of %d bytes (-max-workspace-bytes)]\n", used, b.cfg.MaxWorkspaceBytes)
+	}
+	if err != nil || e.killed.Load() {
 		return res, err
 	}
 	if res.ExitCode == 137 {
@@ -76,7 +104,8 @@ type execution struct {
 	api    context.Context // for Engine calls
 	p      *prepared
 	copied chan error // the copy of the output ended (a writerPanic if a writer panicked); nil once received
-	killed bool
+	// killed is set by kill, which the disk cap's watcher calls from its own goroutine.
+	killed atomic.Bool
 }
 
 // copyOutput copies the container's output to stdout and stderr in a goroutine of its own. A panicking writer must
@@ -120,7 +149,7 @@ func (e *execution) stopCopy() {
 // kill sends SIGKILL to the container's init, which takes the whole PID namespace with it: background,
 // double-forked and setsid'd processes alike.
 func (e *execution) kill() {
-	e.killed = true
+	e.killed.Store(true)
 	if _, err := e.b.cli.ContainerKill(e.api, e.p.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
 		!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		// The forced removal that Run defers kills it as well; this only costs the grace period.
@@ -162,7 +191,7 @@ func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <
 			if wp, ok := err.(writerPanic); ok {
 				panic(wp.value)
 			}
-			if err != nil && !e.killed {
+			if err != nil && !e.killed.Load() {
 				e.b.log.Debug("docker backend: output stream ended with an error", "container", e.p.id[:12], "err", err)
 			}
 		case w := <-status.Result:
@@ -186,7 +215,7 @@ func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <
 			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
 		}
 	}
-	if e.killed {
+	if e.killed.Load() {
 		return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
 	}
 	return res, nil
@@ -198,9 +227,30 @@ var errCancelledBeforeStart = errors.New("cancelled before the command started")
 
 // launch gives the command to a container from the pool or to one started now. A pooled container can die while
 // it waits (the Engine restarted, say); then a container started now is the fallback. api carries the Engine calls;
-// a cancelled req (checked once the container is ready) means the command is not started at all.
-func (b *dockerBackend) launch(api, req context.Context, spec commandSpec) (*prepared, error) {
-	p, pooled, err := b.acquire(api)
+// a cancelled req (checked once the container is ready) means the command is not started at all. A container
+// started now first waits, up to slotWait, for room under the total caps.
+func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot protection) (*prepared, error) {
+	if p := b.takePooled(prot); p != nil {
+		if req.Err() != nil {
+			b.discard(p)
+			return nil, errCancelledBeforeStart
+		}
+		err := p.give(spec)
+		if err == nil {
+			return p, nil
+		}
+		b.discard(p)
+		b.log.Warn("docker backend: a pooled container could not take its command; starting one", "err", err)
+	}
+	wait, cancel := context.WithTimeout(req, slotWait)
+	defer cancel()
+	p, err := b.prepare(api, wait, prot)
+	if errors.Is(err, errSlotsFull) {
+		if req.Err() != nil {
+			return nil, errCancelledBeforeStart
+		}
+		return nil, b.errNoSlot()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -208,22 +258,84 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec) (*pre
 		b.discard(p)
 		return nil, errCancelledBeforeStart
 	}
-	if err = p.give(spec); err == nil {
-		return p, nil
-	}
-	b.discard(p)
-	if !pooled {
-		return nil, err
-	}
-	b.log.Warn("docker backend: a pooled container could not take its command; starting one", "err", err)
-	if p, err = b.prepare(api); err != nil {
-		return nil, err
-	}
 	if err = p.give(spec); err != nil {
 		b.discard(p)
 		return nil, err
 	}
 	return p, nil
+}
+
+// diskDirs are the folders the disk cap counts: the workspace and the cache. /tmp is a tmpfs of a fixed size,
+// counted against the memory limit.
+func (b *dockerBackend) diskDirs() []string {
+	if b.cacheDir == "" {
+		return []string{b.cfg.WorkspaceHostDir}
+	}
+	return []string{b.cfg.WorkspaceHostDir, b.cacheDir}
+}
+
+// sweepEvery is how often the workspace is swept while a command runs: a long process (a dev server) that made
+// the workspace world-writable would otherwise leave it so for as long as it runs.
+var sweepEvery = 5 * time.Second
+
+// runSweep counts what the sweeps during one command cleared.
+type runSweep struct{ fixed atomic.Int64 }
+
+// sweepOnce sweeps the workspace; with wait false it skips when another sweep is under way (one of another
+// command's: they would walk the same tree at the same time).
+func (b *dockerBackend) sweepOnce(sw *runSweep, wait bool) {
+	asked := time.Now()
+	if wait {
+		b.sweepMu.Lock()
+		// A sweep that began after this one was asked for saw everything this command left: commands ending
+		// together share one walk instead of queueing for one each.
+		if b.lastSweep.After(asked) {
+			b.sweepMu.Unlock()
+			return
+		}
+	} else if !b.sweepMu.TryLock() {
+		return
+	}
+	defer b.sweepMu.Unlock()
+	b.lastSweep = time.Now()
+	r, err := sweepModes(b.cfg.WorkspaceHostDir)
+	if err != nil {
+		b.log.Warn("docker backend: mode sweep failed", "err", err)
+		return
+	}
+	if r.fixed > 0 || r.failed > 0 || r.tooDeep {
+		b.log.Warn("docker backend: cleared set-user-id, set-group-id or world-write bits in the workspace",
+			"fixed", r.fixed, "failed", r.failed, "too_deep", r.tooDeep)
+	}
+	sw.fixed.Add(int64(r.fixed))
+}
+
+// sweepWhileRunning sweeps every sweepEvery until the returned function is called.
+func (b *dockerBackend) sweepWhileRunning(sw *runSweep) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.sweepOnce(sw, false)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// sweep is the last sweep of a command, once its container is gone; it tells the command's reader what the
+// command's sweeps cleared.
+func (b *dockerBackend) sweep(sw *runSweep, stderr io.Writer) {
+	b.sweepOnce(sw, true)
+	if n := sw.fixed.Load(); n > 0 {
+		fmt.Fprintf(stderr, "\n[goalbox: cleared set-user-id, set-group-id and world-write bits on %d files or folders in the workspace: another user of the host could use them; they are not allowed]\n", n)
+	}
 }
 
 // writerPanic carries a panic of the output writers out of the copy goroutine.

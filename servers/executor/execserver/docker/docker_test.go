@@ -100,6 +100,7 @@ func newDockerTestBackend(t testing.TB, mutate func(*Config)) (*dockerBackend, s
 		WorkspaceHostDir: ws,
 		CacheHostDir:     "-",
 		Logger:           slog.New(slog.DiscardHandler),
+		stateBase:        t.TempDir(),
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -370,18 +371,20 @@ func TestDockerFilesBelongToWorkspaceOwner(t *testing.T) {
 }
 
 // TestDockerLeftoversRemovedAtStart plays a crashed server: containers with the instance's labels, one running and
-// one exited, are gone once a new backend of the same instance starts; another instance's container is kept.
+// one exited, are gone once a new backend of the same instance starts, and so are its control folders; another
+// instance's container and state, and another server user's container of the same instance, are kept.
 func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	cli := dockerRequire(t)
 	ws := dockerWorkspace(t)
 	ctx := context.Background()
 	instance := fmt.Sprintf("leftover-test-%d", time.Now().UnixNano())
 	other := instance + "-other"
-	mk := func(inst string, start bool) string {
+	me := strconv.Itoa(os.Geteuid())
+	mk := func(inst, owner string, start bool) string {
 		t.Helper()
 		c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Config: &container.Config{Image: dockerTestImage(), Cmd: []string{"sleep", "300"},
-				Labels: map[string]string{labelExecutor: "1", labelInstance: inst}},
+				Labels: map[string]string{labelExecutor: "1", labelInstance: inst, labelOwner: owner}},
 			HostConfig: &container.HostConfig{NetworkMode: "none"},
 		})
 		if err != nil {
@@ -397,20 +400,20 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 		}
 		return c.ID
 	}
-	running, created, kept := mk(instance, true), mk(instance, false), mk(other, true)
+	running, created := mk(instance, me, true), mk(instance, me, false)
+	kept, otherUser := mk(other, me, true), mk(instance, "4243", true)
 	// A crashed server's control folder, and another instance's.
-	staleCtl, err := os.MkdirTemp("", "goalbox-docker-"+instance+"=")
-	if err != nil {
-		t.Fatal(err)
+	state := t.TempDir()
+	staleCtl := filepath.Join(state, instance, "ctl", "c-stale")
+	otherCtl := filepath.Join(state, other, "ctl", "c-other")
+	for _, d := range []string{staleCtl, otherCtl} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	otherCtl, err := os.MkdirTemp("", "goalbox-docker-"+other+"=")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(staleCtl); os.RemoveAll(otherCtl) })
 
 	b, err := New(ctx, Config{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-",
-		Instance: instance, Logger: slog.New(slog.DiscardHandler)})
+		Instance: instance, Logger: slog.New(slog.DiscardHandler), stateBase: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,8 +423,10 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 			t.Errorf("leftover container %.12s still exists", id)
 		}
 	}
-	if _, err := cli.ContainerInspect(ctx, kept, client.ContainerInspectOptions{}); err != nil {
-		t.Errorf("another instance's container was removed: %v", err)
+	for _, id := range []string{kept, otherUser} {
+		if _, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err != nil {
+			t.Errorf("another instance's or user's container was removed: %v", err)
+		}
 	}
 	if _, err := os.Stat(staleCtl); !os.IsNotExist(err) {
 		t.Errorf("leftover control folder still exists: %v", err)
@@ -517,24 +522,38 @@ func TestDockerConfinementReport(t *testing.T) {
 // twice, the second run served from the build cache that survives between containers. The cache folder stays the
 // same from run to run, as a server's does, so only the first run on a machine compiles the standard library.
 func TestDockerGoToolchain(t *testing.T) {
-	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
-	if img == "" {
-		img = "golang:1.26-bookworm"
-	}
-	cli := dockerRequire(t)
-	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the Go image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
-		}
-		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
-	}
-	// A fixed cache folder, not a fixed instance: a test run beside this one would remove this one's containers.
+	img := dockerGoImage(t)
+	// A fixed workspace folder, cache and instance: the cache is keyed by the workspace's identity, so only a
+	// workspace that stays the same folder from run to run keeps its compiled standard library. Its contents are
+	// made afresh. Another run of this test at the same time holds the instance's lock: this one then skips.
 	base, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(base, "goalbox", "docker-cache", "go-toolchain-test")
-	b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img; c.CacheHostDir = cache })
+	fixed := filepath.Join(base, "goalbox", "docker-test", "go-toolchain")
+	ws := filepath.Join(fixed, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(ws, e.Name()))
+	}
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	if os.Getuid() == 0 {
+		os.Chown(ws, dockerTestUID, dockerTestUID)
+		os.Chown(filepath.Join(ws, "sub"), dockerTestUID, dockerTestUID)
+	}
+	nb, err := New(context.Background(), Config{Image: img, WorkspaceHostDir: ws, Instance: "go-toolchain-test",
+		CacheHostDir: filepath.Join(fixed, "cache"), stateBase: filepath.Join(fixed, "state"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil && strings.Contains(err.Error(), "already serves instance") {
+		t.Skipf("another run of this test holds its workspace: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := nb.(*dockerBackend)
+	t.Cleanup(func() { b.Close() })
 	files := map[string]string{
 		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
 		"sum.go":      "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
@@ -660,4 +679,22 @@ func TestDockerPoolSurvivesLostContainers(t *testing.T) {
 // even while other test runs sleep too.
 func dockerMarker() string {
 	return strconv.Itoa(1_000_000 + mathrand.IntN(8_999_999))
+}
+
+// dockerGoImage is the Go image (GOALBOX_DOCKER_GO_IMAGE, default golang:1.26-bookworm, which has git too), or the
+// test skips — fails when CI=true — where it is missing.
+func dockerGoImage(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
+	if img == "" {
+		img = "golang:1.26-bookworm"
+	}
+	cli := dockerRequire(t)
+	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the Go image %s is missing (scripts/setup-docker.sh builds it): %v", img, err)
+		}
+		t.Skipf("Go image %s not found (run scripts/setup-docker.sh): %v", img, err)
+	}
+	return img
 }

@@ -47,6 +47,7 @@ func startCallerServer(t *testing.T, cfg mcpserve.Config) *callerServer {
 		t.Fatal(err)
 	}
 	cfg.Addr = "127.0.0.1:0"
+	cfg.Token = mcpserve.NoToken // these tests are about calls and sessions; pkg/mcpserve tests the token
 	run, err := mcpserve.Start(ex.Server(), cfg, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,10 +66,11 @@ type holder struct {
 	mu                   sync.Mutex // one request at a time
 	userNS, netNS, mntNS *os.File
 	warnings             []string
+	egress               net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
 }
 
 // startHolder starts the holder, whose user namespace maps the run-as user to root.
-func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
+func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 	plan, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
@@ -105,6 +107,14 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 			Setsid:      true,
 		},
 	}
+	eg, err := holderEgressStart(cmd, egress)
+	if err != nil {
+		stdoutW.Close()
+		stdinW.Close()
+		stdoutR.Close()
+		return nil, err
+	}
+	defer eg.close()
 	if err := cmd.Start(); err != nil {
 		stdoutW.Close()
 		stdinW.Close()
@@ -138,6 +148,10 @@ func startHolder(ops []mountOp, uid, gid int) (*holder, error) {
 		}
 		*ns.f = f
 	}
+	if h.egress, err = eg.receive(); err != nil {
+		h.close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -147,6 +161,9 @@ func (h *holder) root(p string) string {
 }
 
 func (h *holder) close() {
+	if h.egress != nil {
+		h.egress.Close()
+	}
 	for _, f := range []*os.File{h.userNS, h.netNS, h.mntNS} {
 		if f != nil {
 			f.Close()
@@ -224,6 +241,10 @@ func holderMain() int {
 	}
 	if err := loopbackUp(); err != nil {
 		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
+	}
+	if err := holderEgressListen(); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
+		return 1
 	}
 	_ = out.Encode(holderReport{Warnings: warnings})
 	serveProtectRequests(os.Stdin, out)

@@ -134,7 +134,7 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 		ip.ctlW.Close()
 		time.AfterFunc(initKillGrace, func() { _ = ip.cmd.Process.Kill() })
 	}
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, killTree)
+	stopDisk := b.watchDisk(ctx, ip.cmd.Process.Pid, killTree)
 	waitErr, killed, timedOut := waitOrKill(ctx, req.Timeout, ip.cmd.Wait, killTree)
 	diskKill, diskUsed := stopDisk()
 	ip.ctlW.Close()

@@ -127,14 +127,15 @@ func TestSeccompFilterRules(t *testing.T) {
 			{"openat tmpfile 02755", unix.SYS_OPENAT, []uint64{3, 0, unix.O_TMPFILE | unix.O_WRONLY, 0o2755}, retEPERM},
 			{"openat read with stray mode", unix.SYS_OPENAT, []uint64{3, 0, unix.O_RDONLY, 0o4755}, retAllow},
 			{"mknodat 04644", unix.SYS_MKNODAT, []uint64{3, 0, unix.S_IFREG | 0o4644, 0}, retEPERM},
+			{"socket vsock", unix.SYS_SOCKET, []uint64{unix.AF_VSOCK}, retEACCES},
+			{"socket netlink", unix.SYS_SOCKET, []uint64{unix.AF_NETLINK}, retAllow},
+			{"socketpair unix", unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
 		}
 		cases = append(cases, archFilterCases()...)
 		if fallback {
 			cases = append(cases,
 				filterCase{"socket inet", unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCES},
 				filterCase{"socket unix", unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retEACCES},
-				filterCase{"socket netlink", unix.SYS_SOCKET, []uint64{unix.AF_NETLINK}, retAllow},
-				filterCase{"socketpair unix", unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
 				filterCase{"kill init", unix.SYS_KILL, []uint64{100, 9}, retEPERM},
 				filterCase{"kill other", unix.SYS_KILL, []uint64{300, 9}, retAllow},
 				filterCase{"ptrace", unix.SYS_PTRACE, nil, retEPERM},

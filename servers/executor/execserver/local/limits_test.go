@@ -139,3 +139,33 @@ func TestLocalDiskCap(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalDiskCapHasNoHidingPlace: the three places bytes hid from the disk cap — the build cache, a file deleted
+// while open, a folder made unreadable — are counted: each filler is killed at the cap. Positive control: the same
+// filler without a cap keeps its bytes (in the cache, in the open file, in the locked folder).
+func TestLocalDiskCapHasNoHidingPlace(t *testing.T) {
+	fillers := map[string]string{
+		"build cache":   `mkdir -p "$XDG_CACHE_HOME" && head -c 200000000 /dev/zero > "$XDG_CACHE_HOME/big"; sleep 3; echo filled`,
+		"deleted file":  `python3 -c "import os,time; f=open('h','wb'); os.unlink('h'); [f.write(bytes(1<<20)) for _ in range(200)]; f.flush(); time.sleep(3); print('filled')"`,
+		"locked folder": `mkdir locked && exec 3>locked/big && chmod 000 locked && head -c 200000000 /dev/zero >&3; sleep 3; echo filled`,
+	}
+	for _, noNS := range []bool{false, true} {
+		for name, fill := range fillers {
+			t.Run(fmt.Sprintf("no-namespaces=%v/%s", noNS, name), func(t *testing.T) {
+				modeWanted(t, noNS)
+				free, ws := newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = -1 })
+				ctl := sandboxtest.MustRun(t, sandboxtest.StartServer(t, free, ws, execserver.Config{}, nil).Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+				if ctl.ExitCode != 0 || !strings.Contains(ctl.Stdout, "filled") {
+					t.Fatalf("positive control: without a cap the filler runs to its end: %+v", ctl)
+				}
+				b, ws := newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = noNS; c.MaxWorkspaceBytes = 64 << 20 })
+				srv := sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
+				out := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: fill, TimeoutSeconds: 60})
+				if out.ExitCode != -1 || strings.Contains(out.Stdout, "filled") || !strings.Contains(out.Stderr, "disk cap of 67108864 bytes") {
+					t.Errorf("a filler hiding its bytes in the %s, past the disk cap: %+v", name, out)
+				}
+				_ = sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: `chmod 700 locked 2>/dev/null; rm -rf locked "$XDG_CACHE_HOME/big"`})
+			})
+		}
+	}
+}

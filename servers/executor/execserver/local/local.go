@@ -3,6 +3,8 @@ package local
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 )
 
 // Config configures the local backend.
@@ -46,6 +48,10 @@ type Config struct {
 	// command that takes them past it is killed (checked every half second: see diskcap.go). 0 means
 	// DefaultMaxWorkspaceBytes; -1 none.
 	MaxWorkspaceBytes int64
+	// Network opens the network to the hosts Network.Allow names (-net-allow), through the egress proxy, the
+	// only way out; the zero value keeps commands without network. Namespace mode only: New refuses it in the
+	// fallback, which has no network namespace to confine it in.
+	Network egress.Config
 	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
 	// DefaultFileSizeLimit; -1 none.
 	FileSizeLimit int64

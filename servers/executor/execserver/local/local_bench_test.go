@@ -36,14 +36,23 @@ func BenchmarkForkExecShTrue(b *testing.B) {
 	})
 }
 
-// BenchmarkBwrapTrue is the other anchor: `true` in bubblewrap with every namespace unshared, a read-only view of
-// the host, a /dev and a /proc of its own — what sandbox-runtime and Codex spawn for each command.
+// BenchmarkBwrapTrue is the other anchor: `true` in bubblewrap with every namespace unshared, a read-only /usr and
+// /etc, the merged-/usr links, a /dev, a /proc and a /tmp of its own — what sandbox-runtime and Codex spawn for
+// each command, in the shape of the local backend's minimal root. (They bind all of / read-only; on a machine with
+// Docker's overlay mounts under /var/lib/docker bwrap cannot remount those, so the benchmark binds what a command
+// needs, which is also the fairer comparison.)
 func BenchmarkBwrapTrue(b *testing.B) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skip("bubblewrap is not installed (apt-get install bubblewrap; scripts/setup-toolchains.sh installs it)")
 	}
-	args := []string{"--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "sh", "-c", "true"}
+	args := []string{"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"}
+	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
+		if t, err := os.Readlink("/" + l); err == nil {
+			args = append(args, "--symlink", t, "/"+l)
+		}
+	}
+	args = append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "sh", "-c", "true")
 	timed(b, nil, func() {
 		if out, err := exec.Command(bwrap, args...).CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)

@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,26 +34,29 @@ const initKillGrace = 10 * time.Second
 // the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
 // through a re-executed child init (childinit_linux.go).
 type localBackend struct {
-	workspace  string
-	protectGen atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
-	dirs       sandboxDirs
-	env        []string
-	rules      sandboxRules
-	rlimits    []rlimitV
-	landlock   bool
-	uid, gid   int   // who commands run as on the host: never root
-	maxDisk    int64 // disk cap of the workspace, home and temp together (0: none)
-	disk       *diskMeter
-	ns         *nsSandbox              // nil in fallback mode
-	nsPool     *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
-	inits      *readyPool[*initProc]   // fallback mode: child inits ready to run a command
-	pids       *cgroupLimit            // nil where no pids cgroup can be made
-	pidsNote   string                  // why there is no process limit
-	mem        *cgroupLimit            // nil where no memory cgroup can be made
-	memNote    string                  // why there is no memory limit per command
-	applied    *appliedConfinement
-	rootPaths  [2][]string // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
-	logger     *slog.Logger
+	workspace   string
+	protectGen  atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
+	dirs        sandboxDirs
+	env         []string
+	rules       sandboxRules
+	rlimits     []rlimitV
+	landlock    bool
+	uid, gid    int   // who commands run as on the host: never root
+	maxDisk     int64 // disk cap of the workspace, home and temp together (0: none)
+	disk        *diskMeter
+	ns          *nsSandbox              // nil in fallback mode
+	nsPool      *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
+	inits       *readyPool[*initProc]   // fallback mode: child inits ready to run a command
+	pids        *cgroupLimit            // nil where no pids cgroup can be made
+	pidsNote    string                  // why there is no process limit
+	mem         *cgroupLimit            // nil where no memory cgroup can be made
+	memNote     string                  // why there is no memory limit per command
+	applied     *appliedConfinement
+	rootPaths   [2][]string  // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
+	running     sync.Map     // pid → struct{}: the keeper or init of every command running now (the disk cap's scan)
+	sharedCache bool         // the build cache is shared between workspaces (Config.SharedCacheDir)
+	egress      *egressState // nil without -net-allow (egress_linux.go)
+	logger      *slog.Logger
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
@@ -94,14 +100,15 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	b := &localBackend{
-		workspace: cfg.Workspace,
-		dirs:      newSandboxDirs(cacheDir, cfg.Workspace, cfg.SharedCacheDir, instanceLabel(id)),
-		landlock:  !cfg.NoLandlock,
-		uid:       uid,
-		gid:       gid,
-		maxDisk:   totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
-		disk:      newDiskMeter(),
-		logger:    logger,
+		workspace:   cfg.Workspace,
+		dirs:        newSandboxDirs(cacheDir, cfg.Workspace, cfg.SharedCacheDir, instanceLabel(id)),
+		sharedCache: cfg.SharedCacheDir != "",
+		landlock:    !cfg.NoLandlock,
+		uid:         uid,
+		gid:         gid,
+		maxDisk:     totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
+		disk:        newDiskMeter(),
+		logger:      logger,
 	}
 	removeStaleInstances(filepath.Dir(b.dirs.Tmp), logger)
 	if err := b.dirs.create(); err != nil {
@@ -145,6 +152,14 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
 	}
+	if b.egress, err = newEgress(cfg.Network, logger); err != nil {
+		return nil, err
+	}
+	b.env = slices.Concat(b.env, b.egress.staticEnv())
+	if err := b.egressTrust(cacheDir, instanceLabel(id)); err != nil {
+		b.egress.close()
+		return nil, err
+	}
 	var nsErr error
 	if !cfg.NoNamespaces {
 		b.ns, nsErr = b.startNamespaces()
@@ -152,6 +167,13 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 			logger.Warn("LOCAL BACKEND WITHOUT NAMESPACES: cannot create a user namespace and the others in it here; "+
 				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", nsErr)
 		}
+	}
+	if b.ns == nil && b.egress != nil {
+		b.egress.close()
+		if nsErr == nil {
+			nsErr = errors.New("namespaces turned off (-no-namespaces)")
+		}
+		return nil, fmt.Errorf("local backend: %s; namespaces: %v", errEgressFallback, nsErr)
 	}
 	if b.ns == nil {
 		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
@@ -277,6 +299,7 @@ func (b *localBackend) Close() error {
 	if b.ns != nil {
 		b.ns.close()
 	}
+	b.egress.close()
 	if b.inits != nil {
 		b.inits.close()
 	}
@@ -300,8 +323,12 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	rules.ReadDirs = append(rules.ReadDirs, "/etc")
 	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
 	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
-	h, err := startHolder(plan.ops, b.uid, b.gid)
+	h, err := startHolder(plan.ops, b.uid, b.gid, b.egress != nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.egress.attach(h.egress); err != nil {
+		h.close()
 		return nil, err
 	}
 	b.rootPaths = plan.paths()
@@ -336,8 +363,33 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	return ns, nil
 }
 
-// diskDirs are what the disk cap counts.
-func (b *localBackend) diskDirs() []string { return []string{b.workspace, b.dirs.Home, b.dirs.Tmp} }
+// diskDirs are what the disk cap counts: every folder a command can keep bytes in — the workspace, its private
+// home, temp and build cache. A cache shared on purpose between workspaces (SharedCacheDir: the benchmark's
+// grader) is not this workspace's to count.
+func (b *localBackend) diskDirs() []string {
+	if b.sharedCache {
+		return []string{b.workspace, b.dirs.Home, b.dirs.Tmp}
+	}
+	return []string{b.workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache}
+}
+
+// watchDisk watches the disk cap for one command: its folders, and the deleted-but-open files of every command of
+// this backend running now (their space is this workspace's too, and no folder shows it).
+func (b *localBackend) watchDisk(ctx context.Context, root int, kill func()) (stop func() (bool, int64)) {
+	b.running.Store(root, struct{}{})
+	stopWatch := diskcap.WatchWith(ctx, b.maxDisk, b.diskDirs(), b.openDeleted, b.disk, kill)
+	return func() (bool, int64) {
+		b.running.Delete(root)
+		return stopWatch()
+	}
+}
+
+// openDeleted is what the running commands' processes hold in files they deleted.
+func (b *localBackend) openDeleted() int64 {
+	var roots []int
+	b.running.Range(func(k, _ any) bool { roots = append(roots, k.(int)); return true })
+	return diskcap.OpenDeleted(roots, childrenOf)
+}
 
 // diskKilled finishes a result for a command the disk cap killed: exit code -1 and a note at the end of stderr.
 func diskKilled(req execserver.Request, used, limit int64) execserver.Result {
@@ -358,6 +410,7 @@ func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execser
 func (b *localBackend) Confinement() protocol.Confinement {
 	a := b.applied
 	return protocol.Confinement{
+		Egress:       b.egress.health(),
 		Network:      b.networkText(),
 		Capabilities: b.capabilitiesText(),
 		LocalConfinement: &protocol.LocalConfinement{
@@ -396,6 +449,8 @@ func (b *localBackend) processesText() string {
 func (b *localBackend) networkText() string {
 	a := b.applied
 	switch {
+	case b.ns != nil && b.egress != nil:
+		return b.egress.networkText()
 	case b.ns != nil:
 		return "private network namespace: loopback only, no route out"
 	case a.Seccomp && a.LandlockNet:
@@ -479,6 +534,9 @@ func (b *localBackend) envNames() []string {
 	for _, kv := range b.env {
 		k, _, _ := strings.Cut(kv, "=")
 		names = append(names, k)
+	}
+	if b.egress != nil {
+		names = append(names, egress.ProxyVars...)
 	}
 	return names
 }

@@ -21,7 +21,8 @@ import (
 
 // nsInitScript is PID 1 of each command's PID namespace: the shell that runs the command. The sandbox is made
 // before its command is known (nsPool), so the shell first reads, from its stdin, a header the server writes when
-// the command comes (nsHeader): two line counts, then the working folder and the command, each that many lines.
+// the command comes (nsHeader): three counts, then the working folder and the command, each that many lines, and
+// when the third is 1 the egress proxy's URL for this command alone, exported as the proxy variables.
 // dash's read builtin takes one byte at a time from a pipe, so whatever follows the header is left unread for the
 // command, as its own stdin. It then evaluates the command as sh -c would: $0 is "sh", there are no positional
 // parameters. The trailing exit keeps sh from exec'ing the command's last program in its own place, so every
@@ -41,19 +42,34 @@ $__goalbox_l"
 		__goalbox_n=$((__goalbox_n - 1))
 	done
 }
-read -r __goalbox_nd __goalbox_nc || exit 125
+read -r __goalbox_nd __goalbox_nc __goalbox_np || exit 125
 __goalbox_lines "$__goalbox_nd"; __goalbox_dir=$__goalbox_v
 __goalbox_lines "$__goalbox_nc"; __goalbox_command=$__goalbox_v
+if [ "${__goalbox_np:-0}" -gt 0 ]; then
+	IFS= read -r __goalbox_l || exit 125
+	export HTTP_PROXY="$__goalbox_l" HTTPS_PROXY="$__goalbox_l" ALL_PROXY="$__goalbox_l" \
+		http_proxy="$__goalbox_l" https_proxy="$__goalbox_l" all_proxy="$__goalbox_l"
+fi
 cd -P -- "$__goalbox_dir" || exit 125
 unset -f __goalbox_lines
-unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_dir OLDPWD
+unset __goalbox_v __goalbox_n __goalbox_l __goalbox_nd __goalbox_nc __goalbox_np __goalbox_dir OLDPWD
 trap 'exit 143' TERM
 eval "$__goalbox_command"; exit $?`
 
-// nsHeader is what nsInitScript reads before the command's stdin.
-func nsHeader(dir, command string) string {
+// nsHeader is what nsInitScript reads before the command's stdin. proxyURL, when not empty, is the egress proxy's
+// URL with this command's own credentials (egress_linux.go): the shell exports it as egress.ProxyVars, whose names
+// it spells itself, so that the header it reads a byte at a time stays short.
+func nsHeader(dir, command, proxyURL string) string {
 	lines := func(s string) int { return strings.Count(s, "\n") + 1 }
-	return fmt.Sprintf("%d %d\n%s\n%s\n", lines(dir), lines(command), dir, command)
+	np := 0
+	if proxyURL != "" {
+		np = 1
+	}
+	h := fmt.Sprintf("%d %d %d\n%s\n%s\n", lines(dir), lines(command), np, dir, command)
+	if np == 1 {
+		h += strings.ReplaceAll(proxyURL, "\n", "") + "\n"
+	}
+	return h
 }
 
 // nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
@@ -313,7 +329,7 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 
 // runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
 // the namespace.
-func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (res execserver.Result, err error) {
 	defer b.nsPool.refill() // the next command's sandbox is made after this one ends
 	start := time.Now()
 	st, err := b.takeSandbox(ctx, req.Timeout)
@@ -327,12 +343,14 @@ func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request
 	defer st.stderrR.Close()
 	defer st.release()
 
+	egr, egrEnv := b.egress.begin() // nil without -net-allow
+	defer egr.end(&res)
 	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
-	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command), req)
+	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command, egrEnv), req)
 	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.
 	defer onTerminate(req.Terminate, func() { signalTree(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
-	stopDisk := watchDisk(ctx, b.maxDisk, b.diskDirs(), b.disk, kill)
+	stopDisk := b.watchDisk(ctx, st.pid, kill)
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)
 	// Every process of the namespace died with PID 1, so the pipes are at EOF.
 	finishOutput()

@@ -19,6 +19,9 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	if ns {
 		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = "minimal", b.rootPaths[0], b.rootPaths[1], "read-only"
 	}
+	if b.egress != nil {
+		p.Network = "allowlist" // -net-allow: out only through the egress proxy (confinement.egress)
+	}
 	prop := func(name string, holds bool, note string) {
 		p.Properties = append(p.Properties, protocol.Property{Name: name, Holds: holds, Note: note})
 	}
@@ -27,7 +30,8 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	prop("protected_files_read_only", ns, map[bool]string{true: "read-only bind mounts of the protected paths present when a command starts", false: "no mount namespace: changes are undone after the command"}[ns])
 	prop("protected_files_swept", true, "after every command and process: new protected paths quarantined"+map[bool]string{true: "", false: ", changed ones put back"}[ns])
 	prop("pid_namespace", a.PIDNamespace, "")
-	prop("private_network", ns, map[bool]string{true: "a network namespace with only a loopback", false: "Internet sockets refused by seccomp and Landlock"}[ns])
+	prop("private_network", ns, map[bool]string{true: "a network namespace with only a loopback" + map[bool]string{true: "; out only through the egress proxy, to -net-allow", false: ""}[b.egress != nil],
+		false: "Internet sockets refused by seccomp and Landlock"}[ns])
 	prop("private_proc", a.PrivateProc, "")
 	prop("private_tmp", a.PrivateTmp, "")
 	prop("no_sys", ns, "")

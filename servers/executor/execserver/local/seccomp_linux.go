@@ -95,12 +95,14 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 	for _, m := range modes {
 		f.jumpIf(bpf.JumpEqual, uint32(m.nr), labelFor(m.nr))
 	}
+	// socket and socketpair in every mode: AF_VSOCK is not namespaced, and on a VM it reaches the hypervisor.
+	f.jumpIf(bpf.JumpEqual, unix.SYS_SOCKET, "socket")
+	f.jumpIf(bpf.JumpEqual, unix.SYS_SOCKETPAIR, "socket")
 	if p.Fallback {
 		f.jumpIf(bpf.JumpEqual, unix.SYS_PIDFD_SEND_SIGNAL, "enosys")
 		for _, nr := range []uint32{unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD, unix.SYS_TKILL} {
 			f.jumpIf(bpf.JumpEqual, nr, "eperm")
 		}
-		f.jumpIf(bpf.JumpEqual, unix.SYS_SOCKET, "socket")
 		f.jumpIf(bpf.JumpEqual, unix.SYS_KILL, "kill")
 		f.jumpIf(bpf.JumpEqual, unix.SYS_TGKILL, "tgkill")
 	}
@@ -118,16 +120,23 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 		f.jumpIf(bpf.JumpBitsSet, setidBits, "eperm")
 		f.ret(retAllow)
 	}
+	f.label("socket")
+	f.load(argOff(0))
+	f.jumpIf(bpf.JumpEqual, unix.AF_VSOCK, "eacces")
 	if p.Fallback {
-		f.label("socket")
+		// socketpair makes no address anyone else can reach: only vsock is refused there.
+		f.load(offNr)
+		f.jumpIf(bpf.JumpEqual, unix.SYS_SOCKETPAIR, "allow")
 		f.load(argOff(0))
 		f.jumpIf(bpf.JumpEqual, unix.AF_INET, "eacces")
 		f.jumpIf(bpf.JumpEqual, unix.AF_INET6, "eacces")
 		// Without a mount namespace every pathname socket of the host can be named, and Landlock does not
-		// govern connect() on one: no AF_UNIX socket at all (socketpair, a separate call, still works).
+		// govern connect() on one: no AF_UNIX socket at all (socketpair still works).
 		f.jumpIf(bpf.JumpEqual, unix.AF_UNIX, "eacces")
-		f.ret(retAllow)
+	}
+	f.ret(retAllow)
 
+	if p.Fallback {
 		f.label("kill")
 		f.load(argOff(0))
 		for _, pid := range []int{-1, p.InitPid, p.ServerPid, -p.ServerPgid} {

@@ -451,7 +451,7 @@ func TestPolicyRefusalIsAudited(t *testing.T) {
 	}
 	var buf safeBuffer
 	mcpserve.Audit(ex.Server(), execserver.Name, &buf)
-	run, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, ex.Health, nil)
+	run, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: mcpserve.NoToken}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,14 +127,15 @@ func (s *stdioServer) stop() {
 // httpSession is one MCP session over streamable HTTP on a connection of its own.
 type httpSession struct {
 	url    string
+	token  string // the server's bearer token, sent on every request
 	client *http.Client
 	sid    string
 	next   int
 }
 
-func newHTTPSession(url string) (*httpSession, error) {
+func newHTTPSession(url, token string) (*httpSession, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 2, MaxConnsPerHost: 2, DisableCompression: true}
-	h := &httpSession{url: url, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, next: 1}
+	h := &httpSession{url: url, token: token, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, next: 1}
 	body, sid, err := h.post([]byte(initRequest))
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)
@@ -159,6 +160,7 @@ func (h *httpSession) post(body []byte) ([]byte, string, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+h.token)
 	if h.sid != "" {
 		req.Header.Set("Mcp-Session-Id", h.sid)
 	}
@@ -194,6 +196,7 @@ func (h *httpSession) call(tool, args string) error {
 func (h *httpSession) close() {
 	req, _ := http.NewRequest(http.MethodDelete, h.url, nil)
 	req.Header.Set("Mcp-Session-Id", h.sid)
+	req.Header.Set("Authorization", "Bearer "+h.token)
 	if resp, err := h.client.Do(req); err == nil {
 		resp.Body.Close()
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,7 +92,15 @@ func (s server) http(w workload, calls, callers int) (figure, error) {
 		return figure{}, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(s.bin, "-addr", addr, "-workspace", s.ws, "-log-level", "warn")
+	// No token given: goalbox generates one, as for a user, and the sessions send it (its check is part of a
+	// request's cost).
+	tokenDir, err := os.MkdirTemp("", "mcpbench-token-")
+	if err != nil {
+		return figure{}, err
+	}
+	defer os.RemoveAll(tokenDir)
+	tokenFile := filepath.Join(tokenDir, "token")
+	cmd := exec.Command(s.bin, "-addr", addr, "-workspace", s.ws, "-log-level", "warn", "-token-file", tokenFile)
 	cmd.Stderr = discard
 	if err := cmd.Start(); err != nil {
 		return figure{}, err
@@ -105,10 +114,14 @@ func (s server) http(w workload, calls, callers int) (figure, error) {
 	if err := waitHealthy("http://" + addr + "/healthz"); err != nil {
 		return figure{}, err
 	}
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return figure{}, fmt.Errorf("the server wrote no token file: %w", err)
+	}
 	tool, args := w.call(s)
 	var cs []caller
 	for range callers {
-		h, err := newHTTPSession("http://" + addr + "/mcp")
+		h, err := newHTTPSession("http://"+addr+"/mcp", strings.TrimSpace(string(token)))
 		if err != nil {
 			return figure{}, err
 		}

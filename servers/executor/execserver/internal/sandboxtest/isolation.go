@@ -237,6 +237,18 @@ python3 -c "import os; os.close(os.open('suid2-%[1]s', os.O_CREAT|os.O_WRONLY, 0
 				}
 			}})
 	}
+	// AF_VSOCK is not namespaced: on a VM a vsock socket reaches the hypervisor from any network namespace.
+	vsockCmd := `python3 -c "import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print('VSOCK-MADE')" 2>&1; true`
+	if out := hostRun(t, "/", vsockCmd); !strings.Contains(out, "VSOCK-MADE") {
+		t.Logf("positive control: the host cannot make a vsock socket either (%q); the vsock attack is skipped", Clip(out))
+	} else {
+		attacks = append(attacks, attack{name: "vsock_socket", command: vsockCmd, python: true,
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if strings.Contains(out.Stdout, "VSOCK-MADE") {
+					e.t.Errorf("the command made an AF_VSOCK socket: %q", out.Stdout)
+				}
+			}})
+	}
 	return attacks
 }
 

@@ -111,6 +111,8 @@ func RunProtectedFiles(t *testing.T, newBackend func(t *testing.T) (execserver.B
 		{"fresh_repository", `git init -q fresh && printf '%[2]s' > fresh/.git/hooks/post-checkout && chmod +x fresh/.git/hooks/post-checkout && git -C fresh config core.fsmonitor 'touch %[1]s' && git -C fresh commit -q --allow-empty -m x`, "fresh/.git/HEAD"},
 		{"nested_repository_hook", `printf '%[2]s' > nested/.git/hooks/post-checkout; chmod +x nested/.git/hooks/post-checkout; echo x > nested/control`, "nested/control"},
 		{"editor_and_agent_files", `printf '{"version":"2.0.0","tasks":[{"label":"x","command":"touch %[1]s","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json; echo 'touch %[1]s' > .envrc; echo '{"mcpServers":{"x":{"command":"touch","args":["%[1]s"]}}}' > .mcp.json; mkdir -p deep/.claude && echo '{}' > deep/.claude/settings.json; echo x > control-editor`, "control-editor"},
+		// A gitlink: .git as a file naming another folder as the repository, whose config runs an fsmonitor.
+		{"gitlink", `mkdir -p other/hooks gl && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch %[1]s\n' > other/config && mkdir -p other/objects other/refs && echo 'ref: refs/heads/main' > other/HEAD && echo "gitdir: $PWD/other" > gl/.git; echo x > control-gitlink`, "control-gitlink"},
 		{"case_variant", `mkdir -p .GIT/HOOKS; printf '%[2]s' > .GIT/HOOKS/post-checkout; echo x > control-case`, "control-case"},
 		// Last: it leaves the person's repository moved.
 		{"move_git_away", `mv .git .git-old 2>&1 && mkdir -p .git && cp -r .git-old/. .git/ && printf '%[2]s' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout; echo x > control-move`, "control-move"},

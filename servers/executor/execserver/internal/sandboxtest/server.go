@@ -44,7 +44,7 @@ func StartServer(t testing.TB, b execserver.Backend, ws string, cfg execserver.C
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	run, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0"}, ex.Health, nil)
+	run, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: mcpserve.NoToken}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

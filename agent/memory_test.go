@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goalbox/goalbox/agent/loop/looptest"
+)
+
+// Memory across runs: AGENTS.md in the instructions, and the notes of earlier runs in the same workspace.
+
+// TestMain keeps the notes of every goal run the package's tests make out of the user's cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "goalbox-agent-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	userCacheDir = func() (string, error) { return dir, nil }
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const agentsMDText = "# For agents\nRun the tests with `sh test.sh`. Keep to POSIX sh: no bashisms.\n"
+
+// runIn runs the command over a given workspace and memory folder (runAgent makes a fresh one of each).
+func runIn(t *testing.T, model *looptest.Server, ws, memDir string, args ...string) int {
+	t.Helper()
+	dir := t.TempDir()
+	environ := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.BaseURL, "GOALBOX_MEMORY_DIR": memDir}
+	args = append([]string{"-workspace", ws, "-transcript", filepath.Join(dir, "transcript.jsonl"), "-model", "scripted"}, args...)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, environ, strings.NewReader(""), &stdout, &stderr)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	return code
+}
+
+func TestSecondRunRemembersTheFirst(t *testing.T) {
+	root := t.TempDir()
+	ws, memDir := filepath.Join(root, "ws"), filepath.Join(root, "memory")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte(agentsMDText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	system := func(req looptest.Request) string { return req.Messages[0].Text() }
+
+	// Run 1: AGENTS.md in the instructions, no notes yet; a failing test run, then a passing one.
+	first := looptest.New(t,
+		looptest.Step{Calls: []looptest.Call{write("add.sh", "add() { echo 0; }\n"), write("test.sh", testScript), command("sh test.sh")},
+			Check: func(t testing.TB, req looptest.Request) {
+				if s := system(req); !strings.Contains(s, "<agents_md>\n"+strings.TrimSpace(agentsMDText)+"\n</agents_md>") || strings.Contains(s, "earlier runs of this agent") {
+					t.Errorf("the first run's system prompt should hold AGENTS.md and no notes:\n%s", s)
+				}
+			}},
+		looptest.Step{Calls: []looptest.Call{write("add.sh", addScript), command("sh test.sh")}},
+		looptest.Step{Content: "Done."},
+	)
+	if code := runIn(t, first, ws, memDir, "-goal", "write an add function in add.sh", "-verify", "sh test.sh"); code != exitMet {
+		t.Fatalf("first run: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".goalbox")); !os.IsNotExist(err) {
+		t.Errorf("the notes are kept outside the workspace: %v", err)
+	}
+	notes, _ := filepath.Glob(filepath.Join(memDir, "*", "notes.jsonl"))
+	if len(notes) != 1 {
+		t.Fatalf("want one notes file under the memory folder, got %v", notes)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	if b, _ := os.ReadFile(filepath.Join(filepath.Dir(notes[0]), "workspace.txt")); strings.TrimSpace(string(b)) != real {
+		t.Errorf("workspace.txt should name the workspace's real path %s, got %q", real, b)
+	}
+
+	// Run 2, through a link to the same workspace (keyed by the real path): the first run's note is in its
+	// first request, with AGENTS.md.
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	second := looptest.New(t, looptest.Step{Content: "Nothing to do.", Check: func(t testing.TB, req looptest.Request) {
+		s := system(req)
+		for _, want := range []string{strings.TrimSpace(agentsMDText), "Notes from earlier runs", `goal "write an add function in add.sh": met (done); checked with ` + "`sh test.sh`",
+			"commands that worked: `sh test.sh`", "what failed: `sh test.sh` (exit 1)"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("the second run's first request should hold %q:\n%s", want, s)
+			}
+		}
+	}})
+	if code := runIn(t, second, link, memDir, "-goal", "add a sub function"); code != exitNotMet {
+		t.Fatalf("second run: exit %d", code)
+	}
+
+	// Run 3, -no-memory: AGENTS.md still, no notes, and none written.
+	before, _ := os.ReadFile(notes[0])
+	third := looptest.New(t, looptest.Step{Content: "Nothing to do.", Check: func(t testing.TB, req looptest.Request) {
+		if s := system(req); strings.Contains(s, "earlier runs") || !strings.Contains(s, "<agents_md>") {
+			t.Errorf("-no-memory leaves the notes out and keeps AGENTS.md:\n%s", s)
+		}
+	}})
+	if code := runIn(t, third, ws, memDir, "-goal", "add a mul function", "-no-memory"); code != exitNotMet {
+		t.Fatalf("third run: exit %d", code)
+	}
+	after, _ := os.ReadFile(notes[0])
+	if !bytes.Equal(before, after) || bytes.Count(after, []byte("\n")) != 2 {
+		t.Errorf("two notes (runs 1 and 2), none from the -no-memory run:\n%s", after)
+	}
+}

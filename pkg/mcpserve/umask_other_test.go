@@ -1,0 +1,5 @@
+//go:build !unix
+
+package mcpserve
+
+func setUmask(int) func() { return func() {} }

@@ -1,0 +1,125 @@
+package docker
+
+// The backend's own seccomp profile for every container it starts (commands, the warm pool, the network holder).
+// It starts from the Engine's default profile as github.com/moby/profiles/seccomp publishes it (an allow-list kept
+// by the Moby maintainers, newer than a Debian daemon's built-in one: it already refuses io_uring and AF_VSOCK,
+// which Docker 20.10's allows) and tightens it to what the local backend's filter (execserver/local/seccomp_linux.go)
+// promises:
+//
+//   - no set-user-id or set-group-id files: chmod, fchmod, fchmodat, fchmodat2, mknod(at), creat, and open/openat
+//     that create a file are allowed only when the mode has neither S_ISUID nor S_ISGID (else EPERM); openat2,
+//     whose mode sits behind a pointer a filter cannot read, fails with ENOSYS and callers fall back to openat;
+//   - no io_uring (it opens files and sockets without the calls above) and no AF_VSOCK sockets (on a VM, vsock
+//     reaches the hypervisor): io_uring_* fail with ENOSYS, socket(AF_VSOCK) with EPERM (not on the allow-list);
+//   - only the native system call ABI: the profile names no sub-architecture, so 32-bit entry points (int 0x80,
+//     where socketcall would hide socket's arguments from the filter) and x32 are refused.
+//
+// A system call the daemon's libseccomp does not know by name (fchmodat2 before libseccomp 2.5.5) is not allowed
+// by name either: runc answers ENOSYS for calls newer than the profile knows (TestDockerSeccomp checks fchmodat2).
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// setidMask are the mode bits no command may set.
+const setidMask = unix.S_ISUID | unix.S_ISGID
+
+// oTmpfile is __O_TMPFILE: O_TMPFILE is this bit with O_DIRECTORY, and it creates a file as O_CREAT does.
+const oTmpfile = 0o20000000
+
+// modeCalls are the system calls that set a file's mode: the index of their mode argument, and of their open flags
+// (-1: the call always creates a file or sets the mode).
+var modeCalls = []struct {
+	name        string
+	mode, flags uint
+}{
+	{"chmod", 1, noFlags}, {"fchmod", 1, noFlags}, {"fchmodat", 2, noFlags}, {"fchmodat2", 2, noFlags},
+	{"creat", 1, noFlags}, {"mknod", 1, noFlags}, {"mknodat", 2, noFlags},
+	{"open", 2, 1}, {"openat", 3, 2},
+}
+
+const noFlags = ^uint(0)
+
+// refused are taken off the default allow-list and answered with ENOSYS: a caller falls back (openat2 to openat,
+// io_uring to plain system calls). socketcall is removed without a rule: it exists only for the 32-bit ABI, which
+// the profile does not admit.
+var refused = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
+
+var (
+	profileOnce sync.Once
+	profileJSON string
+	profileErr  error
+)
+
+// seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>").
+func seccompProfile() (string, error) {
+	profileOnce.Do(func() {
+		b, err := json.Marshal(buildSeccompProfile())
+		profileJSON, profileErr = string(b), err
+	})
+	return profileJSON, profileErr
+}
+
+func buildSeccompProfile() *seccomp.Seccomp {
+	p := seccomp.DefaultProfile()
+	// The two 64-bit architectures Docker hosts run, with none of their 32-bit or x32 sub-architectures: a call
+	// through a foreign ABI matches no architecture of the filter and is refused. Both are named, not just the
+	// server's, so that deploy/seccomp.json serves an arm64 Mac's compose stack as well as an x86-64 host's.
+	p.ArchMap = []seccomp.Architecture{{Arch: specs.ArchX86_64}, {Arch: specs.ArchAARCH64}}
+	drop := []string{"socketcall"}
+	drop = append(drop, refused...)
+	for _, m := range modeCalls {
+		drop = append(drop, m.name)
+	}
+	kept := p.Syscalls[:0]
+	for _, s := range p.Syscalls {
+		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return slices.Contains(drop, n) })
+		if s.Name != "" && slices.Contains(drop, s.Name) {
+			s.Name = ""
+		}
+		if len(s.Names) > 0 || s.Name != "" {
+			kept = append(kept, s)
+		}
+	}
+	p.Syscalls = kept
+	allow := func(name string, args ...specs.LinuxSeccompArg) {
+		p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
+			Names: []string{name}, Action: specs.ActAllow, Args: args}})
+	}
+	// (arg & mask) == 0
+	clear := func(index uint, mask uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: index, Value: mask, ValueTwo: 0, Op: specs.OpMaskedEqual}
+	}
+	for _, m := range modeCalls {
+		// Rules are alternatives; the conditions of one rule all hold. A call that creates no file may carry any
+		// junk in its mode register, so "does not create" is a rule of its own.
+		allow(m.name, clear(m.mode, setidMask))
+		if m.flags != noFlags {
+			allow(m.name, clear(m.flags, unix.O_CREAT|oTmpfile))
+		}
+	}
+	nosys := uint(unix.ENOSYS)
+	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
+		Names: refused, Action: specs.ActErrno, ErrnoRet: &nosys}})
+	return p
+}
+
+// seccompText is what Confinement reports of the profile.
+const seccompText = "the backend's own: the Engine's default allow-list (github.com/moby/profiles/seccomp) without " +
+	"set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs"
+
+// SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's containers
+// (TestSeccompProfileFile keeps the file current).
+func SeccompProfileJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(buildSeccompProfile(), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,127 @@
+// Package diskcap is the disk cap both backends share: while a command runs, the backend measures the folders the
+// command can keep bytes in (the workspace and, per backend, its private home, temp or cache folders) every
+// CheckEvery, and kills the command when together they pass the cap. No kernel quota is needed (none is
+// configurable on an arbitrary folder without root and a prepared filesystem), at the price of a window: between
+// two checks a command may write at the disk's speed.
+package diskcap
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultMax is the default disk cap: 16 GiB for a backend's counted folders together.
+const DefaultMax = 16 << 30
+
+// CheckEvery is how often a running command's disk use is measured.
+const CheckEvery = 500 * time.Millisecond
+
+// Usage is the space the files under dirs take on disk (allocated blocks, so sparse files count for what they hold
+// and fallocate for what it reserves). Hard links are counted once. Symlinks are not followed. A folder a command
+// made unreadable (chmod 000) is still counted when it belongs to the server's user: it is opened for the count and
+// its mode put back (unlockedUsage); a root server reads it anyway.
+func Usage(dirs ...string) int64 {
+	var total int64
+	seen := map[[2]uint64]bool{}
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if e != nil && e.IsDir() && p != d {
+					total += unlockedUsage(p) // unreadable: counted all the same where it is the server's own
+				}
+				return nil // vanished or unreadable: skip
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return nil
+			}
+			key, nlink, blocks, ok := fileBlocks(fi)
+			if !ok {
+				total += fi.Size()
+				return nil
+			}
+			if nlink > 1 {
+				if seen[key] {
+					return nil
+				}
+				seen[key] = true
+			}
+			total += blocks * 512
+			return nil
+		})
+	}
+	return total
+}
+
+// Meter remembers the last usage measured of one backend's folders, so that a command need not walk them when it
+// starts: most commands end before the first check.
+type Meter struct {
+	last atomic.Int64 // bytes; -1 until the first measurement
+}
+
+// NewMeter is a meter that has measured nothing yet.
+func NewMeter() *Meter {
+	m := &Meter{}
+	m.last.Store(-1)
+	return m
+}
+
+// Watch calls kill, once, when the usage of dirs passes limit and is more than when the command started (so a
+// command that cleans up a workspace already over the cap may run), and returns a function that stops watching and
+// says whether it killed (with the usage it saw). The usage at the start is the last one this meter measured (it
+// may be older than the files the filesystem server wrote since), so a command shorter than CheckEvery costs no
+// walk at all. A limit of 0 or less watches nothing.
+func Watch(ctx context.Context, limit int64, dirs []string, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
+	return WatchWith(ctx, limit, dirs, nil, meter, kill)
+}
+
+// WatchWith is Watch counting extra bytes too at each check: what the backend's commands hold that no folder
+// shows (files deleted while open, OpenDeleted).
+func WatchWith(ctx context.Context, limit int64, dirs []string, extra func() int64, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
+	if limit <= 0 {
+		return func() (bool, int64) { return false, 0 }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	type verdict struct {
+		killed bool
+		used   int64
+	}
+	done := make(chan verdict, 1)
+	go func() {
+		// The usage when the command started: the last one measured (by this backend's earlier commands), or,
+		// the first time, measured now.
+		base := meter.last.Load()
+		if base < 0 {
+			base = Usage(dirs...)
+			meter.last.Store(base)
+		}
+		t := time.NewTicker(CheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				done <- verdict{}
+				return
+			case <-t.C:
+				used := Usage(dirs...)
+				meter.last.Store(used)
+				if extra != nil {
+					used += extra()
+				}
+				if used > limit && used > base {
+					kill()
+					done <- verdict{true, used}
+					return
+				}
+			}
+		}
+	}()
+	return func() (bool, int64) {
+		cancel()
+		v := <-done
+		return v.killed, v.used
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+)
+
+// TestProtectFlags: -protect and -unprotect (repeatable or comma-separated) and GOALBOX_EXEC_PROTECT/UNPROTECT
+// adjust the protected project files the executor is configured with, which /healthz lists as data (the sandbox
+// policy's protected); a bad pattern
+// is refused at start with exit 2 and what a pattern is.
+func TestProtectFlags(t *testing.T) {
+	ws := t.TempDir()
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"-protect", "/etc/passwd"}, `-protect "/etc/passwd": absolute`},
+		{nil, []string{"-protect", "ok,a/../b"}, `-protect "a/../b": has an empty, . or .. component`},
+		{[]string{"GOALBOX_EXEC_PROTECT=["}, nil, `-protect "[": component "[" is not a valid glob`},
+		{nil, []string{"-unprotect", ".nothere"}, `-unprotect ".nothere": not a protected pattern; the patterns are .git/hooks`},
+		{[]string{"GOALBOX_EXEC_UNPROTECT=.git"}, nil, `-unprotect ".git": not a protected pattern`},
+	} {
+		out, err := executor(t, append(c.env, "GOALBOX_EXEC_CACHE_DIR="+t.TempDir()), append([]string{"-workspace", ws}, c.args...)...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v %v: exit %v, output %q; want exit 2 and %q", c.env, c.args, err, out, c.want)
+		}
+	}
+
+	t.Setenv("GOALBOX_EXEC_UNPROTECT", ".vscode,.idea")
+	_, s, err := configure([]string{"executor", "-workspace", ws, "-protect", "*.pem", "-protect", "secrets,.ssh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(pathguard.DefaultProtected), func(p string) bool { return p == ".vscode" || p == ".idea" })
+	want = append(want, "*.pem", "secrets", ".ssh")
+	if got := s.protection.Patterns(); !slices.Equal(got, want) {
+		t.Errorf("protection = %q, want %q", got, want)
+	}
+	g, err := pathguard.Open(ws, pathguard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ex, err := newExecutor(s, backends.Choice{Requested: backends.Local}, stubBackend{}, g, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if got := ex.Health().Confinement.Sandbox.Protected; !slices.Equal(got, want) {
+		t.Errorf("health protected = %q, want %q", got, want)
+	}
+	// No flags: the defaults.
+	t.Setenv("GOALBOX_EXEC_UNPROTECT", "")
+	if _, s, err = configure([]string{"executor", "-workspace", ws}); err != nil || !slices.Equal(s.protection.Patterns(), pathguard.DefaultProtected) {
+		t.Errorf("default protection = %q, %v", s.protection.Patterns(), err)
+	}
+}
