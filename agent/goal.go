@@ -218,6 +218,16 @@ func printSummary(w io.Writer, s summary, path string) {
 	if s.LastVerify != nil {
 		fmt.Fprintf(w, "  verify       exit %d after %d run(s)\n", s.LastVerify.ExitCode, s.VerifyRuns)
 	}
+	if c := s.Checkpoints; c != nil && c.Best != "" {
+		switch {
+		case c.Restored:
+			fmt.Fprintf(w, "  best state   %s (%s), restored: the workspace is left in it; the last state is %s\n", c.Best, c.BestTests, c.SavedAs)
+		case c.RestoreError != "":
+			fmt.Fprintf(w, "  best state   %s (%s), NOT restored: %s\n", c.Best, c.BestTests, c.RestoreError)
+		default:
+			fmt.Fprintf(w, "  best state   %s (%s)\n", c.Best, c.BestTests)
+		}
+	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "  error        %s\n", s.Error)
 	}

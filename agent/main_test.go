@@ -301,7 +301,7 @@ func TestTranscriptHoldsEverything(t *testing.T) {
 			usage.CompletionTokens += ev.Usage.CompletionTokens
 		}
 	}
-	if want := "start message message model tool tool model verify end"; strings.Join(types, " ") != want {
+	if want := "start message message model tool tool model checkpoint verify end"; strings.Join(types, " ") != want { // the checkpoint before the verify
 		t.Fatalf("events %v, want %s", types, want)
 	}
 	if usage != (loop.Usage{PromptTokens: 130, CompletionTokens: 53}) {

@@ -13,13 +13,14 @@ import (
 
 // Memory across runs: AGENTS.md in the instructions, and the notes of earlier runs in the same workspace.
 
-// TestMain keeps the notes of every goal run the package's tests make out of the user's cache.
+// TestMain keeps the notes and checkpoints of every goal run the package's tests make out of the user's cache.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "goalbox-agent-test-cache-")
 	if err != nil {
 		panic(err)
 	}
 	userCacheDir = func() (string, error) { return dir, nil }
+	os.Setenv("XDG_CACHE_HOME", dir) // and the checkpoint stores of the in-process filesystem servers
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

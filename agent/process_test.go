@@ -194,8 +194,8 @@ func TestAgentStopsTheServerTheModelLeftRunning(t *testing.T) {
 			types = append(types, ev.Type)
 		}
 	}
-	// One stop, before the first check; the second check finds nothing running.
-	if got := strings.Join(types, " "); got != "start stop_process verify verify end" {
+	// One stop, before the first check (and before its checkpoint); the second check finds nothing running.
+	if got := strings.Join(types, " "); got != "start stop_process checkpoint verify checkpoint verify end" {
 		t.Errorf("events %s", got)
 	}
 	stop := eventsOf(r, "stop_process")[0]

@@ -22,6 +22,7 @@ inspector="$dir/node_modules/.bin/mcp-inspector"
 work=$(mktemp -d)
 cleanup() { for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
+export GOALBOX_FS_CHECKPOINT_DIR="$work/checkpoints" # beside the workspace, gone with it
 start_servers "$repo" "$work" 17201 17202
 # The Inspector sends each server the token it generated (start_servers read them from the token files).
 auth() { if [ "$1" = 17201 ]; then echo "Authorization: Bearer $FS_TOKEN"; else echo "Authorization: Bearer $EXEC_TOKEN"; fi; }
@@ -78,6 +79,13 @@ call 17201 'r["created"] and r["bytes_written"]==76' sandbox_write_file path=plo
 call 17201 'r=={"path":"plot.png","mime_type":"image/png","size":76,"width":2,"height":1} and d["content"][0]["type"]=="text" and d["content"][1]=={"type":"image","mimeType":"image/png","data":"'"$png"'"}' sandbox_read_file path=plot.png
 call 17201 'r["encoding"]=="base64" and r["content"]=="'"$png"'" and r["size"]==76' sandbox_read_file path=plot.png encoding=base64
 call 17201 'r["deleted"]' sandbox_delete_path path=plot.png
+# Checkpoints: one taken, a file added since, the diff shows it, a restore removes it and saves what it replaced.
+call 17201 'r["id"]=="cp-1" and r["label"]=="inspector"' sandbox_checkpoint label=inspector
+call 17201 'r["created"]' sandbox_write_file path=notes.txt 'content=one
+'
+call 17201 'r["files"]==[{"path":"notes.txt","change":"added"}] and "+one" in r["diff"]' sandbox_diff from=cp-1
+call 17201 'r["id"]=="cp-1" and r["deleted"]==1 and r["saved_as"]=="cp-2"' sandbox_restore id=cp-1
+call 17201 '[c["id"] for c in r["checkpoints"]]==["cp-1","cp-2"]' sandbox_list_checkpoints
 
 # Full outputs: a truncated stream is named in the result (stdout_resource; no resource_link item by default, so
 # the content is the one JSON text every client library carries to a model as it is), the template is

@@ -159,6 +159,7 @@ type runner struct {
 	schemaSize   int             // bytes of the tool definitions in a request (budget.go)
 	sizes        []int           // each message's bytes in a request, counted once (budget.go)
 	turn0        int             // turns of the run this one continues (resume.go); limits count from it
+	ck           checkpoints     // the states verifies checked (checkpoint.go)
 
 	extras // images, plan and review (images.go, plan.go, review.go)
 }
@@ -289,6 +290,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 	if stop == StopTimeout || stop == StopCanceled {
 		err = nil // a limit, not a failure
 	}
+	r.endOnBest(ctx, &res) // checkpoint.go
 	r.event(Event{Type: "end", Summary: &res})
 	if err == nil && r.err != nil {
 		res.Outcome, res.StopReason, res.Error, err = OutcomeError, StopInternal, r.err.Error(), r.err

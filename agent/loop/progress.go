@@ -58,6 +58,8 @@ func (p *Progress) Observe(ev Event) error {
 			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
 	case ev.Type == "verify":
 		fmt.Fprintf(p.w, "turn %d  verify %q  exit %d  %s\n", ev.Turn, ev.Command, *ev.ExitCode, took)
+	case ev.Type == "checkpoint":
+		fmt.Fprintf(p.w, "turn %d  agent %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), took)
 	case ev.Type == "tool_mode":
 		fmt.Fprintf(p.w, "turn %d  the model server refused tools (%s): tools are now described in the prompt and called as <tool_call> text\n", ev.Turn, shorten(ev.Error, 120))
 	case ev.Type == "elide":
@@ -111,7 +113,7 @@ func argNote(tc ToolCall) string {
 	if json.Unmarshal([]byte(tc.Arguments), &m) != nil {
 		return "(bad arguments)"
 	}
-	for _, k := range []string{"command", "path", "source", "pattern", "process_id"} {
+	for _, k := range []string{"command", "path", "source", "pattern", "process_id", "id", "from", "label"} {
 		if s, ok := m[k].(string); ok {
 			return shorten(strings.ReplaceAll(s, "\n", " "), 60)
 		}

@@ -59,6 +59,8 @@ type Result struct {
 	TokensEstimated bool `json:"tokens_estimated,omitempty"`
 	// TokensCached is the part of TokensIn read from the server's prompt cache, where it reports it.
 	TokensCached int64 `json:"tokens_cached,omitempty"`
+	// Checkpoints says which checkpointed state was the best and whether the run ended by restoring it.
+	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
 }
 
 // Met says the goal was verified.

@@ -126,6 +126,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	r.checkpointBeforeVerify(ctx) // checkpoint.go
 	t0 := time.Now()
 	in := protocol.RunCommandInput{Command: r.cfg.Verify, TimeoutSeconds: int(r.cfg.VerifyTimeout.Seconds())}
 	out, res, err := RunCommand(ctx, r.sb, in)
@@ -142,6 +143,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
+	regression := r.afterVerify(ctx, vr, handBack && ctx.Err() == nil)
 	if vr.ExitCode == 0 {
 		return true, nil
 	}
@@ -152,6 +154,9 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes), StoppedProcesses: stopped})
 	if err != nil {
 		return false, err
+	}
+	if regression != "" {
+		text += "\n\n" + regression
 	}
 	r.add(Message{Role: RoleUser, Content: text})
 	return false, nil

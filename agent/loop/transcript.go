@@ -21,6 +21,8 @@ import (
 //	verify   Turn, Command, Result, ExitCode, DurationMs
 //	stop_process  Turn, Call (the agent's own sandbox_stop_process call), Result, Outcome, Command (the process's),
 //	              Reason (StopBeforeVerify, StopAtEnd), DurationMs: a process the model left running, stopped by the agent
+//	checkpoint  Turn, Call (the agent's own checkpoint, diff or restore call), Result, Reason (CheckpointBeforeVerify,
+//	            CheckpointRegression, CheckpointEndOnBest), Error (when it failed; the run goes on), DurationMs
 //	elide    Turn, SavedBytes (old outputs replaced in what the model is sent; the transcript keeps them), Reason
 //	         ("context_length" when the server said the request was too long, with its words in Error)
 //	tool_mode  Turn, Reason (the new mode), Message (the new system prompt), Error (the server's refusal of tools)

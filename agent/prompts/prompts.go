@@ -27,6 +27,9 @@ type Data struct {
 	ExitCode         int
 	Output           string
 	StoppedProcesses []string
+	// Best and BestTests name the best state a verify reached and what it said, Now and NowTests the state just
+	// checked (regression.md, whose Output is the diff from Best to Now).
+	Best, BestTests, Now, NowTests string
 	// TextTools are the tools described in the prompt in the text tool mode (empty with native tool calls).
 	TextTools []ToolDoc
 	// Instructions are the workspace's AGENTS.md; Memory the notes of earlier runs (system.md).

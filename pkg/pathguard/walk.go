@@ -32,7 +32,8 @@ type Entry struct {
 	// Allocated is what the entry's blocks take on disk (st_blocks × 512): a sparse file counts what it holds, a
 	// file with space reserved by fallocate what it reserves.
 	Allocated int64
-	id        fileID // its identity, to tell that a name still holds it
+	Info      fs.FileInfo // its lstat as the walk read it: checkpoints know an unchanged file by it, unopened
+	id        fileID      // its identity, to tell that a name still holds it
 	nlink     uint64
 	w         *walker
 	dir       root // the folder that holds it
@@ -277,7 +278,7 @@ func (w *walker) more(f *frame) error {
 			if ierr != nil {
 				continue // vanished since it was listed
 			}
-			e := Entry{Name: d.Name(), Type: fi.Mode().Type(), Depth: depth, w: w, dir: f.dir}
+			e := Entry{Name: d.Name(), Type: fi.Mode().Type(), Depth: depth, Info: fi, w: w, dir: f.dir}
 			if fi.Mode().IsRegular() {
 				e.Size = fi.Size()
 			}

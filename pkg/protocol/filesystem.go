@@ -173,3 +173,102 @@ type MovePathOutput struct {
 	Source      string `json:"source"`
 	Destination string `json:"destination"`
 }
+
+// Checkpoint tool names (checkpoints of the whole workspace, kept outside it by the filesystem server).
+const (
+	ToolCheckpoint      = "sandbox_checkpoint"
+	ToolListCheckpoints = "sandbox_list_checkpoints"
+	ToolDiff            = "sandbox_diff"
+	ToolRestore         = "sandbox_restore"
+)
+
+// CheckpointInput takes a checkpoint of the workspace.
+type CheckpointInput struct {
+	Label string `json:"label,omitempty" jsonschema:"a short note saying what state this is, e.g. before refactoring the parser"`
+}
+
+// CheckpointInfo describes one checkpoint. Files counts the regular files it holds, Bytes their sizes together.
+type CheckpointInfo struct {
+	ID        string `json:"id"`
+	Label     string `json:"label"`
+	CreatedAt string `json:"created_at" jsonschema:"when it was taken, RFC 3339 UTC"`
+	Files     int    `json:"files"`
+	Bytes     int64  `json:"bytes"`
+}
+
+// CheckpointOutput reports a checkpoint taken. NewBytes is what the store had to add (content it did not hold yet);
+// Dropped are the oldest checkpoints removed to stay within the store's cap; Skipped are paths left out (too large
+// to restore, not a regular file, folder or symlink), at most a few, with SkippedCount counting them all.
+type CheckpointOutput struct {
+	CheckpointInfo
+	NewBytes     int64    `json:"new_bytes"`
+	Dropped      []string `json:"dropped"`
+	Skipped      []string `json:"skipped"`
+	SkippedCount int      `json:"skipped_count"`
+}
+
+// ListCheckpointsInput takes no arguments.
+type ListCheckpointsInput struct{}
+
+// ListCheckpointsOutput lists the checkpoints, oldest first, and the store's use and caps.
+type ListCheckpointsOutput struct {
+	Checkpoints    []CheckpointInfo `json:"checkpoints"`
+	StoreBytes     int64            `json:"store_bytes" jsonschema:"bytes of distinct content the store holds for all checkpoints"`
+	MaxBytes       int64            `json:"max_bytes"`
+	MaxCheckpoints int              `json:"max_checkpoints"`
+}
+
+// DiffInput compares a checkpoint with the workspace as it is now, or with a later checkpoint.
+type DiffInput struct {
+	From  string   `json:"from" jsonschema:"the checkpoint to compare from (its id)"`
+	To    string   `json:"to,omitempty" jsonschema:"a checkpoint to compare to; default the workspace as it is now"`
+	Paths []string `json:"paths,omitempty" jsonschema:"files or folders to compare; default the whole workspace"`
+}
+
+// Changes of a file between two states.
+const (
+	ChangeAdded    = "added"
+	ChangeDeleted  = "deleted"
+	ChangeModified = "modified"
+)
+
+// DiffFile is one changed path.
+type DiffFile struct {
+	Path   string `json:"path"`
+	Change string `json:"change" jsonschema:"added, deleted or modified"`
+}
+
+// DiffOutput holds the changed paths and their unified diff. Truncated says the diff, or the list, was cut at a cap.
+type DiffOutput struct {
+	From      string     `json:"from"`
+	To        string     `json:"to" jsonschema:"a checkpoint id, or workspace"`
+	Files     []DiffFile `json:"files"`
+	Diff      string     `json:"diff"`
+	Truncated bool       `json:"truncated"`
+}
+
+// DiffToWorkspace is DiffOutput.To when the comparison is with the workspace as it is now.
+const DiffToWorkspace = "workspace"
+
+// RestoreInput puts the workspace, or some paths of it, back as a checkpoint holds them.
+type RestoreInput struct {
+	ID    string   `json:"id" jsonschema:"the checkpoint to restore"`
+	Paths []string `json:"paths,omitempty" jsonschema:"files or folders to restore; default the whole workspace"`
+}
+
+// NotRestored is a path a restore left as it was, and why.
+type NotRestored struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// RestoreOutput reports a restore. SavedAs is the checkpoint that holds the workspace as it was just before, so
+// the restore can itself be undone.
+type RestoreOutput struct {
+	ID          string        `json:"id"`
+	SavedAs     string        `json:"saved_as"`
+	Written     int           `json:"written"`
+	Deleted     int           `json:"deleted"`
+	Unchanged   int           `json:"unchanged"`
+	NotRestored []NotRestored `json:"not_restored"`
+}

@@ -38,6 +38,10 @@ type limits struct {
 	MaxTreeEntries     int    `env:"MAX_TREE_ENTRIES" flag:"max-tree-entries" usage:"most entries one list, search or move check reads"`
 	// MaxWorkspaceBytes is the disk cap, counted as du counts; 0 or -1 is none.
 	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap: most bytes the workspace may take on disk (as du counts) after a write through this server; default 16 GiB, 0 or -1 for none"`
+	// Checkpoints: where their store is and its caps (fsserver/checkpoint_store.go).
+	CheckpointDir      string `env:"CHECKPOINT_DIR" flag:"checkpoint-dir" usage:"folder outside the workspace for checkpoint stores (one per workspace); default goalbox/checkpoints in the user's cache folder"`
+	CheckpointMaxBytes int64  `env:"CHECKPOINT_MAX_BYTES" flag:"checkpoint-max-bytes" usage:"most bytes of distinct content a workspace's checkpoints keep; past it the oldest are dropped (default 2 GiB)"`
+	CheckpointMaxCount int    `env:"CHECKPOINT_MAX_COUNT" flag:"checkpoint-max-count" usage:"most checkpoints a workspace keeps; past it the oldest are dropped (default 100)"`
 	// Protect and Unprotect adjust the protected project files (pathguard.DefaultProtected).
 	Protect    []string              `env:"PROTECT" envSeparator:"," flag:"protect" flagList:"repeat"` // usage: protectDocs
 	Unprotect  []string              `env:"UNPROTECT" envSeparator:"," flag:"unprotect" flagList:"repeat"`
@@ -83,7 +87,8 @@ func run(args []string) error {
 	}
 	defer g.Close()
 	opts := fsserver.Options{MaxReadLines: lim.MaxReadLines, MaxReadContentBytes: lim.MaxContentBytes, MaxBinaryReadBytes: lim.MaxBinaryReadBytes,
-		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger}
+		MaxListEntries: lim.MaxListEntries, MaxSearchResults: lim.MaxSearchResults, Logger: logger,
+		Checkpoints: fsserver.CheckpointOptions{Dir: lim.CheckpointDir, MaxBytes: lim.CheckpointMaxBytes, MaxCount: lim.CheckpointMaxCount}}
 	files := fsserver.New(g, opts)
 	logger.Info("filesystem server", "version", mcpserve.Version(), "workspace", g.Dir(), "advertised_root", g.AdvertisedRoot(),
 		"limits", files.Health().Limits, "protected", lim.protection.Patterns())

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
@@ -17,6 +18,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 
 // tinyPNG is a 2x1 PNG (a red and a blue pixel), base64-encoded.
 const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAE0lEQVR4nGL6z8DAwPAfEAAA//8HDgIB5wu+FwAAAABJRU5ErkJggg=="
+
+// checkpointTime matches the one field of a result that changes from run to run.
+var checkpointTime = regexp.MustCompile(`"created_at": "[^"]*"`)
 
 const regenerate = "go test ./fsserver -run TestGolden -update"
 
@@ -32,7 +36,8 @@ func TestGoldenToolsList(t *testing.T) {
 		}
 		mcptest.RequirePortableTools(t, res.Tools)
 		wantNames := []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
-			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath}
+			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath,
+			protocol.ToolCheckpoint, protocol.ToolListCheckpoints, protocol.ToolDiff, protocol.ToolRestore}
 		if len(res.Tools) != len(wantNames) {
 			t.Errorf("%d tools, want %d", len(res.Tools), len(wantNames))
 		}
@@ -101,6 +106,14 @@ func TestGoldenCalls(t *testing.T) {
 		{protocol.ToolWriteFile, map[string]any{"path": "blob.bin", "encoding": "base64", "content": "AAEC/w"}},
 		{protocol.ToolReadFile, map[string]any{"path": "blob.bin"}},
 		{protocol.ToolWriteFile, map[string]any{"path": "blob.bin", "encoding": "base64", "content": "AAEC-_8="}},
+		// Checkpoints: take one, change a file, diff, restore, list; an unknown id.
+		{protocol.ToolCheckpoint, map[string]any{"label": "after the binary files"}},
+		{protocol.ToolWriteFile, map[string]any{"path": "notes.txt", "content": "one\ntwo\n"}},
+		{protocol.ToolWriteFile, map[string]any{"path": "image.png", "content": "not an image\n"}},
+		{protocol.ToolDiff, map[string]any{"from": "cp-1"}},
+		{protocol.ToolRestore, map[string]any{"id": "cp-1"}},
+		{protocol.ToolListCheckpoints, map[string]any{}},
+		{protocol.ToolRestore, map[string]any{"id": "cp-9"}},
 	}
 	var first []byte
 	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {
@@ -111,6 +124,7 @@ func TestGoldenCalls(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: step.tool, Arguments: step.args})
 			f := mcptest.CallSection(t, i+1, step.tool, step.args, res, err, nil)
 			f.Data = bytes.ReplaceAll(f.Data, []byte(real), []byte("$WORKSPACE"))
+			f.Data = checkpointTime.ReplaceAllLiteral(f.Data, []byte(`"created_at": "$TIME"`))
 			files = append(files, f)
 		}
 		got := mcptest.FormatTxtar("a script of tool calls and what a client gets back; regenerate with go test ./fsserver -run TestGolden -update", files)

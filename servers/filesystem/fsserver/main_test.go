@@ -53,6 +53,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// Checkpoint stores go under the user's cache folder: the tests' own, in both transports, never the user's.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(binDir, "cache"))
 	code := m.Run()
 	os.RemoveAll(binDir)
 	os.Exit(code)

@@ -15,7 +15,7 @@ import (
 )
 
 // TestMCPGoClient drives the server with a second, independent MCP implementation (mark3labs/mcp-go) over
-// streamable HTTP: it must see the seven tools with their schemas and get structured results and tool errors.
+// streamable HTTP: it must see the eleven tools with their schemas and get structured results and tool errors.
 func TestMCPGoClient(t *testing.T) {
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello\nworld\n"), 0o644))
@@ -45,7 +45,7 @@ func TestMCPGoClient(t *testing.T) {
 			t.Errorf("%s: no output schema", tool.Name)
 		}
 	}
-	if len(seen) != 7 || !seen[protocol.ToolSearchFiles] || !seen[protocol.ToolMovePath] {
+	if len(seen) != 11 || !seen[protocol.ToolSearchFiles] || !seen[protocol.ToolMovePath] || !seen[protocol.ToolRestore] {
 		t.Errorf("tools: %v", seen)
 	}
 
@@ -71,6 +71,16 @@ func TestMCPGoClient(t *testing.T) {
 	res = callTool(protocol.ToolEditFile, map[string]any{"path": "hello.txt", "old_text": "world", "new_text": "there"})
 	if res.IsError || !strings.Contains(mustText(t, res), `-world\n+there`) {
 		t.Errorf("edit: %+v", res)
+	}
+	// A checkpoint, and a restore that undoes the edit.
+	res = callTool(protocol.ToolCheckpoint, map[string]any{"label": "after the edit"})
+	if res.IsError || !strings.Contains(mustText(t, res), `"id":"cp-1"`) {
+		t.Errorf("checkpoint: %+v", res)
+	}
+	callTool(protocol.ToolWriteFile, map[string]any{"path": "hello.txt", "content": "gone\n"})
+	res = callTool(protocol.ToolRestore, map[string]any{"id": "cp-1"})
+	if res.IsError || !strings.Contains(mustText(t, res), `"written":1`) || readHost(t, filepath.Join(ws, "hello.txt")) != "hello\nthere\n" {
+		t.Errorf("restore: %+v", res)
 	}
 	res = callTool(protocol.ToolReadFile, map[string]any{"path": "/etc/shadow"})
 	if !res.IsError || !strings.Contains(mustText(t, res), "outside the workspace") {

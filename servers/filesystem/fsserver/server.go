@@ -39,6 +39,8 @@ type Options struct {
 	MaxSearchResults     int
 	// Logger gets the server's own diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Checkpoints configure the checkpoint tools' store (checkpoint_store.go).
+	Checkpoints CheckpointOptions
 }
 
 // Defaults for Options.
@@ -112,6 +114,7 @@ func newMCPServer(g *pathguard.Guard, opts Options) *mcp.Server {
 	mcpserve.AddTool(srv, s.opts.Logger, searchTool(g, s.opts), withHint(s.search))
 	mcpserve.AddTool(srv, s.opts.Logger, deleteTool(), withHint(s.delete))
 	mcpserve.AddTool(srv, s.opts.Logger, moveTool(), withHint(s.move))
+	addCheckpointTools(srv, g, s.opts.Checkpoints, s.opts.Logger)
 	return srv
 }
 
@@ -160,7 +163,8 @@ func (f *Filesystem) Health() protocol.FilesystemHealth {
 		Workspace:      g.AdvertisedRoot(), // /healthz is open: never the host path
 		AdvertisedRoot: g.AdvertisedRoot(),
 		Tools: []string{protocol.ToolReadFile, protocol.ToolWriteFile, protocol.ToolEditFile, protocol.ToolListFiles,
-			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath},
+			protocol.ToolSearchFiles, protocol.ToolDeletePath, protocol.ToolMovePath,
+			protocol.ToolCheckpoint, protocol.ToolListCheckpoints, protocol.ToolDiff, protocol.ToolRestore},
 		Limits: protocol.FilesystemLimits{
 			MaxFileBytes:        gopts.MaxReadBytes,
 			MaxWriteBytes:       gopts.MaxWriteBytes,

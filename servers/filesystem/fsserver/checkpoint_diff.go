@@ -1,0 +1,177 @@
+package fsserver
+
+// sandbox_diff: the changed paths between two states (a checkpoint and the workspace now, or two checkpoints) and
+// a unified diff of the changed text files, each rendered by the edit's diffWriter (diff.go) from the regions
+// checkpoint_linediff.go finds.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+)
+
+// Caps of one diff result: the text, and the paths listed.
+const (
+	maxCheckpointDiffBytes = 256 << 10
+	maxDiffFiles           = 1000
+)
+
+// scope is the paths an operation is limited to: cleaned workspace paths, "." for everything.
+type scope []string
+
+func (sc scope) has(p string) bool {
+	for _, s := range sc {
+		if s == "." || p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanScope checks the paths a client gave; none means the whole workspace.
+func cleanScope(g *pathguard.Guard, paths []string) (scope, error) {
+	if len(paths) == 0 {
+		return scope{"."}, nil
+	}
+	var sc scope
+	for _, p := range paths {
+		if p == "" {
+			return nil, fmt.Errorf("paths holds an empty path: give files or folders relative to the workspace, or leave paths out for the whole workspace")
+		}
+		c, err := g.Clean(p)
+		if err != nil {
+			return nil, err
+		}
+		sc = append(sc, c)
+	}
+	return sc, nil
+}
+
+// byPath indexes a manifest's entries within sc.
+func byPath(m *manifest, sc scope) map[string]*mEntry {
+	out := make(map[string]*mEntry, len(m.Entries))
+	for i := range m.Entries {
+		if e := &m.Entries[i]; sc.has(e.Path) {
+			out[e.Path] = e
+		}
+	}
+	return out
+}
+
+// same reports whether two entries hold the same thing (a mode change alone is not shown: a restore cannot set
+// modes, see checkpoint_restore.go).
+func same(a, b *mEntry) bool {
+	return a != nil && b != nil && a.Kind == b.Kind && a.Hash == b.Hash && a.Target == b.Target
+}
+
+// content gives the bytes of a file entry of one side of a diff.
+type content func(e *mEntry) ([]byte, error)
+
+// diffManifests compares from with to, within sc.
+func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, toData content) (protocol.DiffOutput, error) {
+	out := protocol.DiffOutput{Files: []protocol.DiffFile{}}
+	a, b := byPath(from, sc), byPath(to, sc)
+	var paths []string
+	for _, e := range from.Entries {
+		if ea := a[e.Path]; ea != nil && ea.Kind != kindDir && !same(ea, b[e.Path]) {
+			paths = append(paths, e.Path)
+		}
+	}
+	for _, e := range to.Entries {
+		if eb, ea := b[e.Path], a[e.Path]; eb != nil && eb.Kind != kindDir && (ea == nil || ea.Kind == kindDir) {
+			paths = append(paths, e.Path)
+		}
+	}
+	slices.Sort(paths)
+	var text strings.Builder
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		ea, eb := a[p], b[p]
+		if ea != nil && ea.Kind == kindDir {
+			ea = nil // a folder became a file or a symlink: shown as that file added
+		}
+		if eb != nil && eb.Kind == kindDir {
+			eb = nil
+		}
+		change := protocol.ChangeModified
+		switch {
+		case ea == nil:
+			change = protocol.ChangeAdded
+		case eb == nil:
+			change = protocol.ChangeDeleted
+		}
+		if len(out.Files) == maxDiffFiles {
+			out.Truncated = true
+			break
+		}
+		out.Files = append(out.Files, protocol.DiffFile{Path: p, Change: change})
+		if out.Truncated {
+			continue // the text is full; the list goes on
+		}
+		d, err := fileDiff(p, ea, eb, fromData, toData)
+		if err != nil {
+			return out, err
+		}
+		if text.Len()+len(d) > maxCheckpointDiffBytes {
+			out.Truncated = true
+			fmt.Fprintf(&text, "(diff cut at %s; sandbox_diff with paths shows the rest)\n", sizeText(maxCheckpointDiffBytes))
+			continue
+		}
+		text.WriteString(d)
+	}
+	out.Diff = text.String()
+	return out, nil
+}
+
+// fileDiff is the unified diff of one path; a nil side is a file that does not exist there.
+func fileDiff(p string, ea, eb *mEntry, fromData, toData content) (string, error) {
+	side := func(e *mEntry, get content) ([]byte, string, error) {
+		switch {
+		case e == nil:
+			return nil, "", nil
+		case e.Kind == kindSymlink:
+			return []byte("symlink to " + e.Target + "\n"), "", nil
+		}
+		data, err := get(e)
+		if err != nil {
+			return nil, "", err
+		}
+		return data, binaryReason(data, true), nil
+	}
+	old, binA, err := side(ea, fromData)
+	if err != nil {
+		return "", err
+	}
+	new, binB, err := side(eb, toData)
+	if err != nil {
+		return "", err
+	}
+	if binA != "" || binB != "" {
+		return fmt.Sprintf("Binary files a/%s and b/%s differ\n", p, p), nil
+	}
+	w := newDiffWriter(p, old)
+	sa, sb := lineStarts(old), lineStarts(new)
+	x, y := lineIDs(old, new, sa, sb)
+	for _, r := range diffLines(x, y) {
+		w.change(sa[r.a0], old[sa[r.a0]:sa[r.a1]], new[sb[r.b0]:sb[r.b1]])
+	}
+	w.close()
+	d := w.out.String()
+	if w.full {
+		d += fmt.Sprintf("(diff of %s cut at %s)\n", p, sizeText(maxDiffBytes))
+	}
+	// As diff -u and git write them: a file that is new, or gone, is compared with /dev/null.
+	switch {
+	case ea == nil:
+		d = strings.Replace(d, "--- a/"+p+"\n", "--- /dev/null\n", 1)
+	case eb == nil:
+		d = strings.Replace(d, "+++ b/"+p+"\n", "+++ /dev/null\n", 1)
+	}
+	return d, nil
+}
