@@ -263,7 +263,7 @@ func runSuspect(h harness, got collected, nonce, out string, code int, ended boo
 			return "an epilogue that is not the grader's: " + e + " does not carry this grade's nonce"
 		}
 		if t := strings.TrimSpace(rest); strings.HasPrefix(t, "tampered ") {
-			return "the solution patched the test framework's assertions: " + strings.TrimPrefix(t, "tampered ") + " replaced during the run"
+			return "the solution patched the test framework's assertions: " + limitNames(strings.Fields(strings.TrimPrefix(t, "tampered "))) + " replaced during the run"
 		}
 	}
 	if changed := changedFiles(h.checked, got.sums); len(changed) > 0 {
