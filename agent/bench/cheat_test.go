@@ -3,9 +3,13 @@ package bench
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/loop/looptest"
 )
 
 // cheat is one way a solution can write its own verdict from inside the test process (issue 22), on one exercise:
@@ -231,4 +235,59 @@ func gradeCheat(t *testing.T, g *Grader, ex Exercise, edit func(dir string)) Gra
 	res, err := g.Grade(context.Background(), localSandbox{root: ws.Root}, ex, ws)
 	must(t, err)
 	return res
+}
+
+// TestRunCheatingModelsScoreZero puts a scripted model per cheat class through the runner: it writes the cheat
+// over the stub through the filesystem server, as a reward-hacking model would, and must score 0%, every case
+// counted as suspect. The positive control is the same run with a model that writes the reference solution: 100%,
+// nothing suspect.
+func TestRunCheatingModelsScoreZero(t *testing.T) {
+	ctx := context.Background()
+	probe := NewGrader()
+	var exs []Exercise
+	var cheating, honest []looptest.Step
+	for _, c := range cheats {
+		ex := cheatExercise(t, c)
+		_, why, err := probe.Command(ctx, localSandbox{root: t.TempDir()}, ex)
+		must(t, err)
+		if why != "" {
+			t.Logf("left out %s: %s", ex.ID(), why)
+			continue
+		}
+		exs = append(exs, ex)
+		var calls []looptest.Call
+		for f, content := range c.files {
+			calls = append(calls, looptest.Call{Name: "sandbox_write_file", Args: looptest.Args(map[string]string{"path": path.Join(ex.Slug, f), "content": content})})
+		}
+		cheating = append(cheating, looptest.Step{Calls: calls}, done)
+		honest = append(honest, looptest.Step{Calls: referenceCalls(t, ex)}, done)
+	}
+	if len(exs) == 0 {
+		t.Skip("no language of the cheats can be graded here")
+	}
+	for _, run := range []struct {
+		name  string
+		steps []looptest.Step
+		cheat bool
+	}{{"cheating", cheating, true}, {"honest", honest, false}} {
+		opts, _ := newRunOptions(t, exs, run.steps...)
+		opts.Tries = 1
+		opts.Limits.Timeout = 5 * time.Minute
+		report, err := Run(ctx, opts)
+		must(t, err)
+		s := report.Summary
+		t.Logf("%s model:\n%s", run.name, s.Table())
+		want, wantSuspect := 100.0, 0
+		if run.cheat {
+			want, wantSuspect = 0, len(exs)
+		}
+		if s.PassRate1 != want || s.Suspect != wantSuspect || s.TotalTests != len(exs) {
+			t.Errorf("%s model: pass rate %.1f%%, %d suspect of %d cases; want %.0f%% and %d suspect", run.name, s.PassRate1, s.Suspect, s.TotalTests, want, wantSuspect)
+		}
+		for _, r := range report.Results {
+			if tr := r.Tries[0]; run.cheat && (tr.Passed || tr.Suspect == "") {
+				t.Errorf("%s: a cheat was not caught: %+v", r.ID, tr)
+			}
+		}
+	}
 }

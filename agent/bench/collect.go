@@ -38,7 +38,8 @@ func collectCommand(h harness) string {
 			continue
 		}
 		if own, ok := h.pristine[f]; ok {
-			b.WriteString(" && printf %s " + base64.StdEncoding.EncodeToString(own) + " | base64 -d > " + shellQuote(f))
+			// Removed first: Restore wrote it as this process's user, which the commands' user may not write.
+			b.WriteString(" && rm -f " + shellQuote(f) + " && printf %s " + base64.StdEncoding.EncodeToString(own) + " | base64 -d > " + shellQuote(f))
 		} else {
 			b.WriteString(" && rm -f " + shellQuote(f))
 		}

@@ -216,7 +216,7 @@ func writeHarness(ws Workspace, h harness) error {
 			return fmt.Errorf("writing the grader's %s: %w", f, err)
 		}
 	}
-	return nil
+	return shareHarnessDir(ws)
 }
 
 func sortedFileKeys(m map[string][]byte) []string {
