@@ -183,31 +183,57 @@ func jsStringAt(s []byte) (string, bool) {
 var (
 	rustTestAttr = regexp.MustCompile(`^\s*#\[test\]`)
 	rustFn       = regexp.MustCompile(`^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+(\$?\w+)`)
+	rustAttr     = regexp.MustCompile(`^\s*#\[`)
 	rustSkip     = regexp.MustCompile(`^\s*(#\[|//|$)`)
+	rustFeature  = regexp.MustCompile(`#\[cfg\(.*\bfeature\s*=`)
+	rustMod      = regexp.MustCompile(`^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{`)
 )
 
-// rustTestNames are the #[test] functions, by their own name (libtest prefixes the module path, which the grader
-// drops). Tests written inside macro_rules! (fn $name) are made at expansion and are not listed.
+// rustTestNames are the #[test] functions that cargo test compiles, by their own name (libtest prefixes the
+// module path, which the grader drops). Left out: tests behind a cargo feature (#[cfg(feature = ...)] on the test
+// or on a module around it: the grader turns no feature on, as Aider does not), and tests written inside
+// macro_rules! (fn $name), which are made at expansion.
 func rustTestNames(src []byte) []string {
 	var out []string
 	lines := strings.Split(string(src), "\n")
+	depth, offBelow := 0, -1 // offBelow: the depth at which a feature-gated module opened; -1 when none
 	for i := 0; i < len(lines); i++ {
-		if !rustTestAttr.MatchString(lines[i]) {
-			continue
+		line := lines[i]
+		if offBelow < 0 && rustMod.MatchString(line) && featureGated(lines, i) {
+			offBelow = depth
 		}
-		for j := i + 1; j < len(lines) && j < i+10; j++ {
-			if m := rustFn.FindStringSubmatch(lines[j]); m != nil {
-				if !strings.HasPrefix(m[1], "$") {
-					out = append(out, m[1])
+		if offBelow < 0 && rustTestAttr.MatchString(line) && !featureGated(lines, i) {
+			for j := i + 1; j < len(lines) && j < i+10; j++ {
+				if rustFeature.MatchString(lines[j]) {
+					break
 				}
-				break
+				if m := rustFn.FindStringSubmatch(lines[j]); m != nil {
+					if !strings.HasPrefix(m[1], "$") {
+						out = append(out, m[1])
+					}
+					break
+				}
+				if !rustSkip.MatchString(lines[j]) {
+					break
+				}
 			}
-			if !rustSkip.MatchString(lines[j]) {
-				break
-			}
+		}
+		depth += strings.Count(line, "{") - strings.Count(line, "}")
+		if offBelow >= 0 && depth <= offBelow {
+			offBelow = -1
 		}
 	}
 	return out
+}
+
+// featureGated says whether the attributes right above line i put it behind a cargo feature.
+func featureGated(lines []string, i int) bool {
+	for j := i - 1; j >= 0 && rustAttr.MatchString(lines[j]); j-- {
+		if rustFeature.MatchString(lines[j]) {
+			return true
+		}
+	}
+	return false
 }
 
 var catchCase = regexp.MustCompile(`\bTEST_CASE\(\s*"`)

@@ -65,8 +65,7 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if err != nil {
 		return GradeResult{}, err
 	}
-	nonce := newNonce()
-	h, err := g.harnessFor(ex, cmd, nonce)
+	h, err := g.harnessFor(ex, cmd)
 	if err != nil {
 		return GradeResult{}, err
 	}
@@ -97,16 +96,21 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if timeout <= 0 {
 		timeout = DefaultGradeTimeout
 	}
+	nonce := newNonce()
 	start := time.Now()
-	code, out, err := runCommand(ctx, sb, h.command, ws.Rel, timeout)
+	run, err := runCommandStdin(ctx, sb, gradeCommand(h), ws.Rel, nonce, timeout)
 	elapsed := time.Since(start)
 	if err != nil {
 		return GradeResult{}, fmt.Errorf("%s: running the tests: %w", ex.ID(), err)
 	}
-	_, back, err := runCommand(ctx, sb, collectCommand(h), ws.Rel, time.Minute)
-	if err != nil {
-		return GradeResult{}, fmt.Errorf("%s: collecting the test reports: %w", ex.ID(), err)
+	if remote {
+		if err := m.unharness(ctx, ws, h); err != nil {
+			return GradeResult{}, fmt.Errorf("%s: removing the grader's files: %w", ex.ID(), err)
+		}
 	}
+	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(run.Stdout)
+	code := run.ExitCode
+	out := loop.CommandOutput(protocolOutput(testOut, run.Stderr))
 	res := GradeResult{
 		Command:  cmd,
 		ExitCode: code,
@@ -117,24 +121,28 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 		Tests:    len(expected),
 		Suspect:  suspect,
 	}
-	got, collectErr := parseCollected(back)
 	if ex.Lang == "go" {
 		// go test -json wrote its stream to the report: the human output is rendered from it.
 		res.Output = goText(got.files["report.json"]) + out
 	}
-	cases, reportErr := parseReport(ex.Lang, got.files, out)
+	cases, reportErr := parseReport(ex.Lang, got.files, testOut)
 	res.TestsOK, res.Verdict = judge(expected, cases)
-	if err := errors.Join(collectErr, reportErr); err != nil {
+	if err := errors.Join(trailerErr, reportErr); err != nil {
 		res.Verdict = "the test reports could not be read: " + err.Error()
 	}
 	ended, epilogueWhy := checkEpilogues(h, got, nonce)
 	if res.Suspect == "" {
-		res.Suspect = runSuspect(h, got, nonce, out, code, ended, epilogueWhy)
+		res.Suspect = trailerSuspect
 	}
-	if res.Verdict == "" && !ended {
+	if res.Suspect == "" && complete {
+		res.Suspect = runSuspect(h, got, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
+	}
+	switch {
+	case !complete && res.Verdict == "":
+		res.Verdict = "the grade's command did not finish its trailer (killed, or its output was cut)"
+	case res.Verdict == "" && !ended:
 		res.Verdict = "the test process ended before its framework finished: " + epilogueWhy
-	}
-	if res.Verdict == "" && code != 0 {
+	case res.Verdict == "" && code != 0:
 		res.Verdict = fmt.Sprintf("the test command exited with status %d", code)
 	}
 	res.Passed = res.Verdict == "" && res.Suspect == ""
@@ -236,7 +244,7 @@ func javaCommand(libs string, extra []string) string {
 // checkEpilogues says whether every epilogue h expects is there with this grade's nonce, and if not, why.
 func checkEpilogues(h harness, got collected, nonce string) (bool, string) {
 	for _, e := range h.ends {
-		data, ok := got.files[strings.TrimPrefix(e, harnessDir+"/")]
+		data, ok := got.files[e]
 		if !ok {
 			return false, "no epilogue (" + e + ")"
 		}
@@ -257,7 +265,7 @@ func runSuspect(h harness, got collected, nonce, out string, code int, ended boo
 		return "the test output shows this grade's nonce: solution code read the grader's secret"
 	}
 	for _, e := range h.ends {
-		data := string(got.files[strings.TrimPrefix(e, harnessDir+"/")])
+		data := string(got.files[e])
 		first, rest, _ := strings.Cut(data, "\n")
 		if data != "" && first != nonce {
 			return "an epilogue that is not the grader's: " + e + " does not carry this grade's nonce"

@@ -21,33 +21,39 @@ import (
 // the solution's to write. The grader therefore needs two things the framework produces and a solution that ends
 // the process early cannot:
 //
-//   - the framework's own per-test results, written where the grader reads them back (a report file under
-//     .goalbox/, or for Go and Rust the framework's structured stream), and
-//   - an epilogue: grader-owned code that runs only after the framework's run has ended, and writes back the
-//     grade's nonce, which the grader put in .goalbox/nonce. Where the framework loads grader code before any
-//     solution code (pytest's conftest, a jest reporter, a JUnit launcher of the grader's own), that code takes
-//     the nonce and removes the file first, so a solution cannot learn it from the file system at all. Where the
-//     solution's code can run first (Go package initialisation, Rust and C++ static constructors), it could read
-//     the file; docs/benchmark.md says what that leaves open and what stops it instead.
+//   - the framework's own per-test results, written to a report file (or for Rust, libtest's per-test lines), and
+//   - an epilogue: grader-owned code that runs only after the framework's run has ended and writes back the
+//     grade's nonce.
 //
-// Every harness file lives under .goalbox/ or replaces a file that Restore puts back, and the collect step
-// removes .goalbox/ after the grade, so the model's next try does not find them.
+// The nonce reaches the test process without ever being in the workspace, a command line or the environment:
+// the grader gives it on the command's standard input, the shell (before any test code runs) writes it into a
+// fresh private folder, $GOALBOX_DIR (mktemp -d, mode 0700), and the test process runs with stdin from /dev/null.
+// Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a JUnit
+// launcher of the grader's own), that code takes the nonce and removes the file first, so the solution cannot
+// learn it from the file system at all. Where the solution's code can run first (Go package initialisation, Rust
+// and C++ static constructors) it could read the file; docs/benchmark.md says what that leaves open and what
+// catches it instead (the source checks in suspect.go).
+//
+// After the test process has ended, the same shell prints a trailer: the report and epilogue files (gzip, base64)
+// and the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files.
+// The grader reads only that trailer for the verdict (trailer.go).
 
 //go:embed harness
 var harnessFS embed.FS
 
-// harnessDir is where the grader's own files go in the exercise folder: a dot folder, which go ./..., pytest's
-// collection and jest's ./* all pass over.
+// harnessDir is where the grader's own sources go in the exercise folder (the jest reporter, the Java launcher):
+// a dot folder, which go ./..., pytest's collection and jest's ./* all pass over. The test process only reads it.
 const harnessDir = ".goalbox"
 
 // harness is one grade's additions: files to write into the exercise (relative to it), the test command that
 // makes the framework report per test, and where the results come back from.
 type harness struct {
 	files   map[string][]byte
-	command string
-	// reports are harness files the collect step sends back (the framework's reports, the epilogues).
+	command string // the test command alone, run from the exercise folder with $GOALBOX_DIR set
+	// reports are the files in $GOALBOX_DIR the trailer sends back (the framework's reports, the epilogues).
 	reports []string
-	// ends are the epilogue files, one per test process the grade must see finish: each must hold the nonce.
+	// ends are the epilogue files in $GOALBOX_DIR, one per test process the grade must see finish: each must
+	// hold the nonce.
 	ends []string
 	// checked are the files the run must leave as the harness wrote them: the tests and the grader's own.
 	checked map[string][]byte
@@ -65,10 +71,9 @@ func newNonce() string {
 	return hex.EncodeToString(b)
 }
 
-// harnessFor builds the harness of one grade of ex, whose plain test command is cmd (what the model is shown),
-// with nonce as the grade's secret.
-func (g *Grader) harnessFor(ex Exercise, cmd, nonce string) (harness, error) {
-	h := harness{files: map[string][]byte{harnessDir + "/nonce": []byte(nonce)}, checked: map[string][]byte{}, pristine: map[string][]byte{}}
+// harnessFor builds the harness of one grade of ex, whose plain test command is cmd (what the model is shown).
+func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
+	h := harness{files: map[string][]byte{}, checked: map[string][]byte{}, pristine: map[string][]byte{}}
 	for _, f := range ex.Test {
 		data, _, err := sourceContent(ex, f)
 		if err != nil {
@@ -76,7 +81,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd, nonce string) (harness, error) {
 		}
 		h.checked[f] = data
 	}
-	end := harnessDir + "/end"
+	const end = "end"
 	switch ex.Lang {
 	case "go":
 		pkg, err := goTestPackage(ex)
@@ -94,15 +99,15 @@ func (g *Grader) harnessFor(ex Exercise, cmd, nonce string) (harness, error) {
 		if plain == cmd {
 			return harness{}, fmt.Errorf("%s: unexpected go test command %q", ex.ID(), cmd)
 		}
-		h.command = plain + " > " + harnessDir + "/report.json"
+		h.command = plain + ` > "$GOALBOX_DIR/report.json"`
 		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
 	case "python":
 		h.files["conftest.py"] = mustHarnessFile("conftest.py")
-		h.command = cmd + " --junitxml=" + harnessDir + "/report.xml -o junit_family=xunit1"
+		h.command = cmd + ` --junitxml="$GOALBOX_DIR/report.xml" -o junit_family=xunit1`
 		h.reports, h.ends = []string{"report.xml", "end"}, []string{end}
 	case "javascript":
 		h.files[harnessDir+"/reporter.js"] = mustHarnessFile("reporter.js")
-		plain := strings.Replace(cmd, " --ci ./*", " --ci --reporters=default --reporters=./"+harnessDir+"/reporter.js --json --outputFile="+harnessDir+"/report.json ./*", 1)
+		plain := strings.Replace(cmd, " --ci ./*", " --ci --reporters=default --reporters=./"+harnessDir+"/reporter.js --json --outputFile=\"$GOALBOX_DIR/report.json\" ./*", 1)
 		if plain == cmd {
 			return harness{}, fmt.Errorf("%s: unexpected jest command %q", ex.ID(), cmd)
 		}
@@ -122,7 +127,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd, nonce string) (harness, error) {
 			h.checked[f] = h.files[f]
 			name := "end." + strings.ReplaceAll(strings.TrimSuffix(path.Base(f), ".rs"), "-", "_")
 			h.reports = append(h.reports, name)
-			h.ends = append(h.ends, harnessDir+"/"+name)
+			h.ends = append(h.ends, name)
 		}
 		if len(h.ends) == 0 {
 			return harness{}, fmt.Errorf("%s: no test file under tests/ to add the epilogue to", ex.ID())
@@ -149,11 +154,8 @@ func (g *Grader) harnessFor(ex Exercise, cmd, nonce string) (harness, error) {
 		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
 	}
 	for f, data := range h.files {
-		if !strings.HasPrefix(f, harnessDir+"/") || f == harnessDir+"/reporter.js" || f == harnessDir+"/GoalboxLauncher.java" {
-			h.checked[f] = data
-		}
+		h.checked[f] = data
 	}
-	delete(h.checked, harnessDir+"/nonce") // the grader's code removes it
 	return h, nil
 }
 
@@ -216,7 +218,7 @@ func writeHarness(ws Workspace, h harness) error {
 			return fmt.Errorf("writing the grader's %s: %w", f, err)
 		}
 	}
-	return shareHarnessDir(ws)
+	return nil
 }
 
 func sortedFileKeys(m map[string][]byte) []string {

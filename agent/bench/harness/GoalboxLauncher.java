@@ -1,7 +1,8 @@
 // Written by the goalbox grader for one grade and removed after it; not part of the exercise.
 //
 // Runs the JUnit 5 tests through the JUnit Platform launcher, as the console launcher does, but keeps the verdict
-// out of the solution's reach: the grade's nonce is read (and its file removed) before any test class is loaded,
+// out of the solution's reach: the grade's nonce is read from the grade's private folder ($GOALBOX_DIR), and its
+// file removed, before any test class is loaded,
 // so before any static initialiser of the tests or the solution runs, and is kept in a local variable; each test's
 // result is recorded as the platform reports it; only after the launcher has returned are the report and then the
 // nonce written (the epilogue).
@@ -23,7 +24,8 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 
 public final class GoalboxLauncher {
     public static void main(String[] args) throws Exception {
-        Path noncePath = Paths.get(".goalbox", "nonce");
+        String dir = System.getenv("GOALBOX_DIR");
+        Path noncePath = Paths.get(dir == null ? "" : dir, "nonce");
         String nonce = null;
         if (Files.exists(noncePath)) {
             nonce = new String(Files.readAllBytes(noncePath), StandardCharsets.UTF_8);
@@ -62,8 +64,8 @@ public final class GoalboxLauncher {
                 .build();
         launcher.execute(request, listener);
         if (nonce != null) {
-            Files.write(Paths.get(".goalbox", "report.txt"), report.toString().getBytes(StandardCharsets.UTF_8));
-            Files.write(Paths.get(".goalbox", "end"), nonce.getBytes(StandardCharsets.UTF_8));
+            Files.write(Paths.get(dir, "report.txt"), report.toString().getBytes(StandardCharsets.UTF_8));
+            Files.write(Paths.get(dir, "end"), nonce.getBytes(StandardCharsets.UTF_8));
         }
         System.exit(failed[0] == 0 ? 0 : 1);
     }

@@ -1,7 +1,7 @@
 # Written by the goalbox grader for one grade and removed after it; not part of the exercise.
 #
 # pytest loads this before it collects the tests, so before the solution is imported. It takes the grade's nonce
-# from the file the grader left and removes the file; it notes the assertion methods of unittest.TestCase as they
+# from the grade's private folder ($GOALBOX_DIR) and removes the file; it notes the assertion methods of unittest.TestCase as they
 # are before any solution code runs. Only after the session has finished (pytest_unconfigure, after the JUnit XML
 # report is written) does it write the epilogue: the nonce, and any assertion method that was replaced since.
 import os as _os
@@ -9,11 +9,11 @@ import unittest as _unittest
 
 
 def _goalbox_hooks():
-    here = _os.path.dirname(_os.path.abspath(__file__))
+    folder = _os.environ.get("GOALBOX_DIR", "")
     state = {}
 
     def pytest_configure(config):
-        path = _os.path.join(here, ".goalbox", "nonce")
+        path = _os.path.join(folder, "nonce")
         try:
             with open(path) as f:
                 state["nonce"] = f.read()
@@ -26,7 +26,7 @@ def _goalbox_hooks():
         if "nonce" not in state:
             return
         changed = sorted(n for n, v in state["asserts"].items() if vars(_unittest.TestCase).get(n) is not v)
-        with open(_os.path.join(here, ".goalbox", "end"), "w") as f:
+        with open(_os.path.join(folder, "end"), "w") as f:
             f.write(state["nonce"])
             if changed:
                 f.write("\ntampered unittest.TestCase." + " unittest.TestCase.".join(changed))
