@@ -48,6 +48,9 @@ var suspectPatterns = map[string][]suspectPattern{
 	"rust": {
 		sp(`\bprocess::(exit|abort)\b|\blibc::(_exit|exit|kill|abort)\b`, "calls the process's exit"),
 		sp(`\blink_section\b|\.init_array|\.ctors\b|#\[used\]`, "places code in the startup sections (.init_array)"),
+		// In Cargo.toml, a solution file in most Rust exercises: what would swap or skip the pristine test targets
+		// or run code at build time.
+		sp(`(?m)^\s*(build|autotests|harness|links|rustflags|rustc-wrapper)\s*=|\[\[(test|bin|bench|example)\]\]|\[(patch|replace|profile|target)\b`, "changes the build's targets or tools in Cargo.toml"),
 	},
 	"cpp": {
 		sp(`(^|[^\w.>])(std::)?(exit|_exit|_Exit|quick_exit|abort|raise|kill)\s*\(`, "calls the process's exit"),
@@ -65,7 +68,7 @@ var sourceExts = map[string][]string{
 	"go":         {".go", ".s"},
 	"python":     {".py", ".pth"},
 	"javascript": {".js", ".mjs", ".cjs", ".json"},
-	"rust":       {".rs"},
+	"rust":       {".rs", ".toml"},
 	"cpp":        {".h", ".hpp", ".cpp", ".cc", ".cxx", ".c", ".ipp", ".inl"},
 	"java":       {".java"},
 }
