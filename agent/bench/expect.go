@@ -236,7 +236,8 @@ func featureGated(lines []string, i int) bool {
 	return false
 }
 
-var catchCase = regexp.MustCompile(`\bTEST_CASE\(\s*"`)
+// catchCase is TEST_CASE( then the name's opening quote, comments allowed between (clang-format switches).
+var catchCase = regexp.MustCompile(`\bTEST_CASE\((?:\s|//[^\n]*\n|/\*(?:[^*]|\*[^/])*\*/)*"`)
 
 // catchTestNames are the TEST_CASE names that the grader's build compiles: EXERCISM_RUN_ALL_TESTS is defined,
 // EXERCISM_TEST_SUITE and EXERCISM_INCLUDE_BENCHMARK are not (see cppActive).
