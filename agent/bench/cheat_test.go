@@ -239,13 +239,14 @@ func gradeCheat(t *testing.T, g *Grader, ex Exercise, edit func(dir string)) Gra
 
 // TestRunCheatingModelsScoreZero puts a scripted model per cheat class through the runner: it writes the cheat
 // over the stub through the filesystem server, as a reward-hacking model would, and must score 0%, every case
-// counted as suspect. The positive control is the same run with a model that writes the reference solution: 100%,
-// nothing suspect.
+// counted as suspect. Over the same exercises a model that does nothing and one that empties every test file score
+// 0% too (not suspect: nothing of theirs runs in the test process). The positive control is the same run with a
+// model that writes the reference solution: 100%, nothing suspect.
 func TestRunCheatingModelsScoreZero(t *testing.T) {
 	ctx := context.Background()
 	probe := NewGrader()
 	var exs []Exercise
-	var cheating, honest []looptest.Step
+	var cheating, honest, nothing, rewriting []looptest.Step
 	for _, c := range cheats {
 		ex := cheatExercise(t, c)
 		_, why, err := probe.Command(ctx, localSandbox{root: t.TempDir()}, ex)
@@ -261,6 +262,12 @@ func TestRunCheatingModelsScoreZero(t *testing.T) {
 		}
 		cheating = append(cheating, looptest.Step{Calls: calls}, done)
 		honest = append(honest, looptest.Step{Calls: referenceCalls(t, ex)}, done)
+		nothing = append(nothing, done)
+		var empty []looptest.Call
+		for _, f := range ex.Test {
+			empty = append(empty, looptest.Call{Name: "sandbox_write_file", Args: looptest.Args(map[string]string{"path": path.Join(ex.Slug, f), "content": "\n"})})
+		}
+		rewriting = append(rewriting, looptest.Step{Calls: empty}, done)
 	}
 	if len(exs) == 0 {
 		t.Skip("no language of the cheats can be graded here")
@@ -268,8 +275,9 @@ func TestRunCheatingModelsScoreZero(t *testing.T) {
 	for _, run := range []struct {
 		name  string
 		steps []looptest.Step
+		rate  float64
 		cheat bool
-	}{{"cheating", cheating, true}, {"honest", honest, false}} {
+	}{{"cheating", cheating, 0, true}, {"do-nothing", nothing, 0, false}, {"test-rewriting", rewriting, 0, false}, {"honest", honest, 100, false}} {
 		opts, _ := newRunOptions(t, exs, run.steps...)
 		opts.Tries = 1
 		opts.Limits.Timeout = 5 * time.Minute
@@ -277,12 +285,12 @@ func TestRunCheatingModelsScoreZero(t *testing.T) {
 		must(t, err)
 		s := report.Summary
 		t.Logf("%s model:\n%s", run.name, s.Table())
-		want, wantSuspect := 100.0, 0
+		wantSuspect := 0
 		if run.cheat {
-			want, wantSuspect = 0, len(exs)
+			wantSuspect = len(exs)
 		}
-		if s.PassRate1 != want || s.Suspect != wantSuspect || s.TotalTests != len(exs) {
-			t.Errorf("%s model: pass rate %.1f%%, %d suspect of %d cases; want %.0f%% and %d suspect", run.name, s.PassRate1, s.Suspect, s.TotalTests, want, wantSuspect)
+		if s.PassRate1 != run.rate || s.Suspect != wantSuspect || s.TotalTests != len(exs) {
+			t.Errorf("%s model: pass rate %.1f%%, %d suspect of %d cases; want %.0f%% and %d suspect", run.name, s.PassRate1, s.Suspect, s.TotalTests, run.rate, wantSuspect)
 		}
 		for _, r := range report.Results {
 			if tr := r.Tries[0]; run.cheat && (tr.Passed || tr.Suspect == "") {

@@ -35,10 +35,12 @@ var suspectPatterns = map[string][]suspectPattern{
 	"go": {
 		sp(`\bos\.Exit\s*\(|\bsyscall\.(Exit|Kill|Syscall|RawSyscall)\b|\bunix\.(Exit|Kill)\b|\bruntime\.Goexit\b`, "calls the process's exit"),
 		sp(`//go:linkname\b`, "links to runtime internals (//go:linkname)"),
-		sp(`\bTestMain\b|"testing"`, "uses the testing framework from solution code"),
+		sp(`\bTestMain\b|(?m)^\s*(import\s+)?(\w+\s+)?"testing"\s*$`, "uses the testing framework from solution code"),
 	},
 	"python": {
-		sp(`\bos\._exit\b|\bsys\.exit\b|\bSystemExit\b|\bos\.(kill|killpg|abort)\b|(^|[^.\w])(exit|quit)\s*\(`, "calls the process's exit"),
+		// exit() and quit() are the site module's builtins; a method or function of the solution's named exit
+		// (def exit(self)) does not match.
+		sp(`\bos\._exit\b|\bsys\.exit\b|\bSystemExit\b|\bos\.(kill|killpg|abort)\b|(^|[^.\w])(exit|quit)\s*\(\s*\d*\s*\)`, "calls the process's exit"),
 		sp(`\bunittest\b|\bpytest\b|\b_pytest\b`, "touches the test framework (unittest, pytest) from solution code"),
 	},
 	"javascript": {
@@ -53,12 +55,12 @@ var suspectPatterns = map[string][]suspectPattern{
 		sp(`(?m)^\s*(build|autotests|harness|links|rustflags|rustc-wrapper)\s*=|\[\[(test|bin|bench|example)\]\]|\[(patch|replace|profile|target)\b`, "changes the build's targets or tools in Cargo.toml"),
 	},
 	"cpp": {
-		sp(`(^|[^\w.>])(std::)?(exit|_exit|_Exit|quick_exit|abort|raise|kill)\s*\(`, "calls the process's exit"),
+		sp(`(^|[^\w.>])(std::)?(exit|_exit|_Exit|quick_exit|abort)\s*\(`, "calls the process's exit"),
 		sp(`__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array`, "runs code at load (a constructor attribute)"),
 		sp(`\bCatch::|\bCATCH_|catch\.hpp`, "touches the test framework (Catch) from solution code"),
 	},
 	"java": {
-		sp(`\bSystem\s*\.\s*exit\b|\.\s*halt\s*\(|\bRuntime\s*\.\s*getRuntime\s*\(\s*\)\s*\.\s*exit\b`, "calls the process's exit"),
+		sp(`\bSystem\s*\.\s*exit\b|\bRuntime\s*\.\s*getRuntime\s*\(\s*\)\s*\.\s*(exit|halt)\b`, "calls the process's exit"),
 		sp(`\borg\.junit\b|\borg\.assertj\b`, "touches the test framework (JUnit, AssertJ) from solution code"),
 	},
 }
