@@ -403,7 +403,17 @@ func TestProgressLine(t *testing.T) {
 			t.Errorf("progress line %q lacks %q", line, want)
 		}
 	}
-	if got := strings.Count(b.String(), "\n"); got != 3 {
+	if strings.Contains(line, "SUSPECT") {
+		t.Errorf("progress line %q shows suspects before any", line)
+	}
+	p.add(ExerciseResult{ID: "go/d", Tries: []TryResult{{Try: 1, Suspect: "calls the process's exit"}}}, false)
+	line = p.Line()
+	for _, want := range []string{"bench 4/4", "passed 2/3", "SUSPECT 1", "last: go/d SUSPECT"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %q", line, want)
+		}
+	}
+	if got := strings.Count(b.String(), "\n"); got != 4 {
 		t.Errorf("want one line per update off a terminal, got %d:\n%s", got, b.String())
 	}
 }
