@@ -138,6 +138,8 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 		res.Suspect = runSuspect(h, got, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
 	}
 	switch {
+	case res.TimedOut:
+		res.Verdict = fmt.Sprintf("the tests timed out after %s", timeout)
 	case !complete && res.Verdict == "":
 		res.Verdict = "the grade's command did not finish its trailer (killed, or its output was cut)"
 	case res.Verdict == "" && !ended:
