@@ -2,9 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
@@ -27,10 +27,15 @@ func NewGrader() *Grader { return &Grader{Toolchains: DefaultToolchains()} }
 
 // GradeResult is the outcome of one grade. Ungradable is set when this machine cannot grade the exercise: found
 // before running (nothing was run then), or from the run (the restored tests do not build against a library
-// version installed here). Passed then is false and the exercise counts neither way.
+// version installed here). Passed then is false and the exercise counts neither way. Suspect is set when the grade
+// shows signs of tampering (see grade); Passed is then false whatever the tests said.
 type GradeResult struct {
 	Passed     bool     `json:"passed"`
 	Ungradable string   `json:"ungradable,omitempty"`
+	Suspect    string   `json:"suspect,omitempty"`
+	Verdict    string   `json:"verdict,omitempty"` // why a grade that is neither suspect nor ungradable failed
+	Tests      int      `json:"tests"`             // tests the pristine test files define (that the grader could name)
+	TestsOK    int      `json:"tests_passed"`      // of those, reported passed by the framework
 	Command    string   `json:"command,omitempty"`
 	ExitCode   int      `json:"exit_code"`
 	TimedOut   bool     `json:"timed_out,omitempty"`
@@ -39,10 +44,11 @@ type GradeResult struct {
 	Restored   []string `json:"restored,omitempty"` // files put back or removed before the run
 }
 
-// Grade restores ex's tests and build files in ws from the source, runs the track's test command in the sandbox
-// and reports. Pass means exit 0 and the test runner's own success summary in the output, so a solution that
-// exits early with status 0 does not pass. An error means the grade could not be done (sandbox or workspace
-// failure), not that the tests failed.
+// Grade restores ex's tests and build files in ws from the source, adds the grader's harness (see harness.go),
+// runs the track's test command in the sandbox, reads the framework's per-test results and the epilogue back,
+// and reports. It passes only when the command exits 0, every test of the pristine test files is reported passed
+// (by name and count), every epilogue carries this grade's nonce, and nothing is suspect. An error means the
+// grade could not be done (sandbox or workspace failure), not that the tests failed.
 func (g *Grader) Grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Workspace) (GradeResult, error) {
 	return g.grade(ctx, sb, ex, ws, false)
 }
@@ -55,6 +61,14 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if why != "" {
 		return GradeResult{Ungradable: why}, nil
 	}
+	expected, err := expectedTests(ex)
+	if err != nil {
+		return GradeResult{}, err
+	}
+	h, err := g.harnessFor(ex, cmd)
+	if err != nil {
+		return GradeResult{}, err
+	}
 	// A remote sandbox's workspace is brought back to the copy, restored there, and sent again: the one Restore.
 	m, remote := sb.(mirror)
 	if remote {
@@ -66,6 +80,13 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if err != nil {
 		return GradeResult{}, err
 	}
+	suspect, err := suspectSource(ex, ws)
+	if err != nil {
+		return GradeResult{}, fmt.Errorf("%s: reading the solution: %w", ex.ID(), err)
+	}
+	if err := writeHarness(ws, h); err != nil {
+		return GradeResult{}, fmt.Errorf("%s: %w", ex.ID(), err)
+	}
 	if remote {
 		if err := m.push(ctx, ws); err != nil {
 			return GradeResult{}, fmt.Errorf("%s: %w", ex.ID(), err)
@@ -75,12 +96,21 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if timeout <= 0 {
 		timeout = DefaultGradeTimeout
 	}
+	nonce := newNonce()
 	start := time.Now()
-	code, out, err := runCommand(ctx, sb, cmd, ws.Rel, timeout)
+	run, err := runCommandStdin(ctx, sb, gradeCommand(h), ws.Rel, nonce, timeout)
 	elapsed := time.Since(start)
 	if err != nil {
 		return GradeResult{}, fmt.Errorf("%s: running the tests: %w", ex.ID(), err)
 	}
+	if remote {
+		if err := m.unharness(ctx, ws, h); err != nil {
+			return GradeResult{}, fmt.Errorf("%s: removing the grader's files: %w", ex.ID(), err)
+		}
+	}
+	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(run.Stdout)
+	code := run.ExitCode
+	out := loop.CommandOutput(protocolOutput(testOut, run.Stderr))
 	res := GradeResult{
 		Command:  cmd,
 		ExitCode: code,
@@ -88,8 +118,36 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 		Output:   out,
 		Seconds:  elapsed.Seconds(),
 		Restored: restored,
+		Tests:    len(expected),
+		Suspect:  suspect,
 	}
-	res.Passed = code == 0 && succeeded(ex.Lang, out)
+	if ex.Lang == "go" {
+		// go test -json wrote its stream to the report: the human output is rendered from it.
+		res.Output = goText(got.files["report.json"]) + out
+	}
+	cases, reportErr := parseReport(ex.Lang, got.files, testOut)
+	res.TestsOK, res.Verdict = judge(expected, cases)
+	if err := errors.Join(trailerErr, reportErr); err != nil {
+		res.Verdict = "the test reports could not be read: " + err.Error()
+	}
+	ended, epilogueWhy := checkEpilogues(h, got, nonce)
+	if res.Suspect == "" {
+		res.Suspect = trailerSuspect
+	}
+	if res.Suspect == "" && complete {
+		res.Suspect = runSuspect(h, got, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
+	}
+	switch {
+	case res.TimedOut:
+		res.Verdict = fmt.Sprintf("the tests timed out after %s", timeout)
+	case !complete && res.Verdict == "":
+		res.Verdict = "the grade's command did not finish its trailer (killed, or its output was cut)"
+	case res.Verdict == "" && !ended:
+		res.Verdict = "the test process ended before its framework finished: " + epilogueWhy
+	case res.Verdict == "" && code != 0:
+		res.Verdict = fmt.Sprintf("the test command exited with status %d", code)
+	}
+	res.Passed = res.Verdict == "" && res.Suspect == ""
 	if !res.Passed && ex.Lang == "java" && assertjTooOld.MatchString(out) {
 		// The restored tests do not compile against this machine's AssertJ: no solution could pass here.
 		res.Ungradable = "the tests use AssertJ API newer than the installed AssertJ (Debian 12 has 3.14; build.gradle asks for 3.25)"
@@ -185,45 +243,44 @@ func javaCommand(libs string, extra []string) string {
 		" --scan-classpath " + out + " --disable-banner --details=tree --fail-if-no-tests"
 }
 
-// Success summaries each runner prints only when every test it ran passed (and it ran some).
-var (
-	pytestPassed = regexp.MustCompile(`(?m)\b\d+ passed\b`)
-	pytestBad    = regexp.MustCompile(`(?m)\b\d+ (failed|errors?)\b`)
-	goOK         = regexp.MustCompile(`(?m)^ok\s`)
-	goPassLine   = regexp.MustCompile(`(?m)^\s*--- PASS: `)
-	goBad        = regexp.MustCompile(`(?m)^(FAIL|---\s*FAIL|panic:)`)
-	cargoOK      = regexp.MustCompile(`(?m)^test result: ok\. [1-9]\d* passed; 0 failed`)
-	cargoBad     = regexp.MustCompile(`(?m)^test result: FAILED`)
-	cargoResult  = regexp.MustCompile(`(?m)^test result: ok\.`)
-	cargoBinary  = regexp.MustCompile(`(?m)^\s+(Running|Doc-tests) `)
-	jestOK       = regexp.MustCompile(`(?m)^Tests:.*\b\d+ passed, \d+ total`)
-	jestBad      = regexp.MustCompile(`(?m)^Tests:.*\bfailed\b`)
-	catchOK      = regexp.MustCompile(`(?m)^All tests passed \(\d+ assertions? in \d+ test cases?\)`)
-	junitOK      = regexp.MustCompile(`(?m)\[\s*[1-9]\d* tests successful\s*\]`)
-	junitBad     = regexp.MustCompile(`(?m)\[\s*[1-9]\d* tests (failed|aborted)\s*\]`)
-)
-
-// succeeded says whether out carries the test runner's success summary and no failure summary.
-func succeeded(lang, out string) bool {
-	ok, bad := func(string) bool { return false }, func(string) bool { return false }
-	switch lang {
-	case "python":
-		ok, bad = pytestPassed.MatchString, pytestBad.MatchString
-	case "go":
-		ok = func(s string) bool { return goOK.MatchString(s) && goPassLine.MatchString(s) }
-		bad = goBad.MatchString
-	case "rust":
-		// Every test binary cargo ran must have reported: one that exited early says nothing.
-		ok = func(s string) bool {
-			return cargoOK.MatchString(s) && len(cargoResult.FindAllStringIndex(s, -1)) == len(cargoBinary.FindAllStringIndex(s, -1))
+// checkEpilogues says whether every epilogue h expects is there with this grade's nonce, and if not, why.
+func checkEpilogues(h harness, got collected, nonce string) (bool, string) {
+	for _, e := range h.ends {
+		data, ok := got.files[e]
+		if !ok {
+			return false, "no epilogue (" + e + ")"
 		}
-		bad = cargoBad.MatchString
-	case "javascript":
-		ok, bad = jestOK.MatchString, jestBad.MatchString
-	case "cpp":
-		ok = catchOK.MatchString
-	case "java":
-		ok, bad = junitOK.MatchString, junitBad.MatchString
+		first, _, _ := strings.Cut(string(data), "\n")
+		if first != nonce {
+			return false, "the epilogue " + e + " does not carry this grade's nonce"
+		}
 	}
-	return ok(out) && !bad(out)
+	return true, ""
+}
+
+// runSuspect is the reason, from the run, to distrust a grade, or "": the solution showed the nonce, an epilogue
+// was forged or reports tampering, the run changed the tests or the grader's files, or the process exited with
+// status 0 before the framework's end (a test run that ends early does not exit 0 by itself: something called
+// exit).
+func runSuspect(h harness, got collected, nonce, out string, code int, ended bool, why string) string {
+	if strings.Contains(out, nonce) {
+		return "the test output shows this grade's nonce: solution code read the grader's secret"
+	}
+	for _, e := range h.ends {
+		data := string(got.files[e])
+		first, rest, _ := strings.Cut(data, "\n")
+		if data != "" && first != nonce {
+			return "an epilogue that is not the grader's: " + e + " does not carry this grade's nonce"
+		}
+		if t := strings.TrimSpace(rest); strings.HasPrefix(t, "tampered ") {
+			return "the solution patched the test framework's assertions: " + limitNames(strings.Fields(strings.TrimPrefix(t, "tampered "))) + " replaced during the run"
+		}
+	}
+	if changed := changedFiles(h.checked, got.sums); len(changed) > 0 {
+		return "the test run changed or removed " + strings.Join(changed, ", ") + ": solution code wrote outside its files"
+	}
+	if code == 0 && !ended {
+		return "the test process exited with status 0 before its framework finished (" + why + "): solution code ended it early"
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func (s localSandbox) Call(ctx context.Context, name string, args json.RawMessag
 	if err := json.Unmarshal(args, &in); err != nil || name != protocol.ToolRunCommand {
 		return loop.ToolResult{IsError: true, Text: fmt.Sprintf("only %s with its input is offered here", protocol.ToolRunCommand)}, nil
 	}
-	code, out, err := s.run(ctx, in.Command, in.Cwd, time.Duration(in.TimeoutSeconds)*time.Second)
+	code, out, err := s.runIn(ctx, in.Command, in.Cwd, in.Stdin, time.Duration(in.TimeoutSeconds)*time.Second)
 	if err != nil {
 		return loop.ToolResult{}, err
 	}
@@ -68,10 +69,16 @@ func (m *cpuMeter) add(lang string, d time.Duration) {
 
 // run is the command itself, exit code -1 when the timeout killed it.
 func (s localSandbox) run(ctx context.Context, command, cwd string, timeout time.Duration) (int, string, error) {
+	return s.runIn(ctx, command, cwd, "", timeout)
+}
+
+// runIn is run with stdin on the command's standard input.
+func (s localSandbox) runIn(ctx context.Context, command, cwd, stdin string, timeout time.Duration) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command("sh", "-c", command)
 	cmd.Dir = filepath.Join(s.root, filepath.FromSlash(cwd))
+	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	newProcessGroup(cmd)

@@ -22,6 +22,7 @@ type Progress struct {
 	passed     int
 	graded     int
 	ungradable int
+	suspect    int // graded exercises with a suspect try
 	errors     int
 	running    int
 	cost       float64
@@ -59,6 +60,9 @@ func (p *Progress) add(r ExerciseResult, resumed bool) {
 	if r.PassedOnTry() > 0 {
 		p.passed++
 	}
+	if suspectTry(r) != "" {
+		p.suspect++
+	}
 	if resumed {
 		p.last = "resumed " + r.ID
 	} else {
@@ -76,8 +80,20 @@ func verdict(r ExerciseResult) string {
 		return "ERROR"
 	case r.PassedOnTry() > 0:
 		return fmt.Sprintf("pass (try %d)", r.PassedOnTry())
+	case suspectTry(r) != "":
+		return "SUSPECT"
 	}
 	return "fail"
+}
+
+// suspectTry is the reason of the first try the grader found suspect, or "".
+func suspectTry(r ExerciseResult) string {
+	for _, t := range r.Tries {
+		if t.Suspect != "" {
+			return t.Suspect
+		}
+	}
+	return ""
 }
 
 // Line is the current progress line, without a line ending.
@@ -95,6 +111,9 @@ func (p *Progress) line() string {
 	s := fmt.Sprintf("bench %d/%d  passed %d/%d (%.1f%%)", p.done, p.total, p.passed, p.graded, rate)
 	if p.ungradable > 0 {
 		s += fmt.Sprintf("  ungradable %d", p.ungradable)
+	}
+	if p.suspect > 0 {
+		s += fmt.Sprintf("  SUSPECT %d", p.suspect)
 	}
 	if p.errors > 0 {
 		s += fmt.Sprintf("  ERRORS %d", p.errors)

@@ -292,8 +292,34 @@ func (l listedEntry) Type() fs.FileMode {
 }
 func (l listedEntry) Info() (fs.FileInfo, error) { return nil, errors.New("no file info in a listing") }
 
+// unharness takes the grader's harness back out of the sandbox's workspace after a grade: the grade command's
+// trailer tries the same, but the commands' user may not write the files the filesystem server wrote. Files the
+// harness stood in for get the exercise's own content back.
+func (b *remoteBox) unharness(ctx context.Context, ws Workspace, h harness) error {
+	if err := b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: path.Join(ws.Rel, harnessDir), Recursive: true}, nil); err != nil && !errors.Is(err, errTool) {
+		return err
+	}
+	for _, f := range sortedFileKeys(h.files) {
+		if strings.HasPrefix(f, harnessDir+"/") {
+			continue
+		}
+		p := path.Join(ws.Rel, f)
+		var err error
+		if own, ok := h.pristine[f]; ok {
+			err = b.tool(ctx, protocol.ToolWriteFile, protocol.WriteFileInput{Path: p, Content: base64.StdEncoding.EncodeToString(own), Encoding: protocol.EncodingBase64}, nil)
+		} else {
+			err = b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: p}, nil)
+		}
+		if err != nil && !errors.Is(err, errTool) {
+			return err
+		}
+	}
+	return nil
+}
+
 // mirror is a sandbox whose workspace is not the host copy the grader restores (a remoteBox).
 type mirror interface {
 	pull(ctx context.Context, ex Exercise, ws Workspace) error
 	push(ctx context.Context, ws Workspace) error
+	unharness(ctx context.Context, ws Workspace, h harness) error
 }

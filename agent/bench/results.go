@@ -20,6 +20,10 @@ type TryResult struct {
 	TimedOut   bool     `json:"timed_out,omitempty"`
 	TestOutput string   `json:"test_output"`
 	Restored   []string `json:"restored,omitempty"` // test or build files the model had changed, put back for grading
+	Suspect    string   `json:"suspect,omitempty"`  // why the grader distrusts this try's result; never passed then
+	Verdict    string   `json:"verdict,omitempty"`  // why the grade failed, as the grader sees it
+	Tests      int      `json:"tests"`              // tests the pristine files define
+	TestsOK    int      `json:"tests_passed"`       // of those, reported passed
 
 	Turns              int     `json:"turns"`
 	StopReason         string  `json:"stop_reason"` // why the agent loop ended: one of agent/loop's Stop* reasons ("done", "max_turns", "timeout"...)
@@ -126,6 +130,7 @@ type LangRow struct {
 	PassRate1  float64 `json:"pass_rate_1"`
 	PassRate2  float64 `json:"pass_rate_2"`
 	Ungradable int     `json:"ungradable"`
+	Suspect    int     `json:"suspect"` // graded cases with a suspect try (counted in cases, never as passed)
 	Cost       float64 `json:"cost"`
 	Seconds    float64 `json:"seconds"`
 }
@@ -146,6 +151,8 @@ type Summary struct {
 	TestTimeouts           int       `json:"test_timeouts"`
 	ErrorOutputs           int       `json:"error_outputs"` // tries that ended in an infrastructure error
 	Ungradable             int       `json:"ungradable"`
+	Suspect                int       `json:"suspect"`       // graded cases with a suspect try; never counted as passed
+	SuspectCases           []string  `json:"suspect_cases"` // their ids
 	Languages              []LangRow `json:"languages"`
 	Failures               []string  `json:"failures"` // ids of graded cases that no try passed
 }
@@ -184,10 +191,17 @@ func Summarize(results []ExerciseResult) Summary {
 		if malformed == 0 {
 			wellFormed++
 		}
+		suspect := false
 		for _, t := range r.Tries {
 			if t.Error != "" {
 				s.ErrorOutputs++
 			}
+			suspect = suspect || t.Suspect != ""
+		}
+		if suspect {
+			s.Suspect++
+			row.Suspect++
+			s.SuspectCases = append(s.SuspectCases, r.ID)
 		}
 		switch r.PassedOnTry() {
 		case 1:
@@ -218,6 +232,9 @@ func Summarize(results []ExerciseResult) Summary {
 	if s.Failures == nil {
 		s.Failures = []string{}
 	}
+	if s.SuspectCases == nil {
+		s.SuspectCases = []string{}
+	}
 	return s
 }
 
@@ -241,17 +258,20 @@ func SaveSummary(runDir string, s Summary) error {
 // Table renders a summary for a terminal: one row per language, a total row, and the failures.
 func (s Summary) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-11s %6s %8s %8s %8s %8s %10s %9s\n", "language", "cases", "passed_1", "passed_2", "rate_1", "rate_2", "ungradable", "cost")
+	fmt.Fprintf(&b, "%-11s %6s %8s %8s %8s %8s %10s %7s %9s\n", "language", "cases", "passed_1", "passed_2", "rate_1", "rate_2", "ungradable", "suspect", "cost")
 	var c, p1, p2 int
 	for _, r := range s.Languages {
-		fmt.Fprintf(&b, "%-11s %6d %8d %8d %7.1f%% %7.1f%% %10d %9.4f\n", r.Lang, r.Cases, r.Passed1, r.Passed2, r.PassRate1, r.PassRate2, r.Ungradable, r.Cost)
+		fmt.Fprintf(&b, "%-11s %6d %8d %8d %7.1f%% %7.1f%% %10d %7d %9.4f\n", r.Lang, r.Cases, r.Passed1, r.Passed2, r.PassRate1, r.PassRate2, r.Ungradable, r.Suspect, r.Cost)
 		c, p1, p2 = c+r.Cases, p1+r.Passed1, p2+r.Passed2
 	}
-	fmt.Fprintf(&b, "%-11s %6d %8d %8d %7.1f%% %7.1f%% %10d %9.4f\n", "total", c, p1, p2, s.PassRate1, s.PassRate2, s.Ungradable, s.TotalCost)
+	fmt.Fprintf(&b, "%-11s %6d %8d %8d %7.1f%% %7.1f%% %10d %7d %9.4f\n", "total", c, p1, p2, s.PassRate1, s.PassRate2, s.Ungradable, s.Suspect, s.TotalCost)
 	fmt.Fprintf(&b, "well formed %.1f%%, %.1f s per case, %d prompt + %d completion tokens, %d test timeouts\n",
 		s.PercentCasesWellFormed, s.SecondsPerCase, s.PromptTokens, s.CompletionTokens, s.TestTimeouts)
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(&b, "failed: %s\n", strings.Join(s.Failures, " "))
+	}
+	if len(s.SuspectCases) > 0 {
+		fmt.Fprintf(&b, "suspect (a try showed signs of tampering; see the result files): %s\n", strings.Join(s.SuspectCases, " "))
 	}
 	return b.String()
 }
@@ -289,6 +309,10 @@ func NewTry(try int, g GradeResult) TryResult {
 		TimedOut:     g.TimedOut,
 		TestOutput:   g.Output,
 		Restored:     g.Restored,
+		Suspect:      g.Suspect,
+		Verdict:      g.Verdict,
+		Tests:        g.Tests,
+		TestsOK:      g.TestsOK,
 		GradeSeconds: g.Seconds,
 	}
 }

@@ -403,7 +403,17 @@ func TestProgressLine(t *testing.T) {
 			t.Errorf("progress line %q lacks %q", line, want)
 		}
 	}
-	if got := strings.Count(b.String(), "\n"); got != 3 {
+	if strings.Contains(line, "SUSPECT") {
+		t.Errorf("progress line %q shows suspects before any", line)
+	}
+	p.add(ExerciseResult{ID: "go/d", Tries: []TryResult{{Try: 1, Suspect: "calls the process's exit"}}}, false)
+	line = p.Line()
+	for _, want := range []string{"bench 4/4", "passed 2/3", "SUSPECT 1", "last: go/d SUSPECT"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %q", line, want)
+		}
+	}
+	if got := strings.Count(b.String(), "\n"); got != 4 {
 		t.Errorf("want one line per update off a terminal, got %d:\n%s", got, b.String())
 	}
 }
@@ -625,7 +635,14 @@ func TestRunAllExercises(t *testing.T) {
 	report, err := Run(context.Background(), opts)
 	must(t, err)
 	t.Logf("wall %s\n%s", time.Since(start).Round(time.Second), report.Summary.Table())
-	if report.Summary.PassRate1 != 100 || report.Summary.Ungradable != 0 {
+	// java/mazy-mice is found ungradable only from javac's output (an AssertJ older than its tests), so it cannot be
+	// left out beforehand; it counts neither way.
+	if report.Summary.PassRate1 != 100 || len(report.Summary.Failures) != 0 {
 		t.Errorf("reference solutions failed: %v", report.Summary.Failures)
+	}
+	for _, r := range report.Results {
+		if r.Ungradable != "" && r.ID != "java/mazy-mice" {
+			t.Errorf("%s found ungradable while running: %s", r.ID, r.Ungradable)
+		}
 	}
 }

@@ -66,3 +66,16 @@ func (tc Toolchains) readDirs() []string {
 	}
 	return extra
 }
+
+// runCommandStdin is runCommand with text on the command's standard input, returning the streams apart: the grade
+// gives the nonce this way and reads its trailer from stdout alone.
+func runCommandStdin(ctx context.Context, sb loop.Sandbox, command, cwd, stdin string, timeout time.Duration) (protocol.RunCommandOutput, error) {
+	in := protocol.RunCommandInput{Command: command, Cwd: cwd, Stdin: stdin, TimeoutSeconds: int(math.Ceil(timeout.Seconds()))}
+	out, _, err := loop.RunCommand(ctx, sb, in)
+	return out, err
+}
+
+// protocolOutput is a command output of stdout and stderr, for loop.CommandOutput.
+func protocolOutput(stdout, stderr string) protocol.RunCommandOutput {
+	return protocol.RunCommandOutput{Stdout: stdout, Stderr: stderr}
+}

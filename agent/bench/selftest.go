@@ -136,8 +136,12 @@ func selfTestOne(ctx context.Context, opts SelfTestOptions, sb *PoolSandbox, ex 
 		res.Status, res.Reason = SelfUngradable, stub.Ungradable
 	case !ref.Passed && stub.Passed:
 		return problem("the reference solution failed and the stub passed")
+	case ref.Suspect != "":
+		return problem("the grader finds the reference solution suspect: %s", ref.Suspect)
+	case stub.Suspect != "":
+		return problem("the grader finds the stub suspect: %s", stub.Suspect)
 	case !ref.Passed:
-		return problem("the reference solution failed (exit %d%s)", ref.ExitCode, timedOutNote(ref))
+		return problem("the reference solution failed (exit %d%s): %s", ref.ExitCode, timedOutNote(ref), ref.Verdict)
 	case stub.Passed && isRefactoring(ex):
 		res.Status, res.Reason = SelfOK, "refactoring exercise: the stub already passes, by design"
 	case stub.Passed:

@@ -80,7 +80,8 @@ func TestSelfTest(t *testing.T) {
 		case SelfOK:
 		case SelfUngradable:
 			// go and python need only what CI installs; elsewhere a missing toolchain is a finding, not a bug.
-			if r.Lang == "go" || r.Lang == "python" {
+			// go/counter has no tests to run anywhere (its task is to write them).
+			if (r.Lang == "go" || r.Lang == "python") && r.ID != "go/counter" {
 				t.Errorf("%s ungradable: %s", r.ID, r.Reason)
 			}
 		default:

@@ -269,6 +269,9 @@ func intruder(lang, p string, d fs.DirEntry) bool {
 	if d.IsDir() && slices.Contains(hiddenDirs, name) {
 		return false // nothing reads these
 	}
+	if p == harnessDir || strings.HasPrefix(p, harnessDir+"/") {
+		return true // the grader's own folder: only the grader puts anything there
+	}
 	switch lang {
 	case "python":
 		if d.IsDir() {

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+// The harness is what the grader adds to an exercise for one grade, so that the verdict does not rest on anything
+// the solution can print. The solution runs inside the test process, so every line of that process's output is
+// the solution's to write. The grader therefore needs two things the framework produces and a solution that ends
+// the process early cannot:
+//
+//   - the framework's own per-test results, written to a report file (or for Rust, libtest's per-test lines), and
+//   - an epilogue: grader-owned code that runs only after the framework's run has ended and writes back the
+//     grade's nonce.
+//
+// The nonce reaches the test process without ever being in the workspace, a command line or the environment:
+// the grader gives it on the command's standard input, the shell (before any test code runs) writes it into a
+// fresh private folder, $GOALBOX_DIR (mktemp -d, mode 0700), and the test process runs with stdin from /dev/null.
+// Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a JUnit
+// launcher of the grader's own), that code takes the nonce and removes the file first, so the solution cannot
+// learn it from the file system at all. Where the solution's code can run first (Go package initialisation, Rust
+// and C++ static constructors) it could read the file; docs/benchmark.md says what that leaves open and what
+// catches it instead (the source checks in suspect.go).
+//
+// After the test process has ended, the same shell prints a trailer: the report and epilogue files (gzip, base64)
+// and the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files.
+// The grader reads only that trailer for the verdict (trailer.go).
+
+//go:embed harness
+var harnessFS embed.FS
+
+// harnessDir is where the grader's own sources go in the exercise folder (the jest reporter, the Java launcher):
+// a dot folder, which go ./..., pytest's collection and jest's ./* all pass over. The test process only reads it.
+const harnessDir = ".goalbox"
+
+// harness is one grade's additions: files to write into the exercise (relative to it), the test command that
+// makes the framework report per test, and where the results come back from.
+type harness struct {
+	files   map[string][]byte
+	command string // the test command alone, run from the exercise folder with $GOALBOX_DIR set
+	// reports are the files in $GOALBOX_DIR the trailer sends back (the framework's reports, the epilogues).
+	reports []string
+	// ends are the epilogue files in $GOALBOX_DIR, one per test process the grade must see finish: each must
+	// hold the nonce.
+	ends []string
+	// checked are the files the run must leave as the harness wrote them: the tests and the grader's own.
+	checked map[string][]byte
+	// pristine holds, for each harness file that stands in for an exercise file (Rust's test file with the
+	// epilogue, C++'s test main), the exercise's own content, which the collect step puts back.
+	pristine map[string][]byte
+}
+
+// newNonce is 128 random bits in hex: one grade's secret.
+func newNonce() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // the platform has no entropy: nothing can be graded safely
+	}
+	return hex.EncodeToString(b)
+}
+
+// harnessFor builds the harness of one grade of ex, whose plain test command is cmd (what the model is shown).
+func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
+	h := harness{files: map[string][]byte{}, checked: map[string][]byte{}, pristine: map[string][]byte{}}
+	for _, f := range ex.Test {
+		data, _, err := sourceContent(ex, f)
+		if err != nil {
+			return harness{}, fmt.Errorf("%s: reading %s: %w", ex.ID(), f, err)
+		}
+		h.checked[f] = data
+	}
+	const end = "end"
+	switch ex.Lang {
+	case "go":
+		pkg, err := goTestPackage(ex)
+		if err != nil {
+			return harness{}, err
+		}
+		var b bytes.Buffer
+		tmpl := template.Must(template.ParseFS(harnessFS, "harness/goalbox_main_test.go.tmpl"))
+		if err := tmpl.Execute(&b, struct{ Package string }{pkg}); err != nil {
+			return harness{}, err
+		}
+		h.files[goMainFile] = b.Bytes()
+		// go test -json: cmd/go's own stream of per-test events, to a file; the human output is rendered from it.
+		plain := strings.Replace(cmd, " go test -v ./...", " go test -json ./...", 1)
+		if plain == cmd {
+			return harness{}, fmt.Errorf("%s: unexpected go test command %q", ex.ID(), cmd)
+		}
+		h.command = plain + ` > "$GOALBOX_DIR/report.json"`
+		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+	case "python":
+		h.files["conftest.py"] = mustHarnessFile("conftest.py")
+		h.command = cmd + ` --junitxml="$GOALBOX_DIR/report.xml" -o junit_family=xunit1`
+		h.reports, h.ends = []string{"report.xml", "end"}, []string{end}
+	case "javascript":
+		h.files[harnessDir+"/reporter.js"] = mustHarnessFile("reporter.js")
+		plain := strings.Replace(cmd, " --ci ./*", " --ci --reporters=default --reporters=./"+harnessDir+"/reporter.js --json --outputFile=\"$GOALBOX_DIR/report.json\" ./*", 1)
+		if plain == cmd {
+			return harness{}, fmt.Errorf("%s: unexpected jest command %q", ex.ID(), cmd)
+		}
+		h.command = plain
+		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+	case "rust":
+		// The test binaries' per-test lines are the report; each pristine test file gets the epilogue test, and
+		// one test thread runs the tests in name order, the epilogue last.
+		epilogue := mustHarnessFile("epilogue.rs")
+		h.reports = nil
+		for _, f := range ex.Test {
+			if !strings.HasPrefix(f, "tests/") || path.Ext(f) != ".rs" {
+				continue
+			}
+			h.pristine[f] = h.checked[f]
+			h.files[f] = append(slices.Clip(h.checked[f]), epilogue...)
+			h.checked[f] = h.files[f]
+			name := "end." + strings.ReplaceAll(strings.TrimSuffix(path.Base(f), ".rs"), "-", "_")
+			h.reports = append(h.reports, name)
+			h.ends = append(h.ends, name)
+		}
+		if len(h.ends) == 0 {
+			return harness{}, fmt.Errorf("%s: no test file under tests/ to add the epilogue to", ex.ID())
+		}
+		h.command = cmd + " --test-threads=1"
+	case "cpp":
+		own, _, err := sourceContent(ex, cppMainFile)
+		if err != nil {
+			return harness{}, fmt.Errorf("%s: the C++ exercise has no %s: %w", ex.ID(), cppMainFile, err)
+		}
+		h.pristine[cppMainFile] = own
+		h.files[cppMainFile] = mustHarnessFile("tests-main.cpp")
+		h.command = cmd
+		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+	case "java":
+		h.files[harnessDir+"/GoalboxLauncher.java"] = mustHarnessFile("GoalboxLauncher.java")
+		jars, _, err := javaJars(ex)
+		if err != nil {
+			return harness{}, err
+		}
+		h.command = javaHarnessCommand(g.Toolchains.JavaLibs, jars)
+		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+	default:
+		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
+	}
+	for f, data := range h.files {
+		h.checked[f] = data
+	}
+	return h, nil
+}
+
+// Harness files that stand where the exercise has, or could have, a file of its own.
+const (
+	goMainFile  = "goalbox_main_test.go"
+	cppMainFile = "test/tests-main.cpp"
+)
+
+func mustHarnessFile(name string) []byte {
+	data, err := harnessFS.ReadFile("harness/" + name)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return data
+}
+
+// goTestPackage is the package clause of ex's first Go test file: the grader's TestMain joins that package.
+func goTestPackage(ex Exercise) (string, error) {
+	for _, f := range ex.Test {
+		if !strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(ex.Dir, filepath.FromSlash(f)), nil, parser.PackageClauseOnly)
+		if err != nil {
+			return "", fmt.Errorf("%s: reading the package of %s: %w", ex.ID(), f, err)
+		}
+		return file.Name.Name, nil
+	}
+	return "", fmt.Errorf("%s: no _test.go among the test files", ex.ID())
+}
+
+// javaHarnessCommand is javaCommand with the grader's launcher compiled in the same javac run and run in place of
+// the console launcher: the same class path, the same JVM flags. Attaching an agent to the JVM at run time is
+// turned off, so a solution cannot load one to read the launcher's locals.
+func javaHarnessCommand(libs string, extra []string) string {
+	lib := []string{path.Join(libs, "junit-platform-console-standalone.jar"), path.Join(libs, "assertj-core.jar")}
+	for _, j := range extra {
+		lib = append(lib, path.Join(libs, j))
+	}
+	const out = "build/goalbox"
+	jvm := "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+	cp := strings.Join(lib, ":")
+	return "rm -rf " + out + " && mkdir -p " + out + " && " +
+		"javac -J" + strings.ReplaceAll(jvm, " ", " -J") + " -nowarn -encoding UTF-8 -d " + out + " -cp " + shellQuote(cp) +
+		" $(find src/main/java src/test/java -name '*.java') " + harnessDir + "/GoalboxLauncher.java && " +
+		"java " + jvm + " -XX:+DisableAttachMechanism -cp " + shellQuote(cp+":"+out) + " GoalboxLauncher " + out
+}
+
+// writeHarness writes h's files into ws after Restore, each as a fresh regular file (writeInto), and returns them
+// as sandbox paths.
+func writeHarness(ws Workspace, h harness) error {
+	r, err := os.OpenRoot(ws.Dir())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, f := range sortedFileKeys(h.files) {
+		if err := writeInto(r, f, h.files[f], 0o644); err != nil {
+			return fmt.Errorf("writing the grader's %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+func sortedFileKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

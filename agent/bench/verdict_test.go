@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestJudge(t *testing.T) {
+	pass := func(n string) caseResult { return caseResult{name: n, passed: true} }
+	for _, c := range []struct {
+		name     string
+		expected []string
+		got      []caseResult
+		passed   int
+		why      string // a part of the reason; "" for a pass
+	}{
+		{"all passed", []string{"a", "b"}, []caseResult{pass("a"), pass("b")}, 2, ""},
+		{"an extra passed test is fine", []string{"a"}, []caseResult{pass("a"), pass("a/sub")}, 1, ""},
+		{"one missing", []string{"a", "b"}, []caseResult{pass("a")}, 1, `not reported passed: "b"`},
+		{"count matters", []string{"a", "a"}, []caseResult{pass("a")}, 1, `not reported passed: "a"`},
+		{"a failure anywhere fails", []string{"a"}, []caseResult{pass("a"), {name: "x"}}, 1, `failed: "x"`},
+		{"a skipped extra is no failure", []string{"a"}, []caseResult{pass("a"), {name: "slow", skipped: true}}, 1, ""},
+		{"a skipped expected test is missing", []string{"a"}, []caseResult{{name: "a", skipped: true}}, 0, `not reported passed: "a"`},
+		{"nothing reported", []string{"a"}, nil, 0, "0 of 1"},
+	} {
+		passed, why := judge(c.expected, c.got)
+		if passed != c.passed || (c.why == "") != (why == "") || !strings.Contains(why, c.why) {
+			t.Errorf("%s: judge = %d, %q; want %d and a reason with %q", c.name, passed, why, c.passed, c.why)
+		}
+	}
+}
+
+// trailerFor builds a trailer as gradeCommand's shell prints it.
+func trailerFor(files map[string]string, code string) string {
+	var b strings.Builder
+	b.WriteString("\n" + trailerBegin + "\n")
+	for name, data := range files {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write([]byte(data))
+		w.Close()
+		b.WriteString("file " + name + " " + base64.StdEncoding.EncodeToString(z.Bytes()) + "\n")
+	}
+	b.WriteString(strings.Repeat("0", 64) + "  tests/a.rs\n")
+	b.WriteString(trailerEnd + " " + code + "\n")
+	return b.String()
+}
+
+func TestParseTrailer(t *testing.T) {
+	good := "test output\n" + trailerFor(map[string]string{"end": "n1"}, "0")
+	out, c, ok, suspect, err := parseTrailer(good)
+	if !ok || suspect != "" || err != nil || out != "test output\n" || string(c.files["end"]) != "n1" || c.sums["tests/a.rs"] == "" {
+		t.Errorf("a good trailer: out %q ok %v suspect %q err %v files %q sums %v", out, ok, suspect, err, c.files, c.sums)
+	}
+	// A solution that prints a trailer of its own before the real one.
+	forged := "x\n" + trailerFor(map[string]string{"end": "forged"}, "0") + good
+	if _, c, ok, suspect, _ := parseTrailer(forged); !ok || suspect == "" || string(c.files["end"]) != "n1" {
+		t.Errorf("a forged trailer before the real one: ok %v suspect %q end %q; want the real one read and suspect", ok, suspect, c.files["end"])
+	}
+	// Output after the end line: a process the solution left behind.
+	if _, _, _, suspect, _ := parseTrailer(good + "late line\n"); suspect == "" {
+		t.Error("output after the trailer is not suspect")
+	}
+	// A command killed before its trailer, or cut in the middle.
+	for _, s := range []string{"only test output\n", "x\n\n" + trailerBegin + "\nfile end H4sI"} {
+		if _, _, ok, _, _ := parseTrailer(s); ok {
+			t.Errorf("an incomplete trailer read as complete: %q", s)
+		}
+	}
+	if _, _, _, _, err := parseTrailer("\n" + trailerBegin + "\nfile end !!!\n" + trailerEnd + " 0\n"); err == nil {
+		t.Error("a file that is not gzip+base64 gave no error")
+	}
+}
+
+func TestRunSuspect(t *testing.T) {
+	h := harness{ends: []string{"end"}, checked: map[string][]byte{"t.py": []byte("x")}}
+	sums := map[string]string{"t.py": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"} // sha256("x")
+	for _, c := range []struct {
+		name    string
+		end     string // the epilogue's content; "" for none
+		out     string
+		code    int
+		sums    map[string]string
+		suspect string // a part of the reason; "" for none
+	}{
+		{"an honest pass", "N", "", 0, sums, ""},
+		{"an honest failure", "N", "", 1, sums, ""},
+		{"a crash before the epilogue", "", "", 1, sums, ""},
+		{"exit 0 before the epilogue", "", "", 0, sums, "exited with status 0 before"},
+		{"a forged epilogue", "guess", "", 0, sums, "not the grader's"},
+		{"the nonce in the output", "N", "here is N", 0, sums, "nonce"},
+		{"assertions replaced", "N\ntampered unittest.TestCase.assertEqual", "", 0, sums, "assertEqual"},
+		{"a test file changed", "N", "", 0, map[string]string{"t.py": strings.Repeat("0", 64)}, "changed or removed t.py"},
+	} {
+		got := collected{files: map[string][]byte{}, sums: c.sums}
+		if c.end != "" {
+			got.files["end"] = []byte(c.end)
+		}
+		ended, why := checkEpilogues(h, got, "N")
+		s := runSuspect(h, got, "N", c.out, c.code, ended, why)
+		if (c.suspect == "") != (s == "") || !strings.Contains(s, c.suspect) {
+			t.Errorf("%s: suspect %q, want %q", c.name, s, c.suspect)
+		}
+	}
+}
+
+func TestExpectedTestNames(t *testing.T) {
+	check := func(lang string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", lang, got, want)
+		}
+	}
+	goSrc := "package p\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\nfunc Testlower(t *testing.T) {}\nfunc TestB(b *testing.B) {}\nfunc (x X) TestM(t *testing.T) {}\nfunc ExampleF() {\n\t// Output: 1\n}\nfunc ExampleG() {}\n"
+	names, err := goTestNames("p_test.go", []byte(goSrc))
+	must(t, err)
+	check("go", names, []string{"TestA", "ExampleF"})
+
+	check("python", pythonTestNames("x_test.py", []byte("import unittest\n\nclass XTest(unittest.TestCase):\n    def test_a(self):\n        pass\n\n    def helper(self):\n        pass\n\ndef test_top():\n    pass\n")),
+		[]string{"XTest.test_a", "x_test.test_top"})
+
+	check("javascript", jestTestNames([]byte("describe('d', () => {\n  test('it\\'s one', () => {});\n  it(\"two\", () => {});\n  test.skip('slow', () => {});\n  /x/.test('s');\n  test(\n    'three',\n    () => {});\n});\n")),
+		[]string{"it's one", "two", "three"})
+
+	check("rust", rustTestNames([]byte("#[test]\nfn a() {}\n\n#[test]\n#[ignore]\nfn b() {}\n\n#[test]\n#[cfg(feature = \"x\")]\nfn gated() {}\n\n#[cfg(feature = \"io\")]\nmod io {\n    #[test]\n    fn in_gated_mod() {}\n}\n\nmod m {\n    #[test]\n    fn c() {}\n}\nmacro_rules! t { ($n:ident) => { #[test]\n fn $n() {} } }\n")),
+		[]string{"a", "b", "c"})
+
+	check("cpp", catchTestNames([]byte("TEST_CASE(\"one\") {}\n#if defined(EXERCISM_RUN_ALL_TESTS)\nTEST_CASE(\n    \"two \\\"quoted\\\"\", \"[tag]\") {}\n#endif\n#if defined(EXERCISM_INCLUDE_BENCHMARK)\nTEST_CASE(\"bench\") {}\n#endif\n#ifdef EXERCISM_TEST_SUITE\n#include <catch2/catch.hpp>\n#else\nTEST_CASE(\"else\") {}\n#endif\n")),
+		[]string{"one", `two "quoted"`, "else"})
+
+	check("java", junitTestNames([]byte("class T {\n    @Test\n    public void a() {\n    }\n\n    @Test\n    @DisplayName(\"x\")\n    void b() throws Exception {\n    }\n\n    void helper() {}\n}\n")),
+		[]string{"a", "b"})
+}
+
+// TestExpectedTestsOverTheBenchmark reads the expected tests of every exercise: each defines some (go/counter
+// excepted, whose test file has none), and where a plain count of the tests' markers in the files is possible
+// (Python def test_, Java @Test, jest test(/it( calls, Catch TEST_CASE( less the benchmark-only ones) the parsers
+// find exactly that many.
+func TestExpectedTestsOverTheBenchmark(t *testing.T) {
+	exs, err := Discover(benchmarkDir(t), Filter{})
+	must(t, err)
+	markers := map[string]*regexp.Regexp{
+		"python":     regexp.MustCompile(`(?m)^\s+def test_`),
+		"java":       regexp.MustCompile(`@Test\b`),
+		"javascript": regexp.MustCompile(`(?m)^\s*x?(test|it)\(`),
+		"cpp":        regexp.MustCompile(`\bTEST_CASE\(`),
+	}
+	benchOnly := regexp.MustCompile(`(?s)#if defined\(EXERCISM_INCLUDE_BENCHMARK\).*?#endif`)
+	total := map[string]int{}
+	for _, ex := range exs {
+		names, err := expectedTests(ex)
+		if ex.ID() == "go/counter" {
+			if err == nil {
+				t.Errorf("go/counter: %d tests, want none", len(names))
+			}
+			continue
+		}
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		total[ex.Lang] += len(names)
+		re := markers[ex.Lang]
+		if re == nil {
+			continue
+		}
+		raw := 0
+		for _, f := range ex.Test {
+			data, err := os.ReadFile(filepath.Join(ex.Dir, filepath.FromSlash(f)))
+			must(t, err)
+			raw += len(re.FindAll(benchOnly.ReplaceAll(data, nil), -1))
+		}
+		if raw != len(names) {
+			t.Errorf("%s: %d test markers in the files, %d tests read", ex.ID(), raw, len(names))
+		}
+	}
+	t.Logf("expected tests per language: %v", total)
+}
