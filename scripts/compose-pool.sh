@@ -36,7 +36,9 @@ exec_port() { echo $((base + 2 * ($1 - 1) + 1)); }
 stack() {
 	local i=$1 token=${TOKEN:-}
 	shift
-	GOALBOX_FS_PORT=$(fs_port "$i") GOALBOX_EXEC_PORT=$(exec_port "$i") GOALBOX_TOKEN=$token \
+	# GOALBOX_UNPROTECT=all: a pool's workspaces are nobody's project and are emptied between exercises, which a
+	# protected .git/config (after a model's git init) would refuse.
+	GOALBOX_FS_PORT=$(fs_port "$i") GOALBOX_EXEC_PORT=$(exec_port "$i") GOALBOX_TOKEN=$token GOALBOX_UNPROTECT=${GOALBOX_UNPROTECT:-all} \
 		docker compose -p "$(project "$i")" -f "$compose_file" "$@"
 }
 

@@ -68,6 +68,10 @@ func NewProtection(add, remove []string) (*Protection, error) {
 		}
 	}
 	for _, r := range remove {
+		if r == UnprotectAll {
+			list = nil // everything, the additions of add included: nothing is protected
+			continue
+		}
 		c, err := cleanPattern(r)
 		if err != nil {
 			return nil, fmt.Errorf("-unprotect %q: %w", r, err)
@@ -227,12 +231,16 @@ func ParseProtection(add, remove []string) (*Protection, error) {
 	return NewProtection(split(add), split(remove))
 }
 
+// UnprotectAll, given to -unprotect, removes every pattern: for workspaces that are nobody's project (a benchmark's
+// sandboxes, reset between exercises), where a model's `git init` must not make a folder undeletable.
+const UnprotectAll = "all"
+
 // ProtectUsage and UnprotectUsage are the usage of the -protect and -unprotect flags, one text for every command
 // that takes them (both servers, the agent); UnprotectUsage lists the defaults, so the help cannot drift from them.
 const ProtectUsage = "protect another path pattern from every change, at any depth of the workspace (e.g. secrets or *.pem); repeatable or comma-separated"
 
 func UnprotectUsage() string {
-	return "let a default protected pattern be changed (" + strings.Join(DefaultProtected, ", ") + "); repeatable or comma-separated"
+	return "let a default protected pattern be changed (" + strings.Join(DefaultProtected, ", ") + "), or all of them with 'all'; repeatable or comma-separated"
 }
 
 // gitlinkPattern is the pattern a file or symlink named .git would get around, "" when none is in force. A gitlink

@@ -85,3 +85,22 @@ func TestProtectionRefusesBadPatterns(t *testing.T) {
 		t.Errorf("ProtectedError: %v", e)
 	}
 }
+
+func TestUnprotectAll(t *testing.T) {
+	p, err := ParseProtection([]string{"secrets"}, []string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Patterns()) != 0 {
+		t.Errorf("-unprotect all left %v", p.Patterns())
+	}
+	if _, ok := p.Match(".git/hooks/pre-commit"); ok {
+		t.Error("-unprotect all still protects .git/hooks")
+	}
+	// Positive control: without it the same path is protected.
+	if q, _ := ParseProtection(nil, nil); len(q.Patterns()) == 0 {
+		t.Error("the defaults protect nothing")
+	} else if _, ok := q.Match(".git/hooks/pre-commit"); !ok {
+		t.Error("the defaults do not protect .git/hooks")
+	}
+}
