@@ -73,9 +73,9 @@ func TestProcessBuffersRSS(t *testing.T) {
 		held = h
 	}
 	// The bound: the buffers' total and a fixed cost per process, live on the heap; and for RSS twice that (the
-	// Go collector lets the heap grow to twice what is live before it collects, GOGC=100) plus 32 MiB of runtime.
+	// Go collector lets the heap grow to twice what is live before it collects, GOGC=100) plus 64 MiB of runtime and timing (when the collector runs varies with the load).
 	liveBound := int64(totalMiB<<10 + sessions*procs*perProcessKiB) // KiB above the start
-	bound := base.rssKB + 2*liveBound + 32<<10
+	bound := base.rssKB + 2*liveBound + 64<<10
 	gcs := ex.gcs()
 	live := int64(0)
 	if len(gcs) > 0 {
