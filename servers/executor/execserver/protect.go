@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 )
 
 // ProtectEnforcer is what a backend implements when it makes Request.Protected read-only for its commands. A
@@ -52,6 +53,8 @@ const (
 	// what a backend that cannot enforce let a command change.
 	protectKeepBytes = 1 << 20
 	protectKeepTotal = 16 << 20
+	// protectQuarantineBytes bounds what the quarantine keeps, all sweeps together.
+	protectQuarantineBytes = 256 << 20
 )
 
 // protector scans and sweeps one workspace.
@@ -281,7 +284,11 @@ func (p *protector) harmlessNew(rel string, e protectedEntry) bool {
 // through the guard, which never follows a link out, and then removes; a link is recorded by name only.
 func (p *protector) quarantineOut(rel string) {
 	dest := filepath.Join(p.quarantine, time.Now().UTC().Format("20060102T150405")+"-"+strconv.FormatInt(p.seq.Add(1), 10), filepath.FromSlash(rel))
-	if err := p.copyOut(rel, dest, 0); err != nil {
+	// The quarantine is outside the workspace, where no disk cap counts: what a command plants is kept only while
+	// the quarantine holds less than protectQuarantineBytes, else removed without a copy (and logged), or a
+	// command planting a large .vscode/ again and again would fill the host's disk through it.
+	budget := protectQuarantineBytes - diskcap.Usage(p.quarantine)
+	if err := p.copyOut(rel, dest, 0, &budget); err != nil {
 		p.logger.Warn("protected files: could not keep a copy before removing", "path", rel, "error", err)
 	}
 	if _, _, err := p.guard.Remove(rel, true); err != nil {
@@ -291,7 +298,7 @@ func (p *protector) quarantineOut(rel string) {
 	p.logger.Warn("protected files: moved what a command changed to the quarantine", "path", rel, "quarantine", dest)
 }
 
-func (p *protector) copyOut(rel, dest string, depth int) error {
+func (p *protector) copyOut(rel, dest string, depth int, budget *int64) error {
 	_, fi, err := p.guard.Lstat(rel)
 	if err != nil {
 		return err
@@ -310,12 +317,16 @@ func (p *protector) copyOut(rel, dest string, depth int) error {
 			return err
 		}
 		for _, e := range ents {
-			if err := p.copyOut(rel+"/"+e.Name(), filepath.Join(dest, e.Name()), depth+1); err != nil {
+			if err := p.copyOut(rel+"/"+e.Name(), filepath.Join(dest, e.Name()), depth+1, budget); err != nil {
 				return err
 			}
 		}
 		return nil
 	case fi.Mode().IsRegular():
+		if fi.Size() > *budget {
+			return fmt.Errorf("the quarantine is full (%d bytes, -quarantine-dir): %s removed without a copy", protectQuarantineBytes, rel)
+		}
+		*budget -= fi.Size()
 		_, b, err := p.guard.ReadFile(rel)
 		if err != nil {
 			return err
