@@ -28,6 +28,8 @@ type sandboxRules struct {
 	// DevDir is the /dev commands see, which they may list (as the server finds it: the minimal root's own in the
 	// namespace mode, the host's in the fallback).
 	DevDir string `json:"dev_dir,omitempty"`
+	// PtsDir is the devpts commands open terminals in (the minimal root's own instance in the namespace mode).
+	PtsDir string `json:"pts_dir,omitempty"`
 }
 
 // appliedConfinement is what was actually put in force, as seen from inside.
@@ -89,7 +91,7 @@ func landlockRules(r sandboxRules) []landlock.Rule {
 		landlock.RWDirs(r.WriteDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.PathAccess(ll.AccessFSReadDir, cmp.Or(r.DevDir, "/dev")).IgnoreIfMissing(),
 		landlock.RWFiles(sandboxDevices...).WithIoctlDev().IgnoreIfMissing(),
-		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs(cmp.Or(r.PtsDir, "/dev/pts")).WithIoctlDev().IgnoreIfMissing(),
 	}
 	if r.ShmDir != "" {
 		rules = append(rules, landlock.RWDirs(r.ShmDir).IgnoreIfMissing())

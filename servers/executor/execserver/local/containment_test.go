@@ -41,6 +41,9 @@ func TestLocalContainmentWithoutNamespaces(t *testing.T) {
 		KnownGaps: map[string]string{
 			"docker_socket":        "without a mount namespace /run cannot be masked, and Landlock ABI < 9 does not restrict connecting to UNIX sockets",
 			"proc_other_processes": "without a PID namespace /proc is the host's: command lines of other processes are visible (not their environments or memory)",
+			// Shown to work here when the server runs as the terminal's user (TestLocalContainmentAsOrdinaryUser):
+			// the namespace mode's devpts of its own is the fix, and the fallback has no mount namespace for one.
+			"host_terminal": "without a mount namespace the host's devpts is the only one: a user-started fallback's commands can open that user's terminals (Landlock cannot tell a command's own pseudo-terminal from another)",
 		},
 	})
 }

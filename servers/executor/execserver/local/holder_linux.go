@@ -39,7 +39,7 @@ const holderPlanEnv = "GOALBOX_HOLDER_PLAN"
 type mountOp struct {
 	// Kind is "private" (stop propagation to and from the host), "root" (an empty tmpfs at Target, the staging
 	// folder of the new root), "bind" (Source onto Target, its mountpoint made first), "tmpfs" (an empty tmpfs at
-	// Target), "dir" (an empty folder), "symlink" (a link at Target whose text is Source) or "pivot" (make the
+	// Target), "devpts" (a new devpts instance at Target), "dir" (an empty folder), "symlink" (a link at Target whose text is Source) or "pivot" (make the
 	// staging folder Target the root, detach the old one, and make the root itself read-only).
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
@@ -271,6 +271,13 @@ func (op mountOp) apply(src *os.File, staging string) error {
 		}
 		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, op.Opts); err != nil {
 			return fmt.Errorf("could not put a tmpfs over %s: %w", op.Target, err)
+		}
+	case "devpts":
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+			return fmt.Errorf("could not mount a devpts of its own at %s: %w", op.Target, err)
 		}
 	case "dir":
 		return os.MkdirAll(target, 0o755)

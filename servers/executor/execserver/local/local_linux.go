@@ -332,7 +332,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		return nil, err
 	}
 	b.rootPaths = plan.paths()
-	rules.ShmDir, rules.DevDir = h.root("/dev/shm"), h.root("/dev")
+	rules.ShmDir, rules.DevDir, rules.PtsDir = h.root("/dev/shm"), h.root("/dev"), h.root("/dev/pts")
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},

@@ -105,13 +105,14 @@ func planMounts(uid, gid int, tmp string, readDirs, readFiles, writeDirs []strin
 	// PID 1 mounts its own before it executes anything, so no command ever sees the host's.
 	p.ops = append(p.ops, mountOp{Kind: "dir", Target: "/dev"}, mountOp{Kind: "bind", Source: "/proc", Target: "/proc", Write: true})
 	for _, d := range sandboxDevices {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := os.Stat(d); err == nil && d != "/dev/ptmx" {
 			p.ops = append(p.ops, mountOp{Kind: "bind", Source: d, Target: d, Write: true, Device: true})
 		}
 	}
-	if isDir("/dev/pts") {
-		p.ops = append(p.ops, mountOp{Kind: "bind", Source: "/dev/pts", Target: "/dev/pts", Write: true, Device: true})
-	}
+	// Pseudo-terminals of their own: a fresh devpts instance, /dev/ptmx leading into it. Binding the host's
+	// /dev/pts would let a command open the terminals of the server's user (a user-started executor's own shell)
+	// and write into them.
+	p.ops = append(p.ops, mountOp{Kind: "devpts", Target: "/dev/pts"}, mountOp{Kind: "symlink", Target: "/dev/ptmx", Source: "pts/ptmx"})
 	p.ops = append(p.ops, mountOp{Kind: "tmpfs", Target: "/dev/shm", Opts: "size=64m,mode=1777"})
 	for link, text := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
 		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {

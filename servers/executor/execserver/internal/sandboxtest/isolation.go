@@ -237,6 +237,28 @@ python3 -c "import os; os.close(os.open('suid2-%[1]s', os.O_CREAT|os.O_WRONLY, 0
 				}
 			}})
 	}
+	// The host's pseudo-terminals: a terminal the server's user has open (a user-started executor's own shell)
+	// must not be openable, or a command writes into it; a terminal of its own still works.
+	if ptm, name, err := openHostPty(); err != nil {
+		t.Logf("positive control: the host cannot open a pseudo-terminal (%v); the host-terminal attack is skipped", err)
+	} else {
+		t.Cleanup(func() { ptm.Close() })
+		if f, err := os.OpenFile(name, os.O_RDWR, 0); err != nil {
+			t.Errorf("positive control: the host cannot open its own terminal %s: %v", name, err)
+		} else {
+			f.Close()
+		}
+		ptyCmd := fmt.Sprintf(`(exec 3<>%s) 2>/dev/null && echo HOST-PTY-OPENED; python3 -c "import pty; m, s = pty.openpty(); print('OWN-PTY')" 2>&1; true`, name)
+		attacks = append(attacks, attack{name: "host_terminal", command: ptyCmd, python: true,
+			check: func(e *containmentEnv, out protocol.RunCommandOutput) {
+				if strings.Contains(out.Stdout, "HOST-PTY-OPENED") {
+					e.t.Errorf("the command opened the host's terminal %s", name)
+				}
+				if !strings.Contains(out.Stdout, "OWN-PTY") {
+					e.t.Errorf("a pseudo-terminal of the command's own does not work: %q", Clip(out.Stdout))
+				}
+			}})
+	}
 	// AF_VSOCK is not namespaced: on a VM a vsock socket reaches the hypervisor from any network namespace.
 	vsockCmd := `python3 -c "import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print('VSOCK-MADE')" 2>&1; true`
 	if out := hostRun(t, "/", vsockCmd); !strings.Contains(out, "VSOCK-MADE") {
@@ -359,4 +381,21 @@ func CrossCommandInjection(t *testing.T, srv *Server) {
 	if !strings.Contains(victim.Stdout, "victim-done") {
 		t.Errorf("victim: %+v (injector %+v)", victim, inj)
 	}
+}
+
+// openHostPty opens a new pseudo-terminal on the host's devpts and returns its master and the slave's path.
+func openHostPty() (*os.File, string, error) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+	}
+	if err != nil {
+		m.Close()
+		return nil, "", err
+	}
+	return m, "/dev/pts/" + strconv.Itoa(n), nil
 }
