@@ -35,6 +35,7 @@ packages=(
 	default-jdk-headless junit5 libassertj-core-java
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev
 	bubblewrap # the anchor of the executor's per-command cost (BenchmarkBwrapTrue)
+	git        # the protected-files attacks run the host's git after each (sandboxtest.RunProtectedFiles)
 )
 if ! command -v cargo >/dev/null 2>&1; then
 	packages+=(cargo)
