@@ -17,6 +17,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress/egresstest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -98,9 +99,9 @@ const dockerUpstreamBody = "hello from the upstream\n"
 // refused and in network_denied, a connection around the proxy going nowhere, names leading to the host itself and
 // to metadata refused; each refusal with its positive control from the host.
 func TestDockerEgressAllowList(t *testing.T) {
-	sandboxtest.NeedNetRoot(t)
+	egresstest.NeedNetRoot(t)
 	dockerRequire(t)
-	up := sandboxtest.NewUpstream(t, "allowed.test", "other.test")
+	up := egresstest.NewUpstream(t, "allowed.test", "other.test")
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, dockerUpstreamBody) })
 	up.Serve(t, 80, false, hello)
 	up.Serve(t, 443, true, hello)
@@ -173,11 +174,11 @@ func TestDockerEgressAllowList(t *testing.T) {
 // only for the secret's host over HTTPS (the container trusts the proxy's CA through SSL_CERT_FILE), refused over
 // plain HTTP; the real value nowhere in the container. Control: the upstream refuses the placeholder from the host.
 func TestDockerEgressSecrets(t *testing.T) {
-	sandboxtest.NeedNetRoot(t)
+	egresstest.NeedNetRoot(t)
 	dockerRequire(t)
 	const real = "docker-real-value-5e2a"
 	t.Setenv("GOALBOX_TEST_DOCKER_SECRET", real)
-	up := sandboxtest.NewUpstream(t, "secret.test")
+	up := egresstest.NewUpstream(t, "secret.test")
 	up.Serve(t, 443, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+real {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)

@@ -1,10 +1,11 @@
 //go:build linux
 
-package sandboxtest
-
-// Upstreams for the egress tests of both backends: real servers in a network namespace of the test's own, reached over a veth pair
-// with private addresses (10.231.X.0/30, X random per test so that concurrent runs do not collide), never any
-// address outside the machine. The host's end is .1, the upstream's .2. Everything is removed at the end.
+// Package egresstest gives the egress tests of both backends and of the compose stack their upstreams: real servers
+// in a network namespace of the test's own, reached over a veth pair with private addresses (10.231.X.0/30, X random
+// per test so that concurrent runs do not collide), never any address outside the machine. The near end is .1 (on the
+// host, or moved into the network namespace of a process the test names: a container's), the upstream's .2. Everything is
+// removed at the end.
+package egresstest
 
 import (
 	"context"
@@ -32,9 +33,10 @@ import (
 type Upstream struct {
 	Name     string // netns
 	Subnet   string // 10.231.X.0/30
-	HostIP   string // the host's end, 10.231.X.1: an address of the host's own
+	HostIP   string // the near end, 10.231.X.1: an address of the host's own (or of the namespace MoveNearEnd moved it to)
 	IP       string // the upstream's, 10.231.X.2
 	NSIf     string // the upstream's end of the veth pair
+	nearIf   string // the other end
 	CAPEM    []byte // the CA that signed the upstream's certificate
 	CertPool *x509.CertPool
 	tlsCert  tls.Certificate
@@ -58,6 +60,7 @@ func NeedNetRoot(t testing.TB) {
 	t.Skipf("egress test: %s; skipped (CI=true makes this a failure)", why)
 }
 
+// IPCmd runs ip(8) and fails the test if it fails.
 func IPCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -65,7 +68,8 @@ func IPCmd(t testing.TB, args ...string) {
 	}
 }
 
-// NewUpstream makes the namespace, the veth pair and a test CA with a certificate for names.
+// NewUpstream makes the namespace, the veth pair with its near end on the host, and a test CA with a certificate for
+// names.
 func NewUpstream(t testing.TB, names ...string) *Upstream {
 	t.Helper()
 	NeedNetRoot(t)
@@ -75,20 +79,34 @@ func NewUpstream(t testing.TB, names ...string) *Upstream {
 	x := int(b[0])
 	u := &Upstream{Name: "gbx-eg-" + tag, Subnet: fmt.Sprintf("10.231.%d.0/30", x),
 		HostIP: fmt.Sprintf("10.231.%d.1", x), IP: fmt.Sprintf("10.231.%d.2", x)}
-	hostIf, nsIf := "gbxe"+tag+"h", "gbxe"+tag+"u"
-	u.NSIf = nsIf
+	u.nearIf, u.NSIf = "gbxe"+tag+"h", "gbxe"+tag+"u"
 	IPCmd(t, "netns", "add", u.Name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", u.Name).Run() })
-	IPCmd(t, "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
-	IPCmd(t, "link", "set", nsIf, "netns", u.Name)
-	IPCmd(t, "addr", "add", u.HostIP+"/30", "dev", hostIf)
-	IPCmd(t, "link", "set", hostIf, "up")
-	IPCmd(t, "-n", u.Name, "addr", "add", u.IP+"/30", "dev", nsIf)
-	IPCmd(t, "-n", u.Name, "link", "set", nsIf, "up")
+	IPCmd(t, "link", "add", u.nearIf, "type", "veth", "peer", "name", u.NSIf)
+	// Deleting either end deletes the pair, wherever the near end went.
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", u.Name, "link", "del", u.NSIf).Run() })
+	IPCmd(t, "link", "set", u.NSIf, "netns", u.Name)
+	IPCmd(t, "addr", "add", u.HostIP+"/30", "dev", u.nearIf)
+	IPCmd(t, "link", "set", u.nearIf, "up")
+	IPCmd(t, "-n", u.Name, "addr", "add", u.IP+"/30", "dev", u.NSIf)
+	IPCmd(t, "-n", u.Name, "link", "set", u.NSIf, "up")
 	IPCmd(t, "-n", u.Name, "link", "set", "lo", "up")
 	u.makeCert(t, names)
 	return u
+}
+
+// MoveNearEnd puts the near end, with HostIP, into the network namespace of process pid: a server in a container
+// of its own then reaches the upstream over that link, without any route or firewall rule of the host's, and the
+// host no longer does.
+func (u *Upstream) MoveNearEnd(t testing.TB, pid int) {
+	t.Helper()
+	IPCmd(t, "link", "set", u.nearIf, "netns", fmt.Sprint(pid))
+	for _, args := range [][]string{{"addr", "add", u.HostIP + "/30", "dev", u.nearIf}, {"link", "set", u.nearIf, "up"}} {
+		cmd := exec.Command("nsenter", append([]string{fmt.Sprintf("--net=/proc/%d/ns/net", pid), "ip"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ip %s in the network namespace of process %d: %v: %s", strings.Join(args, " "), pid, err, out)
+		}
+	}
 }
 
 func (u *Upstream) makeCert(t testing.TB, names []string) {
