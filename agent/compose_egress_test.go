@@ -94,14 +94,14 @@ func TestComposeEgress(t *testing.T) {
 	override := filepath.Join(dir, "upstreams.yaml")
 	if err := os.WriteFile(override, []byte(fmt.Sprintf(`services:
   executor:
-    extra_hosts: ["allowed.test:%[1]s", "other.test:%[1]s", "secret.test:%[1]s"]
+    extra_hosts: ["allowed.test:%[1]s", "other.test:%[1]s", "secret.test:%[1]s", "self.test:%[3]s", "loop.test:127.0.0.1", "meta.test:169.254.169.254"]
     environment:
       GOALBOX_EXEC_UPSTREAM_CA: /run/secrets/upstream_ca
     secrets: [upstream_ca]
 secrets:
   upstream_ca:
     file: %[2]s
-`, up.IP, ca)), 0o644); err != nil {
+`, up.IP, ca, up.HostIP)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	example, err := filepath.Abs(filepath.Join("..", "examples", "compose", "secrets.yaml"))
@@ -109,7 +109,7 @@ secrets:
 		t.Fatal(err)
 	}
 	s := startCompose(t, []string{example, override},
-		"GOALBOX_NET_ALLOW=allowed.test,allowed.test:8081,secret.test,"+up.Subnet,
+		"GOALBOX_NET_ALLOW=allowed.test,allowed.test:8081,secret.test,self.test:7102,loop.test:7102,meta.test,"+up.Subnet,
 		"GOALBOX_SECRET_NAME=TOKEN", "GOALBOX_SECRET_HOST=secret.test", "GOALBOX_SECRET_FILE="+secret)
 	executor := s.containerByName["executor"]
 	pidOut, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", executor).Output()
@@ -179,6 +179,28 @@ secrets:
 		if !strings.HasPrefix(out.Stdout, "403 ") || !strings.Contains(out.Stdout, "refused other.test:80 (rule: allow-list)") ||
 			!strings.Contains(out.Stdout, "-net-allow") || !slices.Equal(out.NetworkDenied, []string{"other.test:80"}) {
 			t.Errorf("stdout %q, network_denied %v", out.Stdout, out.NetworkDenied)
+		}
+	})
+
+	t.Run("allowed names leading to the container itself, loopback or metadata, and a port not allowed, are refused", func(t *testing.T) {
+		// Controls: the executor's own port answers on loopback and on the address the test gave the container.
+		for _, url := range []string{"http://127.0.0.1:7102/healthz", "http://" + up.HostIP + ":7102/healthz"} {
+			if got := outside("-direct", "-H", "Host: localhost", url); !strings.HasPrefix(got, "200 ") {
+				t.Fatalf("positive control: %s from the executor's container: %q", url, got)
+			}
+		}
+		out := run("python3 fetch.py http://self.test:7102/healthz; echo; python3 fetch.py http://loop.test:7102/healthz; echo; " +
+			"python3 fetch.py http://meta.test/latest/meta-data/; echo; python3 fetch.py http://allowed.test:8080/")
+		for _, want := range []string{"an address of the executor's own host", "loopback", "169.254.169.254, a cloud metadata address", "refused allowed.test:8080 (rule: allow-list)"} {
+			if !strings.Contains(out.Stdout, want) {
+				t.Errorf("no refusal saying %q: %q", want, out.Stdout)
+			}
+		}
+		if strings.Contains(out.Stdout, `"status"`) {
+			t.Errorf("a refused name reached the executor's own port: %q", out.Stdout)
+		}
+		if want := []string{"self.test:7102", "loop.test:7102", "meta.test:80", "allowed.test:8080"}; !slices.Equal(out.NetworkDenied, want) {
+			t.Errorf("network_denied %v, want %v", out.NetworkDenied, want)
 		}
 	})
 
