@@ -2,7 +2,7 @@
 
 package docker
 
-// Attack tests of what the docker backend promises a shared host (issue 28): each attack, then a positive control
+// Attack tests of what the docker backend promises a shared host: each attack, then a positive control
 // that shows the attack would have worked without the rule that stopped it.
 
 import (
@@ -113,10 +113,10 @@ func plantSymlink(t *testing.T, link, target string) {
 	}
 }
 
-// TestDockerCacheNoPlantedSymlink (issue 28, item 1): a root-started executor with the user's HOME (sudo -E) must
-// not create or chown anything through a symlink the user planted. The old backend created and chowned
-// $HOME/.cache/goalbox/docker-cache/<instance>, a public name; the user planted it as a symlink to a root-only
-// folder and was handed the folder.
+// TestDockerCacheNoPlantedSymlink: a root-started executor with the user's HOME (sudo -E) must
+// not create or chown anything through a symlink the user planted: a backend that created and chowned
+// $HOME/.cache/goalbox/docker-cache/<instance>, a public name, would hand the user a root-only folder the user
+// planted there as a symlink.
 func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 	requireRoot(t)
 	dockerRequire(t)
