@@ -1,6 +1,7 @@
-// Command executor is goalbox's command executor MCP server: one tool, sandbox_run_command, that runs shell commands
-// confined to a workspace, on the local machine or in Docker containers (by default the executor chooses: see
-// package execserver/backends).
+// Command executor is goalbox's command executor MCP server: sandbox_run_command runs a shell command, and
+// sandbox_start_process, sandbox_read_process_output, sandbox_write_process_input, sandbox_stop_process and
+// sandbox_list_processes run long-lived ones, each confined to a workspace, on the local machine or in Docker
+// containers (by default the executor chooses: see package execserver/backends).
 //
 //	executor -workspace DIR [-addr 127.0.0.1:7102] [-backend auto|local|docker] [-stdio] [-token T|none] ...
 //

@@ -29,7 +29,7 @@ import (
 
 // Defaults and bounds of the per-session budget.
 const (
-	// DefaultOutputBudget is how many bytes of full outputs each session keeps (the figure).
+	// DefaultOutputBudget is how many bytes of full outputs each session keeps: the outputs of a long agent session.
 	DefaultOutputBudget = 64 << 20
 	// DefaultOutputTotal is how many bytes of full outputs all sessions together keep: eight full sessions.
 	DefaultOutputTotal = 8 * DefaultOutputBudget

@@ -47,7 +47,7 @@ func TestPanicBecomesToolError(t *testing.T) {
 }
 
 // FuzzEdit checks the edit machinery on arbitrary text: the new content is exactly the replacement, the diff applies
-// to the old content to give the new one and is the one the simple, unbounded implementation of before issue 10
+// to the old content to give the new one and is the one the simple, unbounded reference implementation
 // gives, and so is the hint for a failed edit (within the bounds that make the new ones bounded).
 func FuzzEdit(f *testing.F) {
 	f.Add("a\nb\nc\n", "b", "B", true)

@@ -92,7 +92,7 @@ func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server,
 	return g.ResolvedNames() - before, err
 }
 
-// TestTreeOpsLinear is issue 10's deep-tree attack, measured in work rather than time: search, list, move and delete
+// TestTreeOpsLinear is the deep-tree attack, measured in work rather than time: search, list, move and delete
 // of a tree twice as deep must cost at most about twice as much (a search of 3,000 levels took 16 s and a move of
 // 5,000 levels 73 s when every folder and file was opened by its path from the workspace, which costs the sum of
 // the depths). The work is the number of path components handed to the kernel (Guard.ResolvedNames).
@@ -125,7 +125,7 @@ func TestTreeOpsLinear(t *testing.T) {
 }
 
 // TestTreeOpsDeep runs the tree tools with the default caps on trees deeper than the walk cap (1024 levels): 3,000
-// levels, as in issue 10, and 10,000 (a path of it is 20,000 bytes, past PATH_MAX). Search and move must stop at the
+// levels, as in the deep-tree attack, and 10,000 (a path of it is 20,000 bytes, past PATH_MAX). Search and move must stop at the
 // cap with an error that says so, having done work bounded by the cap, not by the tree; list (ten levels at most)
 // and delete (which needs no cap: it moves deep folders up rather than hold a handle per level) must succeed. The
 // tools run in that order on one tree: the refused ones leave it as it was.

@@ -2,7 +2,7 @@
 
 package docker
 
-// Attack tests of what the docker backend promises a shared host (issue 28): each attack, then a positive control
+// Attack tests of what the docker backend promises a shared host: each attack, then a positive control
 // that shows the attack would have worked without the rule that stopped it.
 
 import (
@@ -113,10 +113,10 @@ func plantSymlink(t *testing.T, link, target string) {
 	}
 }
 
-// TestDockerCacheNoPlantedSymlink (issue 28, item 1): a root-started executor with the user's HOME (sudo -E) must
-// not create or chown anything through a symlink the user planted. The old backend created and chowned
-// $HOME/.cache/goalbox/docker-cache/<instance>, a public name; the user planted it as a symlink to a root-only
-// folder and was handed the folder.
+// TestDockerCacheNoPlantedSymlink: a root-started executor with the user's HOME (sudo -E) must
+// not create or chown anything through a symlink the user planted: a backend that created and chowned
+// $HOME/.cache/goalbox/docker-cache/<instance>, a public name, would hand the user a root-only folder the user
+// planted there as a symlink.
 func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 	requireRoot(t)
 	dockerRequire(t)
@@ -219,7 +219,7 @@ func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 	})
 }
 
-// TestDockerCacheKeyedByWorkspace (item 9): a workspace deleted and made again at the same path does not inherit
+// TestDockerCacheKeyedByWorkspace: a workspace deleted and made again at the same path does not inherit
 // the old one's cache, and the old cache is removed.
 func TestDockerCacheKeyedByWorkspace(t *testing.T) {
 	dockerRequire(t)
@@ -378,7 +378,7 @@ r("unix", syscall(41, 1, 1, 0));
 	}
 }
 
-// TestDockerModeSweep (item 2): what a command leaves world-writable, or set-user-id where the profile could not
+// TestDockerModeSweep: what a command leaves world-writable, or set-user-id where the profile could not
 // stop it (planted here from the host, as an archive extracted by an older daemon would), is cleared after the
 // command, and while a long process runs; a symlink in the workspace to a file outside is not followed.
 func TestDockerModeSweep(t *testing.T) {
@@ -439,7 +439,7 @@ func TestDockerModeSweep(t *testing.T) {
 	}
 }
 
-// TestDockerNoHealthcheck (item 11): an image's HEALTHCHECK never runs in a command's, pool's or holder's container.
+// TestDockerNoHealthcheck: an image's HEALTHCHECK never runs in a command's, pool's or holder's container.
 // Positive control: a plain container of the same image runs it.
 func TestDockerNoHealthcheck(t *testing.T) {
 	cli := dockerRequire(t)
@@ -495,7 +495,7 @@ func TestDockerNoHealthcheck(t *testing.T) {
 	})
 }
 
-// TestDockerMountinfo (item 11): the only host paths a command finds in /proc/self/mountinfo are the workspace's
+// TestDockerMountinfo: the only host paths a command finds in /proc/self/mountinfo are the workspace's
 // own, the instance's state and cache folders, and Docker's own storage. Positive control: the same command sees
 // the workspace's path there (so the check reads what it means to).
 func TestDockerMountinfo(t *testing.T) {

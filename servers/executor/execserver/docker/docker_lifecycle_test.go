@@ -18,7 +18,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// TestDockerOneExecutorPerInstance (item 5): a second executor over the same workspace is refused, with a message
+// TestDockerOneExecutorPerInstance: a second executor over the same workspace is refused, with a message
 // naming -instance, and the first keeps working (the old start-up sweep removed its containers and control
 // folder). Positive controls: with an instance of its own the second starts; once the first closed, so does a
 // second of the same instance.
@@ -66,7 +66,7 @@ func TestDockerOneExecutorPerInstance(t *testing.T) {
 	b.Close()
 }
 
-// TestDockerWatchdog (item 6): an executor SIGKILLed while its command runs leaves no container running past the
+// TestDockerWatchdog: an executor SIGKILLed while its command runs leaves no container running past the
 // command's deadline, nor its network holder. The executor is a child process (this test binary, running
 // TestDockerWatchdogHelper). Positive control: just after its timeout the command still runs (the executor
 // that would have killed it is dead), so it is the watchdog that ends it.
@@ -162,7 +162,7 @@ func TestDockerDiskCap(t *testing.T) {
 	}
 }
 
-// TestDockerTotalCaps (item 7): containers are started only while their limits add up to no more than the total
+// TestDockerTotalCaps: containers are started only while their limits add up to no more than the total
 // caps; past that a command waits, then is refused with a message naming the caps. Positive control: once a
 // container ends, the next command runs.
 func TestDockerTotalCaps(t *testing.T) {

@@ -42,7 +42,7 @@ try hooks-delete rm -rf .git/hooks .git/hooks.old
 try objects-write sh -c 'echo blob > .git/objects/o'
 `
 
-// TestDockerProtectedPaths (issue 19): with Protected [".git/hooks", ".git/config"] a command cannot write, rename
+// TestDockerProtectedPaths: with Protected [".git/hooks", ".git/config"] a command cannot write, rename
 // over or delete them, while the rest of .git stays writable. Positive control: the same attacks without the
 // protected set all get through.
 func TestDockerProtectedPaths(t *testing.T) {
@@ -108,7 +108,7 @@ func TestDockerProtectedSymlinkNotMounted(t *testing.T) {
 	}
 }
 
-// TestDockerGitWorks: ordinary git work runs in a command (issue 19), protected paths and all. It needs an image
+// TestDockerGitWorks: ordinary git work runs in a command, protected paths and all. It needs an image
 // with git: GOALBOX_DOCKER_GO_IMAGE, default golang:1.26-bookworm.
 func TestDockerGitWorks(t *testing.T) {
 	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
