@@ -45,8 +45,31 @@ type ExerciseResult struct {
 	Sandbox    string      `json:"sandbox,omitempty"` // the pool's sandbox that ran and graded it (local-N for a local run)
 	Tries      []TryResult `json:"tries"`
 	Ungradable string      `json:"ungradable,omitempty"` // set when the exercise could not be graded here; no tries then
-	StartedAt  time.Time   `json:"started_at"`
-	Seconds    float64     `json:"seconds"`
+	// KeptTry is the try whose code the workspace was left with: the last one, or an earlier one that passed more
+	// tests, restored after the last (keep.go). KeptGrade is the grade of the workspace after that restore; without
+	// it, the kept try's own grade is the final one. KeepError says why an earlier, better try could not be kept:
+	// like a try's Error it is an infrastructure failure, and a resume runs the exercise again.
+	KeptTry   int        `json:"kept_try,omitempty"`
+	KeptGrade *KeptGrade `json:"kept_grade,omitempty"`
+	KeepError string     `json:"keep_error,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	Seconds   float64    `json:"seconds"`
+}
+
+// KeptGrade is the grade of a workspace the runner put back to an earlier try.
+type KeptGrade struct {
+	Passed       bool    `json:"passed"`
+	Tests        int     `json:"tests"`
+	TestsOK      int     `json:"tests_passed"`
+	Suspect      string  `json:"suspect,omitempty"`
+	Verdict      string  `json:"verdict,omitempty"`
+	TestOutput   string  `json:"test_output"`
+	GradeSeconds float64 `json:"grade_seconds"`
+}
+
+func newKeptGrade(g GradeResult) KeptGrade {
+	return KeptGrade{Passed: g.Passed, Tests: g.Tests, TestsOK: g.TestsOK, Suspect: g.Suspect, Verdict: g.Verdict,
+		TestOutput: g.Output, GradeSeconds: g.Seconds}
 }
 
 // PassedOnTry is the 1-based try that passed, or 0.
