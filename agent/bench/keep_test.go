@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
@@ -189,5 +192,61 @@ func TestTheTryAfterARegressionGetsTheHint(t *testing.T) {
 	}
 	if got := solutionLeft(t, WorkspaceRoot(opts.RunDir, ex)); got != proverbSix {
 		t.Errorf("the workspace holds\n%s", got)
+	}
+}
+
+// fakeCheckpoints is a sandbox offering the checkpoint tools; refuse names the ones that answer with a tool error.
+type fakeCheckpoints struct {
+	refuse map[string]bool
+	calls  []string
+}
+
+func (f *fakeCheckpoints) Tools() []loop.Tool {
+	return []loop.Tool{{Name: protocol.ToolCheckpoint}, {Name: protocol.ToolDiff}, {Name: protocol.ToolRestore}}
+}
+
+func (f *fakeCheckpoints) Call(_ context.Context, name string, _ json.RawMessage) (loop.ToolResult, error) {
+	f.calls = append(f.calls, name)
+	if f.refuse[name] {
+		return loop.ToolResult{IsError: true, Text: "refused for the test"}, nil
+	}
+	out, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("cp-%d", len(f.calls))})
+	return loop.ToolResult{Structured: out}, nil
+}
+
+// When the better try cannot be put back, keep_error says why, the result counts as an infrastructure error (a
+// resume runs it again), and a restore that failed is still followed by a grade of what the workspace holds. A
+// sandbox without checkpoint tools keeps the last try with no error.
+func TestKeepErrors(t *testing.T) {
+	ctx := context.Background()
+	tries := []TryResult{{Try: 1, Tests: 8, TestsOK: 6}, {Try: 2, Tests: 8, TestsOK: 1}}
+	run := func(sb loop.Sandbox) (ExerciseResult, int) {
+		k := newKeeper(sb)
+		var res ExerciseResult
+		for i, tr := range tries {
+			must(t, k.graded(ctx, tr, i == 0))
+			res.Tries = append(res.Tries, tr)
+		}
+		grades := 0
+		must(t, k.keepBest(ctx, &res, func() (GradeResult, error) { grades++; return GradeResult{Tests: 8, TestsOK: 1}, nil }))
+		return res, grades
+	}
+
+	res, grades := run(&fakeCheckpoints{})
+	if res.KeptTry != 1 || res.KeepError != "" || grades != 1 || res.KeptGrade == nil || resultError(res) != "" {
+		t.Errorf("positive control: %+v after %d grades", res, grades)
+	}
+	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolCheckpoint: true}})
+	if res.KeptTry != 2 || grades != 0 || !strings.Contains(res.KeepError, "try 1 passed more tests (6) than try 2 (1), but its checkpoint could not be taken: ") ||
+		resultError(res) != res.KeepError || finished(res) {
+		t.Errorf("checkpoint refused: %+v after %d grades", res, grades)
+	}
+	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolRestore: true}})
+	if res.KeptTry != 2 || grades != 1 || res.KeptGrade == nil || !strings.Contains(res.KeepError, "restoring try 1 (checkpoint cp-1): ") || finished(res) {
+		t.Errorf("restore refused: %+v after %d grades", res, grades)
+	}
+	res, grades = run(localSandbox{}) // the test double offers sandbox_run_command alone
+	if res.KeptTry != 2 || grades != 0 || res.KeepError != "" || res.KeptGrade != nil {
+		t.Errorf("no checkpoint tools: %+v after %d grades", res, grades)
 	}
 }
