@@ -23,7 +23,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -113,10 +112,9 @@ func (k *keeper) retry(ctx context.Context, output string, maxDiffBytes int) (Re
 }
 
 // keepBest leaves the best try in the workspace when the last one is worse: it restores the best try's checkpoint
-// and grades again with regrade. It records the kept try in res and, after a restore, the new grade. When the best
-// try could not be put back, or the restored workspace not graded, KeepError says why: the checkpoint store or the
-// grader failed, an infrastructure error that a resume runs again. The error returned is a SandboxFailure or
-// ctx's end.
+// and grades again with regrade. It records the kept try in res and, after a restore, the new grade (or, in its
+// Error, why there is none). KeepError says why the best try could not be put back. The error returned is a
+// SandboxFailure or ctx's end.
 func (k *keeper) keepBest(ctx context.Context, res *ExerciseResult, regrade func() (GradeResult, error)) error {
 	res.KeptTry = k.last.try
 	if !k.regressed() || !k.on {
@@ -132,23 +130,20 @@ func (k *keeper) keepBest(ctx context.Context, res *ExerciseResult, regrade func
 	if asSandboxFailure(restoreErr) != nil || ctx.Err() != nil {
 		return restoreErr
 	}
+	if restoreErr != nil {
+		res.KeepError = fmt.Sprintf("restoring try %d (checkpoint %s): %v", k.best.try, k.best.id, restoreErr)
+	} else {
+		res.KeptTry = k.best.try
+	}
 	// A restore that failed may still have changed files: the grade says what the workspace holds either way.
 	g, gradeErr := regrade()
 	if asSandboxFailure(gradeErr) != nil || ctx.Err() != nil {
 		return gradeErr
 	}
-	var why []string
-	if restoreErr != nil {
-		why = append(why, fmt.Sprintf("restoring try %d (checkpoint %s): %v", k.best.try, k.best.id, restoreErr))
-	} else {
-		res.KeptTry = k.best.try
-	}
+	kg := newKeptGrade(g)
 	if gradeErr != nil {
-		why = append(why, fmt.Sprintf("grading the workspace after the restore: %v", gradeErr))
-	} else {
-		kg := newKeptGrade(g)
-		res.KeptGrade = &kg
+		kg = KeptGrade{Error: "grading the workspace after the restore: " + gradeErr.Error()}
 	}
-	res.KeepError = strings.Join(why, "; ")
+	res.KeptGrade = &kg
 	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,13 +215,14 @@ func (f *fakeCheckpoints) Call(_ context.Context, name string, _ json.RawMessage
 	return loop.ToolResult{Structured: out}, nil
 }
 
-// When the better try cannot be put back, keep_error says why, the result counts as an infrastructure error (a
-// resume runs it again), and a restore that failed is still followed by a grade of what the workspace holds. A
-// sandbox without checkpoint tools keeps the last try with no error.
+// When the better try cannot be put back, keep_error says why; it is the sandbox's checkpoint store, which a resume
+// would meet again, so the result is finished. A restore that failed is still followed by a grade of what the
+// workspace holds; a grade that fails there is an infrastructure error (a resume runs the exercise again). A sandbox
+// without checkpoint tools keeps the last try with no error.
 func TestKeepErrors(t *testing.T) {
 	ctx := context.Background()
 	tries := []TryResult{{Try: 1, Tests: 8, TestsOK: 6}, {Try: 2, Tests: 8, TestsOK: 1}}
-	run := func(sb loop.Sandbox) (ExerciseResult, int) {
+	run := func(sb loop.Sandbox, gradeErr error) (ExerciseResult, int) {
 		k := newKeeper(sb)
 		var res ExerciseResult
 		for i, tr := range tries {
@@ -228,24 +230,30 @@ func TestKeepErrors(t *testing.T) {
 			res.Tries = append(res.Tries, tr)
 		}
 		grades := 0
-		must(t, k.keepBest(ctx, &res, func() (GradeResult, error) { grades++; return GradeResult{Tests: 8, TestsOK: 1}, nil }))
+		must(t, k.keepBest(ctx, &res, func() (GradeResult, error) { grades++; return GradeResult{Tests: 8, TestsOK: 6}, gradeErr }))
 		return res, grades
 	}
 
-	res, grades := run(&fakeCheckpoints{})
-	if res.KeptTry != 1 || res.KeepError != "" || grades != 1 || res.KeptGrade == nil || resultError(res) != "" {
+	res, grades := run(&fakeCheckpoints{}, nil)
+	if res.KeptTry != 1 || res.KeepError != "" || grades != 1 || res.KeptGrade == nil || res.KeptGrade.TestsOK != 6 || !finished(res) {
 		t.Errorf("positive control: %+v after %d grades", res, grades)
 	}
-	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolCheckpoint: true}})
-	if res.KeptTry != 2 || grades != 0 || !strings.Contains(res.KeepError, "try 1 passed more tests (6) than try 2 (1), but its checkpoint could not be taken: ") ||
-		resultError(res) != res.KeepError || finished(res) {
+	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolCheckpoint: true}}, nil)
+	if res.KeptTry != 2 || grades != 0 || !finished(res) ||
+		!strings.Contains(res.KeepError, "try 1 passed more tests (6) than try 2 (1), but its checkpoint could not be taken: ") {
 		t.Errorf("checkpoint refused: %+v after %d grades", res, grades)
 	}
-	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolRestore: true}})
-	if res.KeptTry != 2 || grades != 1 || res.KeptGrade == nil || !strings.Contains(res.KeepError, "restoring try 1 (checkpoint cp-1): ") || finished(res) {
+	res, grades = run(&fakeCheckpoints{refuse: map[string]bool{protocol.ToolRestore: true}}, nil)
+	if res.KeptTry != 2 || grades != 1 || res.KeptGrade == nil || !finished(res) ||
+		!strings.Contains(res.KeepError, "restoring try 1 (checkpoint cp-1): ") {
 		t.Errorf("restore refused: %+v after %d grades", res, grades)
 	}
-	res, grades = run(localSandbox{}) // the test double offers sandbox_run_command alone
+	res, grades = run(&fakeCheckpoints{}, errors.New("the grader broke"))
+	if res.KeptTry != 1 || grades != 1 || res.KeptGrade == nil || finished(res) ||
+		resultError(res) != "grading the workspace after the restore: the grader broke" {
+		t.Errorf("grade failed after the restore: %+v", res)
+	}
+	res, grades = run(localSandbox{}, nil) // the test double offers sandbox_run_command alone
 	if res.KeptTry != 2 || grades != 0 || res.KeepError != "" || res.KeptGrade != nil {
 		t.Errorf("no checkpoint tools: %+v after %d grades", res, grades)
 	}

@@ -46,9 +46,11 @@ type ExerciseResult struct {
 	Tries      []TryResult `json:"tries"`
 	Ungradable string      `json:"ungradable,omitempty"` // set when the exercise could not be graded here; no tries then
 	// KeptTry is the try whose code the workspace was left with: the last one, or an earlier one that passed more
-	// tests, restored after the last (keep.go). KeptGrade is the grade of the workspace after that restore; without
-	// it, the kept try's own grade is the final one. KeepError says why an earlier, better try could not be kept:
-	// like a try's Error it is an infrastructure failure, and a resume runs the exercise again.
+	// tests, restored after the last (keep.go). KeptGrade is the grade of the workspace after a restore; without
+	// it, the kept try's own grade is the final one. KeepError says why an earlier, better try could not be put
+	// back (its checkpoint could not be taken, the restore was refused): the sandbox's checkpoint store, which a
+	// resume would meet again, so it is not an infrastructure error; a failed grade after the restore is
+	// (KeptGrade.Error).
 	KeptTry   int        `json:"kept_try,omitempty"`
 	KeptGrade *KeptGrade `json:"kept_grade,omitempty"`
 	KeepError string     `json:"keep_error,omitempty"`
@@ -65,6 +67,9 @@ type KeptGrade struct {
 	Verdict      string  `json:"verdict,omitempty"`
 	TestOutput   string  `json:"test_output"`
 	GradeSeconds float64 `json:"grade_seconds"`
+	// Error is a grade that could not be done: like a try's Error, an infrastructure failure that a resume runs
+	// again, since the result then has no grade of the state the workspace is left in.
+	Error string `json:"error,omitempty"`
 }
 
 func newKeptGrade(g GradeResult) KeptGrade {

@@ -272,7 +272,10 @@ func resultError(r ExerciseResult) string {
 			return t.Error
 		}
 	}
-	return r.KeepError
+	if r.KeptGrade != nil {
+		return r.KeptGrade.Error
+	}
+	return ""
 }
 
 // TranscriptPath is where the agent's transcript of one try goes (try-N.jsonl, with the loop's progress lines in
