@@ -52,7 +52,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	}
 	pool, threads, err := benchPool(o, stderr,
 		bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
-		bench.LocalSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil))
+		bench.LocalAgentSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), filepath.Join(results, "checkpoints"), nil))
 	if err != nil {
 		return fail("%v", err)
 	}

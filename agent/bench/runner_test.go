@@ -53,7 +53,7 @@ func newRunOptions(t *testing.T, exs []Exercise, steps ...looptest.Step) (RunOpt
 		Exercises: exs, RunDir: t.TempDir(), Workers: 1,
 		Model: model, Limits: limits, Grader: g,
 		GradeSandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
-		AgentSandbox: LocalSandbox(g.Toolchains, t.TempDir(), nil),
+		AgentSandbox: LocalAgentSandbox(g.Toolchains, t.TempDir(), t.TempDir(), nil),
 	}, srv
 }
 

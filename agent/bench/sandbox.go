@@ -11,6 +11,7 @@ import (
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
+	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
 
 // SandboxFactory opens a sandbox over a workspace root; close releases it. The grader runs its commands in one
@@ -27,9 +28,18 @@ type SandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, clo
 // usercustomize.py in its home, a forged build cache entry) then cannot reach the tests that grade it. The grader's
 // is GraderCacheDir.
 func LocalSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) SandboxFactory {
+	return LocalAgentSandbox(tc, cacheDir, "", logger)
+}
+
+// LocalAgentSandbox is LocalSandbox for the model, whose filesystem server keeps its checkpoint stores (the
+// model's own and the runner's between tries, keep.go) in checkpointDir, one per workspace; "" is the server's
+// default, the user's cache. A run puts them in its run folder: they live as long as the run's results, and
+// outside the workspaces and the model's cache folder, where no command reaches.
+func LocalAgentSandbox(tc Toolchains, cacheDir, checkpointDir string, logger *slog.Logger) SandboxFactory {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
 		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Commands: local.Config{
-			CacheDir: cacheDir, SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}})
+			CacheDir: cacheDir, SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()},
+			Checkpoints: fsserver.CheckpointOptions{Dir: checkpointDir}})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -39,6 +39,9 @@ type LocalOptions struct {
 	// Protection is the protected project files of both servers (the agent's -protect and -unprotect); nil means
 	// the defaults, as the servers' own commands have them: an embedded server is never less protected.
 	Protection *pathguard.Protection
+	// Checkpoints configure the filesystem server's checkpoint store; the zero value is the server's default (a
+	// folder in the user's cache). The benchmark keeps its stores in the run folder instead.
+	Checkpoints fsserver.CheckpointOptions
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -99,7 +102,7 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	l.closers = append(l.closers, func() error { exec.Close(); return nil }) // its processes, before the backend
-	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
+	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger, Checkpoints: opts.Checkpoints})
 	// Each server generates its own token (mcpserve.Start, as Token is empty) and the client gets it in memory:
 	// loopback is shared by every user of the machine, so the ports are no one else's way in.
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
