@@ -344,6 +344,24 @@ func TestComposeStack(t *testing.T) {
 		}
 	})
 
+	t.Run("checkpoints are kept outside the workspace and restore it", func(t *testing.T) {
+		var cp protocol.CheckpointOutput
+		callTool(t, fs, protocol.ToolCheckpoint, protocol.CheckpointInput{Label: "compose"}, &cp)
+		var w protocol.WriteFileOutput
+		callTool(t, fs, protocol.ToolWriteFile, protocol.WriteFileInput{Path: "leap/leap.py", Content: "broken\n"}, &w)
+		var r protocol.RestoreOutput
+		callTool(t, fs, protocol.ToolRestore, protocol.RestoreInput{ID: cp.ID}, &r)
+		var rd protocol.ReadFileOutput
+		callTool(t, fs, protocol.ToolReadFile, protocol.ReadFileInput{Path: "leap/leap.py"}, &rd)
+		if strings.Contains(rd.Content, "broken") {
+			t.Errorf("the restore left the change: %q", rd.Content)
+		}
+		// The store is in the filesystem container's own volume, not in the workspace the executor shares.
+		if out := runCommand(t, ex, ".", "ls -a /workspace; ls -d /checkpoints 2>&1; find / -name 'checkpoints' -path '*goalbox*' 2>/dev/null | head -3"); strings.Contains(out.Stdout, ".cache") {
+			t.Errorf("a checkpoint store is inside the workspace: %s", out.Stdout)
+		}
+	})
+
 	t.Run("both servers agree on file ownership", func(t *testing.T) {
 		// The executor changes a file the filesystem server made, and makes one of its own. A command is uid 0 of
 		// its user namespace, which is the container's 10001 outside: the file is its own.
