@@ -1,7 +1,11 @@
 package k8s
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,5 +296,25 @@ func TestNetworkOverlayOnAPIServer(t *testing.T) {
 	} else {
 		t.Logf("control networkpolicy: refused: %s", strings.TrimSpace(errs))
 	}
+
+	// The runner in the overlay's namespace: its Job's Pod is admitted there and carries the role the policy admits.
+	cp.applyAll("deploy/kubernetes/overlays/network/runner")
+	cp.must(cp.podFromTemplateIn(ns, "job/goalbox-runner", "goalbox-runner-check", nil), "create", "-f", "-")
+	role := cp.must(nil, "-n", ns, "get", "pod", "goalbox-runner-check", "-o", "jsonpath={.metadata.labels.goalbox\\.dev/role}")
+	sel := cp.must(nil, "-n", ns, "get", "networkpolicy", "goalbox-sandbox", "-o", "jsonpath={.spec.ingress[0].from[0].podSelector.matchLabels}")
+	if role == "" || !strings.Contains(sel, `"goalbox.dev/role":"`+role+`"`) {
+		t.Errorf("the NetworkPolicy admits %s; the runner Pod in %s has role %q", sel, ns, role)
+	}
+	// The helper Pod over the volumes, moved as the runner kustomization's comment shows (the sed there).
+	helper, err := os.ReadFile(filepath.Join(repo, "deploy", "kubernetes", "runner", "volumes-pod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := regexp.MustCompile(`(?m)^  namespace: goalbox$`).ReplaceAll(helper, []byte("  namespace: "+ns))
+	if bytes.Equal(moved, helper) {
+		t.Fatal("volumes-pod.yaml has no line \"  namespace: goalbox\" for the sed to change")
+	}
+	cp.must(moved, "apply", "--server-side", "--field-manager", "goalbox-test", "-f", "-")
+	cp.must(nil, "-n", ns, "get", "pod", "goalbox-volumes")
 	t.Logf("all checked in %v", time.Since(start).Round(time.Millisecond))
 }
