@@ -20,8 +20,8 @@ import (
 // an archMap, and rules with conditions (includes/excludes: capabilities, architectures, kernel versions) that
 // Docker resolves for each container. containerd reads a Localhost profile straight into the OCI runtime spec's
 // LinuxSeccomp, which has none of those fields: json.Unmarshal drops them without a word, so every rule meant only
-// for a container holding CAP_SYS_ADMIN, CAP_BPF, CAP_SYS_MODULE... would apply to every container. CRI-O resolves
-// Docker's format as Docker does. The overlay's file is therefore the resolution made here, for the container
+// for a container holding CAP_SYS_ADMIN, CAP_BPF, CAP_SYS_MODULE... would apply to every container. (CRI-O reads
+// Docker's format; not tried here.) The overlay's file is therefore the resolution made here, for the container
 // the overlay runs: no capability at all (drop: [ALL]), on x86-64 or arm64 nodes. Its rules carry no condition, so
 // every runtime reads it alike.
 
@@ -77,9 +77,9 @@ type ociSyscall struct {
 // deploy/seccomp-executor.json names these two and no 32-bit sub-architecture).
 var nodeArches = []string{"amd64", "arm64"}
 
-// maxMinKernel is the newest kernel a rule's minKernel condition may ask for and still be kept unconditionally: a
-// Pod with a user namespace of its own needs Linux 6.3 or later on its node (idmapped tmpfs mounts, which the
-// kubelet uses for Secret, ConfigMap and emptyDir volumes in such Pods).
+// maxMinKernel is the newest kernel a rule's minKernel condition may ask for and still be kept unconditionally:
+// Kubernetes' documentation asks for Linux 6.3 or later on nodes that run Pods with user namespaces of their own
+// (idmapped tmpfs mounts, for their Secret, ConfigMap and emptyDir volumes).
 const maxMinKernel = "6.3"
 
 // resolveForNodes resolves a Docker-format profile for a container with no capabilities on nodeArches: a rule that
