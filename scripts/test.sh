@@ -53,6 +53,14 @@ if [ "$(id -u)" = 0 ] || [ "${CI:-}" = true ]; then
   export GOALBOX_COMPOSE_TEST="${GOALBOX_COMPOSE_TEST:-1}"
 fi
 
+# The executor image (deploy/Dockerfile.exec) some tests run commands in (the vision example, the Kubernetes node
+# profile under runc): built here, before the tests, so that none finds it missing; from the layer cache the compose
+# tests share, seconds when nothing changed.
+if [ "${GOALBOX_COMPOSE_TEST:-}" = 1 ]; then
+  echo "== the executor image"
+  COMPOSE_BAKE=false docker compose -f deploy/compose.yaml -p goalbox-test-image build -q executor
+fi
+
 echo "== go test"
 # One go test run over all modules of the workspace, so the summary lines come together at the end.
 go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
