@@ -1,0 +1,88 @@
+// The AI SDK's MCP client (@ai-sdk/mcp, createMCPClient) over its HTTP transport and its stdio transport: tools()
+// and each tool's execute (a tool error is a result with isError, which execute returns rather than throws), and
+// readResource. Then one generateText run of the ai package with its mock language model (no model is called):
+// the model asks for the calls, and the prompt of its second step, the tool results as the AI SDK gives them to
+// any provider, must hold each result's JSON text as text, and the tool error's text.
+import { createMCPClient } from "@ai-sdk/mcp";
+import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
+import { generateText, stepCountIs } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { check, matrix, run } from "./lib.mjs";
+
+async function adapter(server, transport) {
+  const mcp = await createMCPClient({ transport, name: "goalbox-matrix-ai-sdk" });
+  const tools = await mcp.tools();
+  return {
+    server,
+    aiTools: tools,
+    tools: async () => Object.keys(tools).map((name) => ({ name })),
+    async call(name, args) {
+      const res = await tools[name].execute(args, { toolCallId: `c-${name}`, messages: [] });
+      const text = res.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+      return { error: res.isError === true, text };
+    },
+    async read(uri) {
+      const c = (await mcp.readResource({ uri })).contents[0];
+      return { text: c.text, meta: c._meta };
+    },
+    close: () => mcp.close(),
+  };
+}
+
+const modelCalls = {
+  filesystem: [
+    { name: "sandbox_write_file", args: { path: "a.txt", content: "héllo \"quoted\"\n" }, want: '"bytes_written":16' },
+    { name: "sandbox_read_file", args: { path: "../outside.txt" }, want: "outside the workspace", error: true },
+  ],
+  executor: [
+    { name: "sandbox_run_command", args: { command: "printf 'a\\tb \"c\"\\n'" }, want: '"stdout":"a\\tb \\"c\\"\\n"' },
+    { name: "sandbox_run_command", args: { command: "true", cwd: ".." }, want: "outside the workspace", error: true },
+  ],
+};
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
+
+async function afterCalls(conn) {
+  const calls = modelCalls[conn.server];
+  const model = new MockLanguageModelV4({
+    doGenerate: [
+      {
+        content: calls.map((c, i) => ({ type: "tool-call", toolCallId: `call_${i}`, toolName: c.name, input: JSON.stringify(c.args) })),
+        finishReason: { unified: "tool-calls", raw: "tool_calls" },
+        usage,
+        warnings: [],
+      },
+      { content: [{ type: "text", text: "ok" }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] },
+    ],
+  });
+  const result = await generateText({ model, tools: conn.aiTools, prompt: "go", stopWhen: stepCountIs(3) });
+  check(result.text === "ok", `the run did not end: ${result.text}`);
+  check(model.doGenerateCalls.length === 2, `${model.doGenerateCalls.length} model calls`);
+  const prompt = model.doGenerateCalls[1].prompt;
+  const parts = prompt.filter((m) => m.role === "tool").flatMap((m) => m.content).filter((p) => p.type === "tool-result");
+  for (const [i, c] of calls.entries()) {
+    const p = parts.find((x) => x.toolCallId === `call_${i}`);
+    check(p, `no tool result for ${c.name} in the prompt: ${JSON.stringify(prompt).slice(0, 800)}`);
+    // The provider-neutral output: text, json, or content parts; every provider sends text parts as text.
+    const o = p.output;
+    const text = o.type === "text" || o.type === "error-text" ? o.value
+      : o.type === "content" ? o.value.filter((v) => v.type === "text").map((v) => v.text).join("\n")
+      : JSON.stringify(o.value);
+    check(text.includes(c.want) && !text.includes("[object Object]"), `${c.name}: the model is given ${JSON.stringify(o).slice(0, 600)}`);
+    if (!c.error) {
+      check(JSON.parse(text) !== null && !Array.isArray(JSON.parse(text)), `${c.name}: not the result's JSON text: ${text}`);
+    }
+  }
+}
+
+await run(
+  "ai-sdk",
+  matrix(
+    (server, http) => adapter(server, { type: "http", url: http.url, headers: http.headers }),
+    (server, cmd) => adapter(server, new Experimental_StdioMCPTransport({ ...cmd, stderr: "ignore" })),
+    { after: afterCalls },
+  ),
+);
