@@ -7,7 +7,7 @@ import { createMCPClient } from "@ai-sdk/mcp";
 import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
-import { check, matrix, run } from "./lib.mjs";
+import { check, linkCases, matrix, run } from "./lib.mjs";
 
 async function adapter(server, transport) {
   const mcp = await createMCPClient({ transport, name: "goalbox-matrix-ai-sdk" });
@@ -38,6 +38,7 @@ const modelCalls = {
     { name: "sandbox_run_command", args: { command: "printf 'a\\tb \"c\"\\n'" }, want: '"stdout":"a\\tb \\"c\\"\\n"' },
     { name: "sandbox_run_command", args: { command: "true", cwd: ".." }, want: "outside the workspace", error: true },
   ],
+  links: [{ name: "sandbox_run_command", args: { command: "seq 1 100000" }, want: '"stdout_truncated":true', link: true }],
 };
 
 const usage = {
@@ -45,8 +46,8 @@ const usage = {
   outputTokens: { total: 1, text: 1, reasoning: 0 },
 };
 
-async function afterCalls(conn) {
-  const calls = modelCalls[conn.server];
+async function afterCalls(conn, listed, kase) {
+  const calls = modelCalls[kase.scenario ?? conn.server];
   const model = new MockLanguageModelV4({
     doGenerate: [
       {
@@ -68,6 +69,13 @@ async function afterCalls(conn) {
     check(p, `no tool result for ${c.name} in the prompt: ${JSON.stringify(prompt).slice(0, 800)}`);
     // The provider-neutral output: text, json, or content parts; every provider sends text parts as text.
     const o = p.output;
+    // With -resource-links the link is a second part, given to the model as the link's JSON in a text part: the
+    // JSON text stays the first part, as it is, and the URI reaches the model.
+    if (c.link) {
+      check(o.type === "content" && o.value.length === 2 && o.value[1].type === "text" && o.value[1].text.includes("goalbox-output://"),
+        `${c.name}: the resource_link reaches the model as ${JSON.stringify(o.value.slice(1)).slice(0, 400)}`);
+      o.value = o.value.slice(0, 1);
+    }
     const text = o.type === "text" || o.type === "error-text" ? o.value
       : o.type === "content" ? o.value.filter((v) => v.type === "text").map((v) => v.text).join("\n")
       : JSON.stringify(o.value);
@@ -78,11 +86,6 @@ async function afterCalls(conn) {
   }
 }
 
-await run(
-  "ai-sdk",
-  matrix(
-    (server, http) => adapter(server, { type: "http", url: http.url, headers: http.headers }),
-    (server, cmd) => adapter(server, new Experimental_StdioMCPTransport({ ...cmd, stderr: "ignore" })),
-    { after: afterCalls },
-  ),
-);
+const openHTTP = (server, http) => adapter(server, { type: "http", url: http.url, headers: http.headers });
+const openStdio = (server, cmd) => adapter(server, new Experimental_StdioMCPTransport({ ...cmd, stderr: "ignore" }));
+await run("ai-sdk", [...matrix(openHTTP, openStdio, { after: afterCalls }), ...linkCases(openHTTP, openStdio, afterCalls)]);

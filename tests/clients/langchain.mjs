@@ -9,12 +9,13 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 import { ChatOpenAI } from "@langchain/openai";
-import { check, issue, matrix, modelStub, run } from "./lib.mjs";
+import { check, issue, linkCases, matrix, modelStub, run } from "./lib.mjs";
 
-// text is what a LangChain tool's content holds as text: a string, a text block, or a list of blocks.
+// text is what a LangChain tool's content holds as text: a string, a text block, or the text blocks of a list (with
+// -resource-links the list has a file block too, which the chat classes handle or refuse: see afterCalls).
 function text(content) {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map(text).join("\n");
+  if (Array.isArray(content)) return content.filter((b) => b.type === "text").map(text).join("\n");
   if (content && content.type === "text") return content.text;
   return JSON.stringify(content);
 }
@@ -63,6 +64,10 @@ const modelCalls = {
     { name: "sandbox_run_command", args: { command: "seq 1 100000" }, want: '"stdout_truncated":true' },
     { name: "sandbox_run_command", args: { command: "true", cwd: ".." }, want: "outside the workspace", error: true },
   ],
+  links: [
+    { name: "sandbox_run_command", args: { command: "seq 1 100000" }, want: '"stdout_truncated":true' },
+    { name: "sandbox_run_command", args: { command: "true", cwd: ".." }, want: "outside the workspace", error: true },
+  ],
 };
 
 // openAIText and anthropicText read a tool result's content in each API's request body as the model reads it.
@@ -89,8 +94,22 @@ function modelReads(api, c, t) {
   check((wrapped ? obj.text : t).includes(c.want), where);
 }
 
-async function afterCalls(conn) {
-  const calls = modelCalls[conn.server];
+// send has a chat class send the messages; with -resource-links (case.scenario "links") a refusal to send is the
+// known issue key, and without it any error fails the case. It returns the request body, or null when refused.
+async function send(c, key, refusal, model, messages, stub) {
+  let err = null;
+  try {
+    await model.invoke(messages);
+  } catch (e) {
+    err = e;
+  }
+  if (err && !(c.scenario && err.message.includes(refusal))) throw err;
+  if (c.scenario) issue(key, err !== null, `${key}: ${err?.message}`);
+  return err ? null : stub.bodies.at(-1);
+}
+
+async function afterCalls(conn, listed, kase) {
+  const calls = modelCalls[kase.scenario ?? conn.server];
   const ai = new AIMessage({
     content: "",
     tool_calls: calls.map((c, i) => ({ id: `call_${i}`, name: c.name, args: c.args, type: "tool_call" })),
@@ -101,17 +120,18 @@ async function afterCalls(conn) {
   const messages = [new HumanMessage("go"), ai, ...results];
   const stub = await modelStub();
 
-  await new ChatOpenAI({ model: "gpt-4o-mini", apiKey: "stub", configuration: { baseURL: stub.url }, maxRetries: 0 }).invoke(messages);
-  const oa = stub.bodies.at(-1);
-  check(oa.path.endsWith("/chat/completions"), `ChatOpenAI sent to ${oa.path}`);
-  for (const [i, c] of calls.entries()) {
+  const chatOpenAI = new ChatOpenAI({ model: "gpt-4o-mini", apiKey: "stub", configuration: { baseURL: stub.url }, maxRetries: 0 });
+  const oa = await send(kase, "links-openai-refuses", "URL file blocks with source_type url must be formatted as a data URL", chatOpenAI, messages, stub);
+  if (oa) check(oa.path.endsWith("/chat/completions"), `ChatOpenAI sent to ${oa.path}`);
+  for (const [i, c] of oa ? calls.entries() : []) {
     const m = oa.body.messages.find((x) => x.role === "tool" && x.tool_call_id === `call_${i}`);
     check(m, `ChatOpenAI: no tool message for ${c.name}: ${JSON.stringify(oa.body.messages).slice(0, 800)}`);
     modelReads("ChatOpenAI", c, openAIText(m.content));
   }
 
-  await new ChatAnthropic({ model: "claude-sonnet-4-5", apiKey: "stub", anthropicApiUrl: stub.url, maxRetries: 0 }).invoke(messages);
-  const an = stub.bodies.at(-1);
+  const chatAnthropic = new ChatAnthropic({ model: "claude-sonnet-4-5", apiKey: "stub", anthropicApiUrl: stub.url, maxRetries: 0 });
+  const an = await send(kase, "links-anthropic-refuses", "Unsupported file mime type for file url source: text/plain", chatAnthropic, messages, stub);
+  if (!an) return;
   check(an.path.endsWith("/messages"), `ChatAnthropic sent to ${an.path}`);
   const blocks = an.body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => b.type === "tool_result");
   for (const [i, c] of calls.entries()) {
@@ -124,13 +144,11 @@ async function afterCalls(conn) {
   stub.close();
 }
 
+const openHTTP = (server, http) => adapter(server, { transport: "http", url: http.url, headers: http.headers });
+const openStdio = (server, cmd) => adapter(server, { transport: "stdio", ...cmd, stderr: "ignore" });
 await run(
   "langchain",
-  matrix(
-    (server, http) => adapter(server, { transport: "http", url: http.url, headers: http.headers }),
-    (server, cmd) => adapter(server, { transport: "stdio", ...cmd, stderr: "ignore" }),
-    { after: afterCalls },
-  ),
+  [...matrix(openHTTP, openStdio, { after: afterCalls }), ...linkCases(openHTTP, openStdio, afterCalls)],
   {},
   {
     "structured-wrapper":
@@ -142,5 +160,13 @@ await run(
     "anthropic-is-error":
       "ChatAnthropic 1.5.11 sends a ToolMessage of status \"error\" as a tool_result without is_error: the model " +
       "sees the error only in its text (\"Error: ... Please fix your mistakes.\")",
+    // Why the servers send no resource_link by default:
+    "links-openai-refuses":
+      "with -resource-links, the adapters turn the resource_link into a file block with a goalbox-output:// URL, " +
+      "and ChatOpenAI throws before sending: \"URL file blocks with source_type url must be formatted as a data URL for " +
+      "ChatOpenAI\"",
+    "links-anthropic-refuses":
+      "with -resource-links, ChatAnthropic throws before sending the same file block: \"Unsupported file mime type for " +
+      "file url source: text/plain\"",
   },
 );

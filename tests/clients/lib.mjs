@@ -56,11 +56,11 @@ function serverArgs(server, dirs) {
 // startHTTP starts a server on a free loopback port with a generated token, as a user would, and returns its URL and
 // the header every request needs. The port and token come from the server itself: its "serving" log line and the
 // token file it writes.
-export async function startHTTP(server, dirs) {
+export async function startHTTP(server, dirs, extraArgs = []) {
   const { mkdirSync } = await import("node:fs");
   mkdirSync(dirs.ws, { recursive: true });
   const tokenFile = join(dirs.root, `${server}.token`);
-  const child = spawn(bins[server], ["-addr", "127.0.0.1:0", "-token-file", tokenFile, ...serverArgs(server, dirs)], {
+  const child = spawn(bins[server], ["-addr", "127.0.0.1:0", "-token-file", tokenFile, ...serverArgs(server, dirs), ...extraArgs], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   cleanups.push(() => child.kill("SIGTERM"));
@@ -85,9 +85,9 @@ export async function startHTTP(server, dirs) {
 }
 
 // stdio is the command a client spawns to serve it over stdin and stdout.
-export function stdio(server, dirs) {
+export function stdio(server, dirs, extraArgs = []) {
   // -log-level error: some clients pass the server's stderr through to theirs.
-  return { command: bins[server], args: ["-stdio", "-log-level", "error", ...serverArgs(server, dirs)] };
+  return { command: bins[server], args: ["-stdio", "-log-level", "error", ...serverArgs(server, dirs), ...extraArgs] };
 }
 
 export class Failure extends Error {}
@@ -198,6 +198,14 @@ const scenarios = {
 
     await expectError(conn, "sandbox_run_command", { command: "true", cwd: ".." }, "outside the workspace");
   },
+
+  // The executor with -resource-links (not the default): a truncated output's result has a resource_link item after
+  // the JSON text. The library must take the result; what it then gives a model is the case's after().
+  async links(conn) {
+    const res = await conn.call("sandbox_run_command", { command: "seq 1 100000" });
+    const r = data(res, "sandbox_run_command");
+    check(r.stdout_truncated === true && typeof r.stdout_resource === "string", `truncated run: ${show(r)}`);
+  },
 };
 
 // readWhole follows an output URI page by page through the library's resource read, with the _meta each page carries
@@ -237,10 +245,12 @@ export async function run(lib, cases, known = {}, issues = {}) {
       const listed = (await conn.tools()).map((t) => t.name).sort();
       check(listed.length > 0, "no tools listed");
       const called = new Set();
-      await scenarios[c.server](conn, called);
-      const missed = listed.filter((n) => !called.has(n));
-      check(missed.length === 0, `tools listed but not called: ${missed.join(", ")}`);
-      if (c.after) await c.after(conn, listed);
+      await scenarios[c.scenario ?? c.server](conn, called);
+      if (!c.scenario) {
+        const missed = listed.filter((n) => !called.has(n));
+        check(missed.length === 0, `tools listed but not called: ${missed.join(", ")}`);
+      }
+      if (c.after) await c.after(conn, listed, c);
     } catch (e) {
       err = e;
     } finally {
@@ -298,6 +308,18 @@ export function matrix(openHTTP, openStdio, extra = {}) {
     }
   }
   return cases;
+}
+
+// linkCases are the executor with -resource-links over both transports, to show what a library gives a model of a
+// result with a resource_link; not part of the default matrix, since the servers send none by default.
+export function linkCases(openHTTP, openStdio, after) {
+  const args = ["-resource-links"];
+  return [
+    { name: "http executor -resource-links", server: "executor", scenario: "links", after,
+      open: async (dirs) => openHTTP("executor", await startHTTP("executor", dirs, args), dirs) },
+    { name: "stdio executor -resource-links", server: "executor", scenario: "links", after,
+      open: async (dirs) => openStdio("executor", stdio("executor", dirs, args), dirs) },
+  ];
 }
 
 // modelStub is a local HTTP server standing in for the model APIs, so that a chat class sends its real request and

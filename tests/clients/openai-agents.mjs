@@ -14,7 +14,7 @@ import {
   setTracingDisabled,
 } from "@openai/agents";
 import OpenAI from "openai";
-import { check, matrix, modelStub, run } from "./lib.mjs";
+import { check, issue, linkCases, matrix, modelStub, run } from "./lib.mjs";
 
 setTracingDisabled(true);
 
@@ -44,9 +44,12 @@ const modelCalls = {
     { name: "sandbox_run_command", args: { command: "printf 'a\\tb \"c\"\\n'" }, want: (r) => r.stdout === 'a\tb "c"\n' },
     { name: "sandbox_run_command", args: { command: "true", cwd: ".." }, error: "outside the workspace" },
   ],
+  links: [
+    { name: "sandbox_run_command", args: { command: "seq 1 100000" }, want: (r) => r.stdout_truncated === true },
+  ],
 };
 
-async function afterCalls(conn, listed) {
+async function afterCalls(conn, listed, kase) {
   const tools = await getAllMcpTools({ mcpServers: [conn.server], convertSchemasToStrict: true });
   check(tools.length === listed.length, `getAllMcpTools gave ${tools.length} tools, the server lists ${listed.length}`);
   const loose = tools.filter((t) => t.strict !== true).map((t) => t.name);
@@ -59,7 +62,7 @@ async function afterCalls(conn, listed) {
   }
 
   // The Agent run: the stand-in asks for the calls, then ends; its last request carries every function_call_output.
-  const calls = modelCalls[conn.server.name];
+  const calls = modelCalls[kase.scenario ?? conn.server.name];
   const stub = await modelStub([
     calls.map((c, i) => ({ type: "function_call", id: `fc_${i}`, call_id: `call_${i}`, name: c.name, arguments: JSON.stringify(c.args), status: "completed" })),
   ]);
@@ -84,24 +87,30 @@ async function afterCalls(conn, listed) {
     } catch {
       throw new Error(`${c.name}: the model receives ${JSON.stringify(item.output)}, not the result's JSON text`);
     }
-    check(!Array.isArray(r) && c.want(r), `${c.name}: the model receives ${text}`);
+    // A result of several content items (the JSON text and a resource_link, with -resource-links) is sent as the
+    // JSON of the item list: the result's JSON text escaped a second time inside it.
+    const where = `${c.name}: the model receives ${text.slice(0, 600)}`;
+    if (kase.scenario) issue("links-stringified-array", Array.isArray(r), where);
+    else check(!Array.isArray(r), where);
+    if (!Array.isArray(r)) check(c.want(r), where);
   }
   stub.close();
 }
 
-await run(
-  "openai-agents",
-  matrix(
-    async (server, http) => {
-      const s = new MCPServerStreamableHttp({ name: server, url: http.url, requestInit: { headers: http.headers } });
-      await s.connect();
-      return adapter(s);
-    },
-    async (server, cmd) => {
-      const s = new MCPServerStdio({ name: server, ...cmd });
-      await s.connect();
-      return adapter(s);
-    },
-    { after: afterCalls },
-  ),
-);
+async function openHTTP(server, http) {
+  const s = new MCPServerStreamableHttp({ name: server, url: http.url, requestInit: { headers: http.headers } });
+  await s.connect();
+  return adapter(s);
+}
+async function openStdio(server, cmd) {
+  const s = new MCPServerStdio({ name: server, ...cmd });
+  await s.connect();
+  return adapter(s);
+}
+await run("openai-agents", [...matrix(openHTTP, openStdio, { after: afterCalls }), ...linkCases(openHTTP, openStdio, afterCalls)], {}, {
+  // Why the servers send no resource_link by default:
+  "links-stringified-array":
+    "with -resource-links, a truncated output's result has two content items (the JSON text and the resource_link), " +
+    "and the SDK sends the model the JSON of the whole item list as one string, in which the result's JSON text is " +
+    "escaped a second time; a result of one item goes as input_text, as it is",
+});
