@@ -160,6 +160,9 @@ await run(
     "anthropic-is-error":
       "ChatAnthropic 1.5.11 sends a ToolMessage of status \"error\" as a tool_result without is_error: the model " +
       "sees the error only in its text (\"Error: ... Please fix your mistakes.\")",
+    "session-left-open":
+      "MultiServerMCPClient.close() sends no DELETE: the HTTP session, with its processes and kept outputs, lives on " +
+      "the server until its idle timeout",
     // Why the servers send no resource_link by default:
     "links-openai-refuses":
       "with -resource-links, the adapters turn the resource_link into a file block with a goalbox-output:// URL, " +

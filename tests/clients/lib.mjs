@@ -226,6 +226,19 @@ async function readWhole(conn, uri) {
   throw new Failure(`${uri}: not at the end after 100 pages`);
 }
 
+// sessionEnded checks that closing the library's client ended its HTTP session on the server (a DELETE), as the
+// server's /healthz counts them: a session left open holds its processes and kept outputs until it expires.
+async function sessionEnded(http) {
+  const health = http.url.replace(/\/mcp$/, "/healthz");
+  let live = -1;
+  for (let i = 0; i < 20; i++) {
+    live = (await (await fetch(health, { headers: http.headers })).json()).sessions.live;
+    if (live === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  issue("session-left-open", live !== 0, `the client closed, and the server still has ${live} live sessions`);
+}
+
 // The run: each case is one connection (a library, a transport, a server, maybe an era). A case in known lists a
 // failure someone has written down with its reason: it must still fail with that message, and passing fails the
 // run too, so the list is kept true when the bug is fixed.
@@ -257,6 +270,7 @@ export async function run(lib, cases, known = {}, issues = {}) {
       if (conn?.close) {
         try {
           await conn.close();
+          if (!err && conn.http) await sessionEnded(conn.http);
         } catch (e) {
           err ??= e;
         }
@@ -301,7 +315,10 @@ export function matrix(openHTTP, openStdio, extra = {}) {
         server,
         ...extra,
         open: async (dirs) => {
-          if (transport === "http") return openHTTP(server, await startHTTP(server, dirs), dirs);
+          if (transport === "http") {
+            const http = await startHTTP(server, dirs);
+            return { ...(await openHTTP(server, http, dirs)), http };
+          }
           return openStdio(server, stdio(server, dirs), dirs);
         },
       });
@@ -316,7 +333,10 @@ export function linkCases(openHTTP, openStdio, after) {
   const args = ["-resource-links"];
   return [
     { name: "http executor -resource-links", server: "executor", scenario: "links", after,
-      open: async (dirs) => openHTTP("executor", await startHTTP("executor", dirs, args), dirs) },
+      open: async (dirs) => {
+        const http = await startHTTP("executor", dirs, args);
+        return { ...(await openHTTP("executor", http, dirs)), http };
+      } },
     { name: "stdio executor -resource-links", server: "executor", scenario: "links", after,
       open: async (dirs) => openStdio("executor", stdio("executor", dirs, args), dirs) },
   ];
