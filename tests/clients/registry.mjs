@@ -3,16 +3,21 @@
 // which are checked here offline (github.com/modelcontextprotocol/registry, internal/validators/registries/mcpb.go
 // and oci.go): an MCPB package is an https release asset on GitHub whose URL contains "mcp", with its SHA-256; an OCI
 // package names its registry (an allowed one) and tag in the identifier and has no version, registryBaseUrl or
-// fileSha256; and the image must carry the label io.modelcontextprotocol.server.name with the server's name (here:
-// the Dockerfile the image is built from). Then broken copies of each file must be refused, so that a validator that
-// accepts anything fails this run.
+// fileSha256; and the image must carry the label io.modelcontextprotocol.server.name with the server's name (the
+// Dockerfile the image is built from, and the image itself where it is built here). Then broken copies of each file
+// must be refused, so that a validator that accepts anything fails this run. Last, where the image is built here,
+// the OCI package is run as a registry client would run it and must serve the server's tools.
 //
 //   node registry.mjs SCHEMA REPO FILE...
 //
 // SCHEMA is the registry's schema file (scripts/setup-clients.sh copies it from the registry's Go module), REPO the
 // checkout (for the Dockerfiles and the bundles' manifests), FILE the server.json files scripts/mcpb.sh wrote.
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import Ajv from "ajv";
 import addFormats from "ajv-formats";
 
@@ -122,5 +127,79 @@ for (const file of files) {
     }
   }
 }
+for (const file of files) {
+  if (!(await runImage(JSON.parse(readFileSync(file, "utf8"))))) failed++;
+}
 if (failed) process.exit(1);
 console.log(`registry: ${files.length} server.json files valid, and each of ${Object.keys(breakages).length} broken copies of each refused`);
+
+// runImage starts the OCI package the way a registry client would (docker run, the runtime arguments, the image,
+// the package arguments) with the image of that Dockerfile built here, when there is one (the compose test builds
+// goalbox/<server>:latest), and lists its tools over stdio with the TypeScript SDK; the image must carry the label.
+// The registry's own image is not published yet: the local build stands in for it.
+async function runImage(doc) {
+  const server = String(doc.name).replace(/^.*\/goalbox-/, "");
+  // GOALBOX_OCI_IMAGE_FILESYSTEM or _EXECUTOR names another local build.
+  const image = process.env[`GOALBOX_OCI_IMAGE_${server.toUpperCase()}`] ?? `goalbox/${server}:latest`;
+  const label = spawnSync("docker", ["image", "inspect", "--format", '{{index .Config.Labels "io.modelcontextprotocol.server.name"}}', image], { encoding: "utf8" });
+  if (label.status !== 0) {
+    console.log(`registry: skipped running the OCI package of ${doc.name}: no image ${image} here (the compose test builds it)`);
+    return true;
+  }
+  if (label.stdout.trim() === "") {
+    // An image built before the label was added (or from another checkout) is not this checkout's.
+    console.log(`registry: skipped running the OCI package of ${doc.name}: ${image} has no io.modelcontextprotocol.server.name label (built from an older checkout?)`);
+    return true;
+  }
+  if (label.stdout.trim() !== doc.name) {
+    console.log(`registry: FAIL ${image} carries io.modelcontextprotocol.server.name=${JSON.stringify(label.stdout.trim())}, not ${doc.name}`);
+    return false;
+  }
+  if (process.getuid() !== 0) {
+    console.log(`registry: skipped running ${image}: the workspace must be owned by the image's user 10001, which takes root`);
+    return true;
+  }
+  const ws = mkdtempSync(join(tmpdir(), "goalbox-oci-"));
+  chownSync(ws, 10001, 10001);
+  const p = doc.packages.find((q) => q.registryType === "oci");
+  const args = ["run"];
+  for (const a of [...p.runtimeArguments]) {
+    args.push(a.name);
+    if (a.value !== undefined) args.push(a.value.replace("{workspace}", ws));
+  }
+  args.push(image);
+  for (const a of p.packageArguments ?? []) {
+    args.push(a.name);
+    if (a.value !== undefined) args.push(a.value);
+  }
+  const client = new Client({ name: "goalbox-registry-check", version: "0" });
+  try {
+    await client.connect(new StdioClientTransport({ command: "docker", args, stderr: "ignore" }));
+    const tools = (await client.listTools()).tools;
+    const manifest = JSON.parse(readFileSync(join(repo, "deploy/mcpb", server, "manifest.json"), "utf8"));
+    const want = manifest.tools.map((t) => t.name).sort();
+    const got = tools.map((t) => t.name).sort();
+    if (JSON.stringify(got) !== JSON.stringify(want)) {
+      console.log(`registry: FAIL ${image} run as the OCI package lists ${got.join(", ")}; the bundle's manifest names ${want.join(", ")}`);
+      return false;
+    }
+    // One call that touches the mounted workspace: the file written, or the command's output of a file there.
+    const call = server === "filesystem"
+      ? { name: "sandbox_write_file", arguments: { path: "oci.txt", content: "from the OCI package\n" } }
+      : { name: "sandbox_run_command", arguments: { command: "echo from the OCI package > oci.txt && cat oci.txt" } };
+    const res = await client.callTool(call);
+    const onDisk = readFileSync(join(ws, "oci.txt"), "utf8");
+    if (res.isError || onDisk !== "from the OCI package\n") {
+      console.log(`registry: FAIL ${image} run as the OCI package: ${call.name} gave ${JSON.stringify(res).slice(0, 400)}, the workspace holds ${JSON.stringify(onDisk)}`);
+      return false;
+    }
+    console.log(`registry: ok   ${image} run as ${doc.name}'s OCI package (docker ${args.join(" ")}) serves its ${got.length} tools over stdio, and ${call.name} wrote into the mounted workspace`);
+    return true;
+  } catch (e) {
+    console.log(`registry: FAIL ${image} run as the OCI package (docker ${args.join(" ")}): ${e.message}`);
+    return false;
+  } finally {
+    await client.close().catch(() => {});
+    rmSync(ws, { recursive: true, force: true });
+  }
+}
