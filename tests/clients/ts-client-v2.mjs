@@ -1,9 +1,9 @@
 // The official TypeScript SDK's v2 client (@modelcontextprotocol/client), in each protocol era: 2025-11-25 (its
-// default, initialize and a session) and pinned to 2026-07-28 (stateless: server/discover, the version in each
-// request's _meta), over streamable HTTP and stdio.
+// default, initialize and a session), pinned to 2026-07-28 (stateless: server/discover, the version in each
+// request's _meta), and in auto mode (probe, then the era the server speaks), over streamable HTTP and stdio.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { check, matrix, run } from "./lib.mjs";
+import { check, issue, matrix, run } from "./lib.mjs";
 
 function adapter(client, close) {
   return {
@@ -24,19 +24,29 @@ function adapter(client, close) {
   };
 }
 
+// The era each mode must settle on per transport. "auto" probes with server/discover and falls back to initialize
+// on a legacy answer: over HTTP that is 2025-11-25 today (a known issue below).
 const eras = {
-  "2025-11-25": {},
-  "2026-07-28": { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  "2025-11-25": { options: {}, want: { http: "2025-11-25", stdio: "2025-11-25" } },
+  "2026-07-28": { options: { versionNegotiation: { mode: { pin: "2026-07-28" } } }, want: { http: "2026-07-28", stdio: "2026-07-28" } },
+  auto: { options: { versionNegotiation: { mode: "auto" } }, want: { http: "2026-07-28", stdio: "2026-07-28" } },
 };
 const cases = [];
-for (const [era, options] of Object.entries(eras)) {
-  const newClient = () => new Client({ name: "goalbox-matrix-ts-client-v2", version: "0" }, options);
+// negotiated checks the version the client settled on; auto over HTTP falling back is the known issue.
+function negotiated(client, era, transport) {
+  const got = client.getNegotiatedProtocolVersion();
+  const want = eras[era].want[transport];
+  if (era === "auto" && transport === "http") issue("auto-http-legacy-fallback", got !== want, `auto over HTTP negotiated ${got}`);
+  else check(got === want, `negotiated ${got}, want ${want}`);
+}
+for (const era of Object.keys(eras)) {
+  const newClient = () => new Client({ name: "goalbox-matrix-ts-client-v2", version: "0" }, eras[era].options);
   for (const c of matrix(
     async (server, http) => {
       const client = newClient();
       const transport = new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: http.headers } });
       await client.connect(transport);
-      check(client.getNegotiatedProtocolVersion() === era, `negotiated ${client.getNegotiatedProtocolVersion()}, want ${era}`);
+      negotiated(client, era, "http");
       return adapter(client, async () => {
         if (transport.sessionId) await transport.terminateSession();
         await client.close();
@@ -45,7 +55,7 @@ for (const [era, options] of Object.entries(eras)) {
     async (server, cmd) => {
       const client = newClient();
       await client.connect(new StdioClientTransport({ ...cmd, stderr: "ignore" }));
-      check(client.getNegotiatedProtocolVersion() === era, `negotiated ${client.getNegotiatedProtocolVersion()}, want ${era}`);
+      negotiated(client, era, "stdio");
       return adapter(client, () => client.close());
     },
   )) {
@@ -60,7 +70,13 @@ const stateless = {
   reason: "streamable HTTP serves 2025-11-25 sessions only, no stateless 2026-07-28 era yet",
   message: "Unsupported protocol version: 2026-07-28",
 };
-await run("ts-client v2", cases, {
-  "2026-07-28 http filesystem": stateless,
-  "2026-07-28 http executor": stateless,
-});
+await run(
+  "ts-client v2",
+  cases,
+  { "2026-07-28 http filesystem": stateless, "2026-07-28 http executor": stateless },
+  {
+    "auto-http-legacy-fallback":
+      "in auto mode the client probes with server/discover; over streamable HTTP the servers answer as 2025-11-25 " +
+      "servers, so it falls back to initialize (over stdio it settles on 2026-07-28)",
+  },
+);
