@@ -8,7 +8,7 @@
 // says what the library made of the result (a tool error must arrive as the library's error, the JSON text as text),
 // read() reads a resource through the library when it can. Nothing here talks MCP itself: that is the libraries'.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,16 +40,19 @@ process.on("exit", () => {
   }
 });
 
-// A fresh workspace folder and a checkpoint folder beside it (the filesystem server's default is the user's cache).
+// A fresh workspace folder, and beside it the folders the servers would otherwise keep in the machine's cache (the
+// filesystem server's checkpoints, the executor's per-workspace home and build caches), so that a run leaves nothing.
 export function workspace() {
   const root = mkdtempSync(join(tmpdir(), "goalbox-clients-"));
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
-  return { ws: join(root, "ws"), checkpoints: join(root, "checkpoints"), root };
+  mkdirSync(join(root, "ws"));
+  return { ws: join(root, "ws"), checkpoints: join(root, "checkpoints"), cache: join(root, "cache"), root };
 }
 
 function serverArgs(server, dirs) {
   const args = ["-workspace", dirs.ws];
   if (server === "filesystem") args.push("-checkpoint-dir", dirs.checkpoints);
+  else args.push("-cache-dir", dirs.cache);
   return args;
 }
 
@@ -57,8 +60,6 @@ function serverArgs(server, dirs) {
 // the header every request needs. The port and token come from the server itself: its "serving" log line and the
 // token file it writes.
 export async function startHTTP(server, dirs, extraArgs = []) {
-  const { mkdirSync } = await import("node:fs");
-  mkdirSync(dirs.ws, { recursive: true });
   const tokenFile = join(dirs.root, `${server}.token`);
   const child = spawn(bins[server], ["-addr", "127.0.0.1:0", "-token-file", tokenFile, ...serverArgs(server, dirs), ...extraArgs], {
     stdio: ["ignore", "ignore", "pipe"],
