@@ -70,6 +70,11 @@ async function afterCalls(conn, listed, kase) {
   const agent = new Agent({ name: "matrix", instructions: "use the tools", model, tools });
   const result = await new Runner({ tracingDisabled: true }).run(agent, "go", { maxTurns: 3 });
   check(result.finalOutput === "ok", `the run did not end: ${result.finalOutput}`);
+  // The tools as the request carries them to the model: every one a strict function.
+  const sent = stub.bodies[0].body.tools ?? [];
+  check(sent.length === tools.length, `the request carries ${sent.length} tools of ${tools.length}`);
+  const notStrict = sent.filter((t) => t.type !== "function" || t.strict !== true || t.parameters?.additionalProperties !== false);
+  check(notStrict.length === 0, `tools sent without strict mode: ${notStrict.map((t) => t.name).join(", ")}`);
   const last = stub.bodies.at(-1).body;
   for (const [i, c] of calls.entries()) {
     const item = last.input.find((x) => x.type === "function_call_output" && x.call_id === `call_${i}`);
