@@ -54,4 +54,6 @@ VOLUME /workspace /checkpoints
 EXPOSE 7101
 HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 \
     CMD ["/usr/local/bin/healthprobe", "http://127.0.0.1:7101/healthz"]
+# The MCP registry lists this image (deploy/mcpb/filesystem/server.json) only if it carries the server's name.
+LABEL io.modelcontextprotocol.server.name="io.github.goalbox/goalbox-filesystem"
 ENTRYPOINT ["/usr/local/bin/filesystem"]

@@ -2,7 +2,8 @@
 # The test command: every module's tests (unit, MCP clients against real servers, attacks, Docker backend, the
 # benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARK_DIR is
 # there, compose end to end, the Kubernetes manifests on a real API server), then the MCP conformance suite against
-# both servers and every tool called through the MCP Inspector CLI.
+# both servers, every tool called through the MCP Inspector CLI, the MCP client libraries agent builders use
+# (scripts/clients.sh), and the MCP Bundles with their server.json for the MCP registry.
 #
 # First it runs scripts/setup.sh, which installs what the tests need (Docker engine and local base images, Docker
 # Compose, language toolchains, Node 22 for the conformance suite). That needs root; without root it says what is
@@ -78,7 +79,10 @@ scripts/conformance.sh
 echo "== MCP Inspector CLI"
 scripts/inspector.sh
 
-echo "== MCP Bundles (built, validated and packed by mcpb, then served from the unpacked bundle)"
+echo "== MCP client libraries (TypeScript SDK 1.x and v2, OpenAI Agents SDK, LangChain, AI SDK), both transports"
+scripts/clients.sh
+
+echo "== MCP Bundles (built, validated and packed by mcpb, then served from the unpacked bundle) and server.json"
 bundles=$(mktemp -d)
 scripts/mcpb.sh "$bundles"
 rm -rf "$bundles"
