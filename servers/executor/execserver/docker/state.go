@@ -27,7 +27,7 @@ func (b *dockerBackend) prepareState() error {
 		}
 	}
 	dir := filepath.Join(base, b.cfg.Instance)
-	f, err := openSafeDir(dir, true)
+	f, err := openSafeDir(dir)
 	if err != nil {
 		return fmt.Errorf("docker backend: state folder: %w", err)
 	}
@@ -57,7 +57,7 @@ func (b *dockerBackend) prepareState() error {
 // prepareCache makes this workspace's cache in dir, given to the command user, and removes the caches of earlier
 // workspaces of the instance (the same path, another identity or user).
 func (b *dockerBackend) prepareCache(dir string) error {
-	f, err := openSafeDir(dir, true)
+	f, err := openSafeDir(dir)
 	if err != nil {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}
