@@ -52,7 +52,7 @@ type options struct {
 	protection *pathguard.Protection // from Protect and Unprotect, for the in-process servers
 	// NetAllow is the in-process executor's -net-allow (local backend, namespace mode): hosts its commands may reach.
 	NetAllow string `env:"GOALBOX_EXEC_NET_ALLOW" flag:"net-allow" usage:"in-process executor: comma-separated hosts, *.domains (either with :port; default ports 80 and 443) and CIDRs commands may reach through the executor's egress proxy; empty: no network"`
-	// Secrets are the in-process executor's -secret (local backend): credentials its commands use by placeholder.
+	// Secrets are the in-process executor's -secret (either backend): credentials its commands use by placeholder.
 	Secrets []string `env:"GOALBOX_EXEC_SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"in-process executor: NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH) only in HTTPS requests to HOST"`
 
 	// The run.

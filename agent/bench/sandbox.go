@@ -10,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
@@ -28,8 +29,8 @@ type SandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, clo
 // is GraderCacheDir.
 func LocalSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) SandboxFactory {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
-		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Commands: local.Config{
-			CacheDir: cacheDir, SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}})
+		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Executor: assemble.Options{CacheDir: cacheDir,
+			Local: local.Config{SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}}})
 		if err != nil {
 			return nil, nil, err
 		}

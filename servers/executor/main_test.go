@@ -31,8 +31,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
-		setLocalForTest(os.Getenv(testLocalEnv))
-		os.Exit(run(args))
+		os.Exit(run(args, localForTest(os.Getenv(testLocalEnv))...))
 	}
 	os.Exit(m.Run())
 }

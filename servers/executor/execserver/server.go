@@ -32,23 +32,25 @@ const (
 	progressEvery = time.Second
 )
 
-// Config is the executor's own configuration, besides what mcpserve.Config holds.
+// Config is the executor's own configuration, besides what mcpserve.Config holds. The tags are the executor
+// command's flags and environment variables (package envflag), which bind to these fields in place; the defaults
+// are fill's, the one place they are set.
 type Config struct {
 	// DefaultTimeout applies when a call gives no timeout_seconds.
-	DefaultTimeout time.Duration
+	DefaultTimeout time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none (default 2m)"`
 	// MaxTimeout is the largest timeout_seconds a call may ask for.
-	MaxTimeout time.Duration
+	MaxTimeout time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for (default 30m, or -timeout-default when that is longer)"`
 	// OutputCap is the most bytes kept of each of stdout and stderr (head and tail); at most MaxOutputCap.
-	OutputCap int
+	OutputCap int `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB (default 256 KiB)"`
 	// Policy, when set, refuses commands before they run.
 	Policy *Policy
 	// MaxConcurrent is how many commands may run at once; a call past it waits for a free slot, within its own
 	// timeout. 0 means DefaultMaxConcurrent. Processes do not count: they have caps of their own.
-	MaxConcurrent int
+	MaxConcurrent int `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
-	MaxProcesses int
+	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
-	ProcessLifetime time.Duration
+	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
 	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
 	// never reads its stdin); 0 means DefaultStdinWriteTimeout.
 	StdinWriteTimeout time.Duration
@@ -57,13 +59,13 @@ type Config struct {
 	ProcessBuffer int
 	// ProcessBufferTotal is the bytes all processes' ring buffers may hold together; a buffer grows with its
 	// stream's output and, once the total is spent, wraps within what it has. 0 means DefaultProcessBufferTotal.
-	ProcessBufferTotal int
+	ProcessBufferTotal int `env:"PROCESS_BUFFER_TOTAL" flag:"process-buffer-total" usage:"bytes all background processes' output buffers hold together, whatever the number of sessions; each grows with its output up to 1 MiB a stream (default 256 MiB)"`
 	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
 	// first. 0 means DefaultOutputBudget, -1 keeps none.
-	OutputBudget int64
+	OutputBudget int64 `env:"OUTPUT_BUDGET" flag:"output-budget" usage:"bytes of full outputs (streams past -output-cap, served as MCP resources) each session keeps, oldest evicted first; at least 2 MiB, -1 keeps none (default 64 MiB)"`
 	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
 	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
-	OutputTotal int64
+	OutputTotal int64 `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
 	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
 	// the health report: "auto" or "explicit", and a sentence.
 	BackendChoice, BackendReason string
@@ -75,10 +77,10 @@ type Config struct {
 	// libraries carry a resource_link to the model badly (LangChain's adapters turn it into a file block that
 	// ChatOpenAI and ChatAnthropic refuse to send; the OpenAI Agents SDK sends a many-item content as one escaped
 	// JSON string). With one text item every common library gives the model the same JSON.
-	ResourceLinks bool
+	ResourceLinks bool `env:"RESOURCE_LINKS" flag:"resource-links" usage:"add a resource_link content item for each stream kept whole (the URI is in stdout_resource/stderr_resource either way; some client libraries pass resource links to models badly)"`
 	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
 	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
-	QuarantineDir string
+	QuarantineDir string `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's

@@ -21,7 +21,7 @@ import (
 
 // unsafeFolderError says which component of a host folder the backend refused, and why, and what it allows.
 type unsafeFolderError struct {
-	path   string
+	path    string
 	refusal error // a *safedir.UnsafeError, or the component that could not be opened as a folder
 }
 
