@@ -32,7 +32,7 @@ const (
 	labelExecutor = "goalbox.executor"
 	labelInstance = "goalbox.executor.instance"
 	// labelRole tells a command's container ("command") from the backend's network holder ("network",
-	// docker_network.go).
+	// network.go).
 	labelRole = "goalbox.executor.role"
 	// labelOwner is the uid of the server that started the container: two servers of different users never sweep
 	// each other's containers, even with the same instance name (each has its own lock: state_unix.go).
@@ -96,7 +96,7 @@ type Config struct {
 	Instance string `env:"INSTANCE" flag:"instance" usage:"docker backend: the name of this executor's containers and state; one executor per instance at a time (default derived from the workspace's path and the server's uid)"`
 	// Labels are added to every container (the backend's own labels win).
 	Labels map[string]string
-	// WarmPool is how many containers are kept started ahead of commands (see docker_pool.go). 0, the default,
+	// WarmPool is how many containers are kept started ahead of commands (see pool.go). 0, the default,
 	// starts each command's container when the command comes.
 	WarmPool int `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
 	// MaxWorkspaceBytes is the disk cap: a command that takes the workspace and the cache together past it is
@@ -114,7 +114,7 @@ type Config struct {
 
 	// stateBase replaces defaultStateBase in tests.
 	stateBase string
-	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (docker_egress.go); the
+	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (egress.go); the
 	// zero value keeps network none. Needs a root server on the Docker host: New refuses it elsewhere.
 	Network egress.Config
 }

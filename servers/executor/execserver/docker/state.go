@@ -13,7 +13,7 @@ import (
 )
 
 // The backend's state on the host, per instance: StateBase/<instance>/ holds the lock (one executor per instance at
-// a time) and ctl/, the control folders of its containers (docker_container.go). The caches live in
+// a time) and ctl/, the control folders of its containers (container.go). The caches live in
 // CacheBase/<instance>/cache-<workspace identity>. All of it is reached and made as safedir_unix.go describes.
 
 // prepareState opens (making it) the instance's state folder, takes the instance's lock, removes the control
