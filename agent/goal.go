@@ -35,7 +35,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout, MaxOutputTokens: o.MaxOutputTokens,
+		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimeout, MaxOutputTokens: o.MaxOutputTokens,
 		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) },
 		OnProgress:      func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, ProgressEvery: 15 * time.Second})
 	if err != nil {
