@@ -29,7 +29,7 @@ func (e *Executor) addProcessTools() {
 			"when the session ends, and after %v at the latest. At most %d run at once per session.",
 			protocol.ToolRunCommand, protocol.ToolRunCommand, protocol.ToolReadProcessOutput, protocol.ToolWriteProcessInput, protocol.ToolStopProcess,
 			e.cfg.ProcessLifetime, e.cfg.MaxProcesses),
-		Annotations: mcpserve.Annotations("Start a background process", false, true, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Start a background process", Destructive: true}),
 	}, e.startProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolReadProcessOutput,
@@ -37,25 +37,25 @@ func (e *Executor) addProcessTools() {
 			"per call: read on from the offsets returned. wait_seconds (at most %d) waits for new output or the exit. Each stream keeps its last "+
 			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.%s",
 			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer, whole),
-		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Read a process's output", ReadOnly: true, Idempotent: true}),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolWriteProcessInput,
 		Description: fmt.Sprintf("Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process "+
 			"sees EOF). If the process has not taken it all within %v (it is not reading), the call returns an error saying how much it took; "+
 			"the rest is written as it reads.", e.cfg.StdinWriteTimeout),
-		Annotations: mcpserve.Annotations("Write to a process's stdin", false, false, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Write to a process's stdin"}),
 	}, e.writeProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolStopProcess,
 		Description: fmt.Sprintf("Stop a process: SIGTERM to every process of its tree, then SIGKILL after grace_seconds (default %d, at most %d). "+
 			"Returns its exit code; killed says SIGKILL was needed.", int(defaultStopGrace.Seconds()), int(maxStopGrace.Seconds())),
-		Annotations: mcpserve.Annotations("Stop a process", false, true, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Stop a process", Destructive: true, Idempotent: true}),
 	}, e.stopProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name:        protocol.ToolListProcesses,
 		Description: "This session's processes, running and ended, oldest first.",
-		Annotations: mcpserve.Annotations("List processes", true, false, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "List processes", ReadOnly: true, Idempotent: true}),
 	}, e.listProcessesTool)
 }
 

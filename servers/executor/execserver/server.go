@@ -198,7 +198,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
 			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
 			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
-		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
 	}, e.runCommand)
 	e.addProcessTools()
 	if e.outputs.budget > 0 {

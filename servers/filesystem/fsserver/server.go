@@ -192,9 +192,11 @@ func protectedPatterns(p *pathguard.Protection) []string {
 
 // annotations are the tools' hints, in one place so they can be compared at a glance.
 var (
-	annRead   = func(title string) *mcp.ToolAnnotations { return mcpserve.Annotations(title, true, false, true) }
-	annWrite  = mcpserve.Annotations("Write file", false, true, true)  // overwrites; the same call twice leaves the same file
-	annEdit   = mcpserve.Annotations("Edit file", false, true, false)  // a second identical edit finds no match
-	annDelete = mcpserve.Annotations("Delete path", false, true, true) // deleting what is gone is a no-op
-	annMove   = mcpserve.Annotations("Move path", false, true, false)  // the source is gone after the first call
+	annRead = func(title string) *mcp.ToolAnnotations {
+		return mcpserve.Annotations(mcpserve.Hints{Title: title, ReadOnly: true, Idempotent: true})
+	}
+	annWrite  = mcpserve.Annotations(mcpserve.Hints{Title: "Write file", Destructive: true, Idempotent: true})  // overwrites; the same call twice leaves the same file
+	annEdit   = mcpserve.Annotations(mcpserve.Hints{Title: "Edit file", Destructive: true})                     // a second identical edit finds no match
+	annDelete = mcpserve.Annotations(mcpserve.Hints{Title: "Delete path", Destructive: true, Idempotent: true}) // deleting what is gone is a no-op
+	annMove   = mcpserve.Annotations(mcpserve.Hints{Title: "Move path", Destructive: true})                     // the source is gone after the first call
 )
