@@ -34,17 +34,14 @@ type options struct {
 }
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(mcpserve.ExitCode("executor", run(os.Args), os.Stderr))
 }
 
-// run is main with an exit code, by the servers' one policy (mcpserve.ExitCode): 0 after a clean shutdown, 2 for
-// bad configuration, 1 when serving failed. build changes how the executor is built (the tests' main mode).
-func run(args []string, build ...assemble.Option) int {
-	return mcpserve.ExitCode("executor", serve(args, build...), os.Stderr)
-}
-
-// serve configures the server, builds it and serves until shut down.
-func serve(args []string, build ...assemble.Option) error {
+// run configures the server, builds it and serves until shut down; build changes how the executor is built (the
+// tests' main mode). Its error is a mcpserve.ConfigError when the configuration is wrong: main exits by the
+// servers' one policy (mcpserve.ExitCode), as the filesystem server's does: 0 after a clean shutdown, 2 for bad
+// configuration, 1 when serving failed.
+func run(args []string, build ...assemble.Option) error {
 	cfg, opts, err := configure(args)
 	if errors.Is(err, mcpserve.ErrVersion) {
 		fmt.Println(execserver.Name, mcpserve.Version())
