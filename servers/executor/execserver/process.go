@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -46,7 +47,7 @@ type process struct {
 	stderr      *ringBuffer
 	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (outputs_process.go);
 	// nil when the executor keeps no full outputs.
-	stdoutKept, stderrKept *KeptStream
+	stdoutKept, stderrKept *outputs.Stream
 
 	stdinMu   sync.Mutex
 	stdin     *io.PipeWriter // nil when closed

@@ -17,7 +17,7 @@ import (
 
 func (e *Executor) addProcessTools() {
 	whole := ""
-	if e.outputs.budget > 0 {
+	if e.outputs.Keeps() {
 		whole = " Once a stream outgrows its buffer, the whole stream from its first byte stays readable as the resource stdout_resource or " +
 			"stderr_resource names (resources/read, in pages, at the same offsets), for this session, while its budget for full outputs lasts."
 	}

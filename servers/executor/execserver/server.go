@@ -15,6 +15,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -160,9 +161,9 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
-	outputs *Outputs    // the full outputs of truncated streams, per session
-	protect *protector  // nil when no path is protected
-	buffers *bufferPool // the processes' ring buffers, all together
+	outputs *outputs.Store // the full outputs of truncated streams, per session
+	protect *protector     // nil when no path is protected
+	buffers *bufferPool    // the processes' ring buffers, all together
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -174,7 +175,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
+		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -201,8 +202,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
 	}, e.runCommand)
 	e.addProcessTools()
-	if e.outputs.budget > 0 {
-		e.addOutputResources()
+	if e.outputs.Keeps() {
+		e.outputs.AddResources(e.server)
 	}
 	return e, nil
 }
@@ -226,7 +227,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		TimeoutMax:     int(e.cfg.MaxTimeout.Seconds()),
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
-		FullOutputs:    e.outputs.health(),
+		FullOutputs:    e.outputs.Health(),
 		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.buffers.inUse()},
 	}
 }
