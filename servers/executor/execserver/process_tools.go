@@ -1,7 +1,8 @@
 package execserver
 
 // The process tools: sandbox_start_process, sandbox_read_process_output, sandbox_write_process_input,
-// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves).
+// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves), and Close, which ends
+// them all.
 
 import (
 	"context"
@@ -14,6 +15,9 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Close kills every process of every session. The server calls it at shutdown, before the backend closes.
+func (e *Executor) Close() { e.procs.endAll() }
 
 func (e *Executor) addProcessTools() {
 	whole := ""
@@ -69,7 +73,7 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
-	p, err := e.startProcess(req.Session, r, in.Stdin == "open")
+	p, err := e.procs.start(req.Session, r, in.Stdin == "open")
 	if err != nil {
 		return out, err
 	}
@@ -90,7 +94,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	case in.StdoutOffset < 0 || in.StderrOffset < 0:
 		return out, fmt.Errorf("offsets count bytes from the process's start: give 0 or more (the offsets a read returned)")
 	}
-	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(req.Session, in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -123,7 +127,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
 	var out protocol.WriteProcessInputOutput
-	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(req.Session, in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -212,7 +216,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 				int(maxStopGrace.Seconds()), int(defaultStopGrace.Seconds()))
 		}
 	}
-	p, err := e.lookupProcess(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(req.Session, in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -224,7 +228,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {
 	out := protocol.ListProcessesOutput{Processes: []protocol.ProcessInfo{}}
-	for _, p := range e.listProcesses(req.Session) {
+	for _, p := range e.procs.list(req.Session) {
 		out.Processes = append(out.Processes, protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(),
 			ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()})
 	}

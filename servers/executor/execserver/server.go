@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -163,7 +162,7 @@ type Executor struct {
 	procs   *processTable
 	outputs *outputs.Store // the full outputs of truncated streams, per session
 	protect *protector     // nil when no path is protected
-	buffers *bufferPool    // the processes' ring buffers, all together
+	run     runner         // the backend, with the protected paths' sweep around each command
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -174,8 +173,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
+		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -184,6 +183,9 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		}
 		e.protect = p
 	}
+	e.run = runner{backend: backend, protect: e.protect, workspace: g.Dir()}
+	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
+		buffers: newBufferPool(cfg.ProcessBufferTotal), outputs: e.outputs, run: e.run, logger: logger})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
@@ -228,7 +230,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.Health(),
-		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.buffers.inUse()},
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.buffers.inUse()},
 	}
 }
 
@@ -303,12 +305,11 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		defer close(done)
 		go e.progress(ctx, req.Session, tok, start, r.Timeout, done, stdout, stderr)
 	}
-	res, undone, err := e.runBackend(ctx, r)
+	res, undone, err := e.run.run(ctx, r)
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
-		return out, fmt.Errorf("the command could not be run by the %s backend: %s (details in the server log)",
-			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
+		return out, fmt.Errorf("the command %s (details in the server log)", e.run.failure(err))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
@@ -416,20 +417,6 @@ func isPathByte(c byte) bool {
 	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// absPath finds absolute paths in a message.
-var absPath = regexp.MustCompile(`/[^\s:'"()\[\]{},;]+`)
-
-// hideHostPaths replaces the host paths in a backend's error that are not in the workspace, which a client may not
-// learn, by "<host path>".
-func hideHostPaths(msg, workspace string) string {
-	return absPath.ReplaceAllStringFunc(msg, func(p string) string {
-		if within(p, workspace) {
-			return p
-		}
-		return "<host path>"
-	})
-}
-
 // check turns the tool input into a backend request, or says what is wrong with it and what is allowed.
 func (e *Executor) check(in protocol.RunCommandInput) (Request, error) {
 	maxS := int(e.cfg.MaxTimeout.Seconds())
@@ -489,9 +476,4 @@ func (e *Executor) progress(ctx context.Context, ss *mcp.ServerSession, tok any,
 			e.logger.Debug("progress notification not sent", "error", err)
 		}
 	}
-}
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
