@@ -28,7 +28,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 		return fail("%v", err)
 	}
 	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout})
+		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimeout})
 	if err != nil {
 		return fail("%v", err)
 	}

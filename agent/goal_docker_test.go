@@ -11,6 +11,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
@@ -25,10 +26,10 @@ import (
 // of the backend's containers is left once the agent has exited.
 func TestGoalOnDockerAsOnAMac(t *testing.T) {
 	cli, image := dockertest.Require(t)
-	newLocal = func(local.Config, *slog.Logger) (execserver.Backend, error) {
+	goalExecutorBuild = []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) {
 		return nil, errors.New("local backend: needs Linux (made unusable by the test, as on macOS)")
-	}
-	t.Cleanup(func() { newLocal = nil })
+	})}
+	t.Cleanup(func() { goalExecutorBuild = nil })
 
 	var ws string
 	model := looptest.New(t,

@@ -28,7 +28,7 @@ type options struct {
 	APIKey          string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
 	Retries         int           `env:"GOALBOX_MODEL_RETRIES" flag:"retries" usage:"most retries of one model request on 429, 5xx, broken or stalled answers (not on quota, auth or unknown-model errors)"`
 	RetryWindow     time.Duration `env:"GOALBOX_RETRY_WINDOW" flag:"retry-window" usage:"most time spent retrying one model request, waits included (they grow to a minute; Retry-After is obeyed), 0 for no bound but -retries"`
-	AttemptTimout   time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream)"`
+	AttemptTimeout  time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream)"`
 	MaxOutputTokens int           `env:"GOALBOX_MAX_OUTPUT_TOKENS" flag:"max-output-tokens" usage:"most tokens of one model answer (max_tokens), 0 for the server's default"`
 	ToolMode        string        `env:"GOALBOX_TOOL_MODE" flag:"tool-mode" usage:"how the model calls tools: auto (native, text when the server refuses tools), native, or text (Hermes <tool_call> blocks described in the prompt)"`
 	PriceIn         float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
@@ -52,7 +52,7 @@ type options struct {
 	protection *pathguard.Protection // from Protect and Unprotect, for the in-process servers
 	// NetAllow is the in-process executor's -net-allow (local backend, namespace mode): hosts its commands may reach.
 	NetAllow string `env:"GOALBOX_EXEC_NET_ALLOW" flag:"net-allow" usage:"in-process executor: comma-separated hosts, *.domains (either with :port; default ports 80 and 443) and CIDRs commands may reach through the executor's egress proxy; empty: no network"`
-	// Secrets are the in-process executor's -secret (local backend): credentials its commands use by placeholder.
+	// Secrets are the in-process executor's -secret (either backend): credentials its commands use by placeholder.
 	Secrets []string `env:"GOALBOX_EXEC_SECRET" envSeparator:"\n" flag:"secret" flagList:"repeat" usage:"in-process executor: NAME=SOURCE@HOST[,HOST...], repeatable (in the environment one per line): commands see NAME as a placeholder the egress proxy replaces by the value of SOURCE (env:VAR or file:PATH) only in HTTPS requests to HOST"`
 
 	// The run.
@@ -93,19 +93,19 @@ var protectFlags = map[string]envflag.Doc{
 
 func defaultOptions() options {
 	return options{
-		Model:         "gpt-4.1-mini",
-		Retries:       10,
-		RetryWindow:   90 * time.Second,
-		AttemptTimout: 5 * time.Minute,
-		ToolMode:      loop.ToolModeAuto,
-		Workspace:     "workspace",
-		Backend:       backends.Auto,
-		RunsDir:       "runs",
-		VerifyTimeout: 10 * time.Minute,
-		Vision:        visionAuto,
-		MemoryRuns:    5,
-		Limits:        loop.DefaultLimits(),
-		BenchOptions:  defaultBenchOptions(),
+		Model:          "gpt-4.1-mini",
+		Retries:        10,
+		RetryWindow:    90 * time.Second,
+		AttemptTimeout: 5 * time.Minute,
+		ToolMode:       loop.ToolModeAuto,
+		Workspace:      "workspace",
+		Backend:        backends.Auto,
+		RunsDir:        "runs",
+		VerifyTimeout:  10 * time.Minute,
+		Vision:         visionAuto,
+		MemoryRuns:     5,
+		Limits:         loop.DefaultLimits(),
+		BenchOptions:   defaultBenchOptions(),
 	}
 }
 
@@ -188,7 +188,7 @@ func (o options) check() error {
 		return bad("unknown backend %q: use %s", o.Backend, backends.Names)
 	case o.Retries < 0:
 		return bad("-retries must be 0 or more, got %d", o.Retries)
-	case o.RetryWindow < 0 || o.AttemptTimout < 0:
+	case o.RetryWindow < 0 || o.AttemptTimeout < 0:
 		return bad("-retry-window and -model-timeout must be 0 or more")
 	case o.MaxOutputTokens < 0:
 		return bad("-max-output-tokens must be 0 (the server's default) or more, got %d", o.MaxOutputTokens)

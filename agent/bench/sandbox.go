@@ -10,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
@@ -37,8 +38,8 @@ func LocalSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) SandboxFa
 // outside the workspaces and the model's cache folder, where no command reaches.
 func LocalAgentSandbox(tc Toolchains, cacheDir, checkpointDir string, logger *slog.Logger) SandboxFactory {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
-		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Commands: local.Config{
-			CacheDir: cacheDir, SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()},
+		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Executor: assemble.Options{CacheDir: cacheDir,
+			Local: local.Config{SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}},
 			Checkpoints: fsserver.CheckpointOptions{Dir: checkpointDir}})
 		if err != nil {
 			return nil, nil, err

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -46,7 +48,7 @@ type process struct {
 	stderr      *ringBuffer
 	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (outputs_process.go);
 	// nil when the executor keeps no full outputs.
-	stdoutKept, stderrKept *KeptStream
+	stdoutKept, stderrKept *outputs.Stream
 
 	stdinMu   sync.Mutex
 	stdin     *io.PipeWriter // nil when closed
@@ -98,20 +100,32 @@ func (p *process) closeStdin() {
 
 var errProcessEnded = errors.New("the process has ended")
 
-// processTable is the executor's processes, by session.
+// processSettings are what every process is made with.
+type processSettings struct {
+	max      int           // processes one session may run at once (Config.MaxProcesses)
+	lifetime time.Duration // a process running longer is killed (Config.ProcessLifetime)
+	buffer   int           // each stream's ring buffer (Config.ProcessBuffer)
+	buffers  *bufferPool   // the ring buffers of all processes together
+	outputs  *outputs.Store
+	run      runner
+	logger   *slog.Logger
+}
+
+// processTable is the executor's processes, by session. It is below the process tools (process_tools.go), which
+// call it, and knows nothing of them.
 type processTable struct {
+	processSettings
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession][]*process
 	seq       int
 }
 
-func newProcessTable() *processTable {
-	return &processTable{bySession: map[*mcp.ServerSession][]*process{}}
+func newProcessTable(s processSettings) *processTable {
+	return &processTable{processSettings: s, bySession: map[*mcp.ServerSession][]*process{}}
 }
 
 // start runs r in the background as a process of session ss, within the session's cap.
-func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool) (*process, error) {
-	t := e.procs
+func (t *processTable) start(ss *mcp.ServerSession, r Request, openStdin bool) (*process, error) {
 	t.mu.Lock()
 	running := 0
 	for _, p := range t.bySession[ss] {
@@ -119,7 +133,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 			running++
 		}
 	}
-	if running >= e.cfg.MaxProcesses {
+	if running >= t.max {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("this session already runs %d processes, the most it may (the executor's -max-processes); stop one with %s first",
 			running, protocol.ToolStopProcess)
@@ -127,7 +141,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	first := len(t.bySession[ss]) == 0
 	t.seq++
 	p := &process{id: "p" + strconv.Itoa(t.seq), command: r.Command, started: time.Now(),
-		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
+		stdout: newRingBuffer(t.buffer, t.buffers), stderr: newRingBuffer(t.buffer, t.buffers),
 		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
@@ -135,15 +149,15 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	if first && ss != nil {
 		go func() {
 			_ = ss.Wait() // the session ended: its processes end with it
-			e.endSession(ss)
+			t.endSession(ss)
 		}()
 	}
 
-	e.keepProcessStreams(ss, p)
+	t.keepStreams(ss, p)
 
 	ctx, kill := context.WithCancel(context.Background())
 	p.kill = kill
-	r.Timeout = e.cfg.ProcessLifetime
+	r.Timeout = t.lifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
 	if openStdin {
 		pr, pw := io.Pipe()
@@ -152,7 +166,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	go func() {
 		defer close(p.done)
 		defer kill()
-		res, undone, err := e.runBackend(ctx, r)
+		res, undone, err := t.run.run(ctx, r)
 		if len(undone) > 0 {
 			_, _ = p.stderr.Write([]byte(protectedNote(undone)))
 		}
@@ -160,15 +174,15 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 			p.stdinR.CloseWithError(errProcessEnded)
 		}
 		if err != nil {
-			e.logger.Error("process could not run", "process", p.id, "error", err)
-			_, _ = fmt.Fprintf(p.stderr, "\n[the process could not be run by the %s backend: %s]\n", e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
+			t.logger.Error("process could not run", "process", p.id, "error", err)
+			_, _ = fmt.Fprintf(p.stderr, "\n[the process %s]\n", t.run.failure(err))
 			res = Result{ExitCode: -1}
 		}
 		p.closeKept()
 		p.stdout.shrink()
 		p.stderr.shrink()
 		p.result, p.ended = res, time.Now()
-		e.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
+		t.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
 	return p, nil
 }
@@ -196,10 +210,10 @@ func (t *processTable) forgetEnded(ss *mcp.ServerSession) {
 }
 
 // lookup finds a process of session ss; another session's process is not found.
-func (e *Executor) lookupProcess(ss *mcp.ServerSession, id string) (*process, error) {
-	e.procs.mu.Lock()
-	defer e.procs.mu.Unlock()
-	for _, p := range e.procs.bySession[ss] {
+func (t *processTable) lookup(ss *mcp.ServerSession, id string) (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.bySession[ss] {
 		if p.id == id {
 			return p, nil
 		}
@@ -225,11 +239,11 @@ func (p *process) stop(grace time.Duration) (killed bool) {
 }
 
 // endSession kills every process of a session that ended, and forgets them.
-func (e *Executor) endSession(ss *mcp.ServerSession) {
-	e.procs.mu.Lock()
-	procs := e.procs.bySession[ss]
-	delete(e.procs.bySession, ss)
-	e.procs.mu.Unlock()
+func (t *processTable) endSession(ss *mcp.ServerSession) {
+	t.mu.Lock()
+	procs := t.bySession[ss]
+	delete(t.bySession, ss)
+	t.mu.Unlock()
 	for _, p := range procs {
 		p.kill()
 	}
@@ -239,28 +253,28 @@ func (e *Executor) endSession(ss *mcp.ServerSession) {
 		p.stderr.release()
 	}
 	if len(procs) > 0 {
-		e.logger.Info("session ended: its processes were killed", "processes", len(procs))
+		t.logger.Info("session ended: its processes were killed", "processes", len(procs))
 	}
 }
 
-// Close kills every process of every session. The server calls it at shutdown, before the backend closes.
-func (e *Executor) Close() {
-	e.procs.mu.Lock()
-	sessions := make([]*mcp.ServerSession, 0, len(e.procs.bySession))
-	for ss := range e.procs.bySession {
+// endAll kills every process of every session.
+func (t *processTable) endAll() {
+	t.mu.Lock()
+	sessions := make([]*mcp.ServerSession, 0, len(t.bySession))
+	for ss := range t.bySession {
 		sessions = append(sessions, ss)
 	}
-	e.procs.mu.Unlock()
+	t.mu.Unlock()
 	for _, ss := range sessions {
-		e.endSession(ss)
+		t.endSession(ss)
 	}
 }
 
 // list is a session's processes, oldest first.
-func (e *Executor) listProcesses(ss *mcp.ServerSession) []*process {
-	e.procs.mu.Lock()
-	defer e.procs.mu.Unlock()
-	procs := append([]*process(nil), e.procs.bySession[ss]...)
+func (t *processTable) list(ss *mcp.ServerSession) []*process {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	procs := append([]*process(nil), t.bySession[ss]...)
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].started.Before(procs[j].started) })
 	return procs
 }

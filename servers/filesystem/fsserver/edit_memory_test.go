@@ -14,7 +14,7 @@ import (
 )
 
 // testServer is the tool handlers over a fresh workspace, for tests that call them directly.
-func testServer(t *testing.T) (*server, string) {
+func testServer(t *testing.T) (*Filesystem, string) {
 	t.Helper()
 	ws := t.TempDir()
 	g, err := pathguard.Open(ws, pathguard.Options{})
@@ -22,7 +22,7 @@ func testServer(t *testing.T) (*server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	return &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}, ws
+	return &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}, ws
 }
 
 // TestEditMemory holds edits of a 10 MiB file to a memory bound that does not depend on how many lines or matches

@@ -207,7 +207,7 @@ func FuzzRead(f *testing.F) {
 		if strings.IndexByte(content, 0) >= 0 || !utf8Valid(content) || offset < 0 || limit < 0 || maxBytes < 4 || maxBytes > 1<<20 {
 			return
 		}
-		s := &server{g: g, opts: Options{MaxReadLines: 50, MaxReadContentBytes: maxBytes}.withDefaults()}
+		s := &Filesystem{g: g, opts: Options{MaxReadLines: 50, MaxReadContentBytes: maxBytes}.withDefaults()}
 		if err := writeFile(dir, "f.txt", content); err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func TestReadLongLineMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s := &server{g: g, opts: Options{}.withDefaults()}
+	s := &Filesystem{g: g, opts: Options{}.withDefaults()}
 	const bound = 4 * DefaultMaxReadContentBytes // the content, its copy into the result, buffer growth: well under this
 
 	var out readOutput

@@ -56,29 +56,29 @@ func deepPath(n int) string { return strings.TrimSuffix(strings.Repeat("d/", n),
 // treeOps are the tools that walk a tree, each run on a fresh tree of the given depth in folder "tree".
 var treeOps = []struct {
 	name string
-	run  func(s *server, levels int) error
+	run  func(s *Filesystem, levels int) error
 }{
-	{"search", func(s *server, _ int) error {
+	{"search", func(s *Filesystem, _ int) error {
 		_, err := s.search(context.Background(), protocol.SearchFilesInput{Pattern: "absent", Path: "tree"})
 		return err
 	}},
-	{"list", func(s *server, levels int) error {
+	{"list", func(s *Filesystem, levels int) error {
 		// The deepest folders, named by their whole path, ten levels down from there.
 		_, err := s.list(context.Background(), protocol.ListFilesInput{Path: "tree/" + deepPath(levels-10), Depth: 10})
 		return err
 	}},
-	{"move", func(s *server, _ int) error {
+	{"move", func(s *Filesystem, _ int) error {
 		_, err := s.move(context.Background(), protocol.MovePathInput{Source: "tree/d", Destination: "moved/d"})
 		return err
 	}},
-	{"delete", func(s *server, _ int) error {
+	{"delete", func(s *Filesystem, _ int) error {
 		_, err := s.delete(context.Background(), protocol.DeletePathInput{Path: "tree", Recursive: true})
 		return err
 	}},
 }
 
 // treeCost runs op on a fresh tree of levels levels and returns the path components it had the kernel resolve.
-func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server, int) error) (int64, error) {
+func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*Filesystem, int) error) (int64, error) {
 	ws := t.TempDir()
 	deepTree(t, ws, "tree", levels)
 	g, err := pathguard.Open(ws, opts)
@@ -86,7 +86,7 @@ func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server,
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+	s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 	before := g.ResolvedNames()
 	err = op(s, levels)
 	return g.ResolvedNames() - before, err
@@ -145,7 +145,7 @@ func TestTreeOpsDeep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps := &server{g: pg, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+		ps := &Filesystem{g: pg, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 		before := pg.ResolvedNames()
 		_, err = ps.delete(context.Background(), protocol.DeletePathInput{Path: "tree", Recursive: true})
 		cost := pg.ResolvedNames() - before
@@ -164,7 +164,7 @@ func TestTreeOpsDeep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+		s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 		for _, op := range treeOps {
 			before := g.ResolvedNames()
 			err := op.run(s, levels)
@@ -212,7 +212,7 @@ func BenchmarkTreeOps(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+					s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 					b.StartTimer()
 					if err := op.run(s, levels); err != nil {
 						b.Fatal(err)

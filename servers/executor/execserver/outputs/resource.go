@@ -1,4 +1,4 @@
-package execserver
+package outputs
 
 import (
 	"context"
@@ -29,9 +29,9 @@ const outputTemplate = protocol.OutputResourceScheme + "://{id}/{stream}{?offset
 // outputID is the host and path of an output's URI: the ID newOutputID makes and the stream's name.
 var outputID = regexp.MustCompile(`^[a-z2-7]{16}/[a-z][a-z0-9_-]{0,31}$`)
 
-// addOutputResources registers the template that serves the full outputs.
-func (e *Executor) addOutputResources() {
-	e.server.AddResourceTemplate(&mcp.ResourceTemplate{
+// AddResources registers on srv the template that serves the full outputs.
+func (o *Store) AddResources(srv *mcp.Server) {
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:  "command-output",
 		Title: "Full output of a command or process",
 		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail, or of a process "+
@@ -39,20 +39,20 @@ func (e *Executor) addOutputResources() {
 			"the command or process, until the session ends "+
 			"or newer outputs evict it (each session keeps at most %d bytes, oldest evicted first). A read returns one page: "+
 			"offset is its first byte (default 0), length its most bytes (default %d, at most %d); _meta gives offset, length, "+
-			"next_offset, size and complete.", e.outputs.budget, defaultOutputPage, maxOutputPage),
+			"next_offset, size and complete.", o.budget, defaultOutputPage, maxOutputPage),
 		URITemplate: outputTemplate,
 		MIMEType:    "text/plain",
-	}, e.readOutput)
+	}, o.readResource)
 }
 
-// readOutput serves one page of a full output to the session that made it.
-func (e *Executor) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+// readResource serves one page of a full output to the session that made it.
+func (o *Store) readResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, offset, length, err := parseOutputURI(uri)
 	if err != nil {
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
 	}
-	s := e.outputs.session(req.Session, false)
+	s := o.session(req.Session, false)
 	if s == nil {
 		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoSuchOutput)
 	}

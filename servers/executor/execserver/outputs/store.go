@@ -1,4 +1,4 @@
-package execserver
+package outputs
 
 import (
 	"fmt"
@@ -12,8 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Full outputs: the whole of a stream that a tool result could show only the head and tail of, kept for the MCP
-// session that ran the command and served to it as a resource (outputs_resource.go).
+// Package outputs keeps full outputs: the whole of a stream that a tool result could show only the head and tail
+// of, kept for the MCP session that ran the command and served to it as a resource (resource.go). It is below the
+// executor's tools and processes, which write to it, and knows nothing of them.
 //
 // Where the bytes live: each session that has kept an output has one temporary file, removed from its folder as soon
 // as it is made (only the open descriptor reaches it, and the system frees it when the descriptor closes, even if the
@@ -29,21 +30,19 @@ import (
 
 // Defaults and bounds of the per-session budget.
 const (
-	// DefaultOutputBudget is how many bytes of full outputs each session keeps: the outputs of a long agent session.
-	DefaultOutputBudget = 64 << 20
-	// DefaultOutputTotal is how many bytes of full outputs all sessions together keep: eight full sessions.
-	DefaultOutputTotal = 8 * DefaultOutputBudget
-	// minOutputBudget keeps at least one output of the largest cap (MaxOutputCap) and then some.
-	minOutputBudget = 2 * MaxOutputCap
+	// DefaultBudget is how many bytes of full outputs each session keeps: the outputs of a long agent session.
+	DefaultBudget = 64 << 20
+	// DefaultTotal is how many bytes of full outputs all sessions together keep: eight full sessions.
+	DefaultTotal = 8 * DefaultBudget
 	// outputBlock is the unit the store allocates, and counts against the budget, in.
 	outputBlock = 64 << 10
 	// maxEvictedNotes is how many evicted outputs a session remembers, so that reading one says why it is gone.
 	maxEvictedNotes = 1024
 )
 
-// Outputs is the store of full outputs, per MCP session. Keep starts keeping a stream; the session's outputs are
+// Store is the store of full outputs, per MCP session. Keep starts keeping a stream; the session's outputs are
 // freed when the session ends.
-type Outputs struct {
+type Store struct {
 	budget int64 // per session; 0: keep nothing
 	total  *outputTotal
 	logger *slog.Logger
@@ -52,12 +51,12 @@ type Outputs struct {
 	bySession map[*mcp.ServerSession]*sessionOutputs
 }
 
-// newOutputs keeps up to budget bytes per session, total bytes in all (total is at least budget).
-func newOutputs(budget, total int64, logger *slog.Logger) *Outputs {
+// New keeps up to budget bytes per session, total bytes in all (total is at least budget).
+func New(budget, total int64, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Outputs{budget: budget, total: &outputTotal{limit: max(total, budget)}, logger: logger, bySession: map[*mcp.ServerSession]*sessionOutputs{}}
+	return &Store{budget: budget, total: &outputTotal{limit: max(total, budget)}, logger: logger, bySession: map[*mcp.ServerSession]*sessionOutputs{}}
 }
 
 // outputTotal counts the blocks all sessions hold, against the executor's total.
@@ -108,7 +107,7 @@ type keptOutput struct {
 }
 
 // session is ss's outputs, made (and set to be freed when ss ends) on first use; nil when the store keeps nothing.
-func (o *Outputs) session(ss *mcp.ServerSession, create bool) *sessionOutputs {
+func (o *Store) session(ss *mcp.ServerSession, create bool) *sessionOutputs {
 	if o == nil || o.budget <= 0 || ss == nil {
 		return nil
 	}
@@ -129,7 +128,7 @@ func (o *Outputs) session(ss *mcp.ServerSession, create bool) *sessionOutputs {
 }
 
 // end frees the outputs of ss.
-func (o *Outputs) end(ss *mcp.ServerSession) {
+func (o *Store) end(ss *mcp.ServerSession) {
 	o.mu.Lock()
 	s := o.bySession[ss]
 	delete(o.bySession, ss)
@@ -149,7 +148,7 @@ func (o *Outputs) end(ss *mcp.ServerSession) {
 }
 
 // health is the store's state for the health endpoint.
-func (o *Outputs) health() protocol.FullOutputsHealth {
+func (o *Store) Health() protocol.FullOutputsHealth {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := protocol.FullOutputsHealth{Budget: o.budget, Total: o.total.limit, Sessions: len(o.bySession)}

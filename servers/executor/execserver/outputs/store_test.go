@@ -1,4 +1,4 @@
-package execserver
+package outputs
 
 import (
 	"bytes"
@@ -32,12 +32,13 @@ func memorySession(t *testing.T) *mcp.ServerSession {
 // TestKeptStreamMemoryStaysSmall: keeping 48 MiB of output holds it on disk, not in the heap: the heap grows by
 // far less than what was kept. (Measured here: well under 1 MiB for 48 MiB kept.)
 func TestKeptStreamMemoryStaysSmall(t *testing.T) {
-	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, nil)
+	o := New(DefaultBudget, DefaultTotal, nil)
 	ss := memorySession(t)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	k := o.Keep(ss, "stdout", DefaultOutputCap)
+	const threshold = 256 << 10 // the executor's default output cap, as its commands keep their streams
+	k := o.Keep(ss, "stdout", threshold)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2048) // 32 KiB
 	for range 48 << 20 / len(chunk) {
 		k.Write(chunk)
@@ -50,7 +51,7 @@ func TestKeptStreamMemoryStaysSmall(t *testing.T) {
 	if grown > 2<<20 {
 		t.Errorf("keeping 48 MiB grew the heap by %d bytes; the bytes should be on disk", grown)
 	}
-	if h := o.health(); h.Bytes != 48<<20 || h.Sessions != 1 {
+	if h := o.Health(); h.Bytes != 48<<20 || h.Sessions != 1 {
 		t.Errorf("health %+v, want 48 MiB in one session", h)
 	}
 	id := strings.TrimPrefix(k.URI(), "goalbox-output://")
@@ -63,12 +64,12 @@ func TestKeptStreamMemoryStaysSmall(t *testing.T) {
 // TestKeptStreamWhileRunning: a stream still being written (a process's) is readable as far as it goes, says it is
 // not complete, and becomes complete when closed; under its threshold it costs no store at all.
 func TestKeptStreamWhileRunning(t *testing.T) {
-	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, nil)
+	o := New(DefaultBudget, DefaultTotal, nil)
 	ss := memorySession(t)
 	small := o.Keep(ss, "stdout", 10)
 	small.Write([]byte("0123456789"))
-	if small.URI() != "" || o.health().Sessions != 0 {
-		t.Fatalf("a stream within its threshold is kept: %q, %+v", small.URI(), o.health())
+	if small.URI() != "" || o.Health().Sessions != 0 {
+		t.Fatalf("a stream within its threshold is kept: %q, %+v", small.URI(), o.Health())
 	}
 	k := o.Keep(ss, "stderr", 0)
 	k.Write([]byte("first"))
@@ -93,10 +94,10 @@ func TestKeptStreamWhileRunning(t *testing.T) {
 
 	ss.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for o.health().Sessions != 0 && time.Now().Before(deadline) {
+	for o.Health().Sessions != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if h := o.health(); h.Sessions != 0 || h.Bytes != 0 || k.URI() != "" {
+	if h := o.Health(); h.Sessions != 0 || h.Bytes != 0 || k.URI() != "" {
 		t.Errorf("after the session ended: %+v, URI %q", h, k.URI())
 	}
 	k.Write([]byte("after the end")) // dropped, no panic
@@ -134,15 +135,15 @@ func TestTextPrefix(t *testing.T) {
 func TestOutputTotalAcrossSessions(t *testing.T) {
 	const block = outputBlock
 	blocks := func(n int) []byte { return bytes.Repeat([]byte("x"), n*block) }
-	idOf := func(k *KeptStream) string { return strings.TrimPrefix(k.URI(), "goalbox-output://") }
+	idOf := func(k *Stream) string { return strings.TrimPrefix(k.URI(), "goalbox-output://") }
 	for _, control := range []bool{false, true} {
 		total := int64(6 * block)
 		if control {
 			total = 8 * block
 		}
-		o := newOutputs(4*block, total, nil)
+		o := New(4*block, total, nil)
 		a, b := memorySession(t), memorySession(t)
-		keep := func(ss *mcp.ServerSession, n int) (*KeptStream, string) {
+		keep := func(ss *mcp.ServerSession, n int) (*Stream, string) {
 			k := o.Keep(ss, "stdout", 0)
 			k.Write(blocks(n))
 			k.Close()
@@ -174,17 +175,17 @@ func TestOutputTotalAcrossSessions(t *testing.T) {
 		if k3.URI() != "" {
 			t.Errorf("b3 kept with no room in the total")
 		}
-		if h := o.health(); h.Bytes > total || h.Total != total {
+		if h := o.Health(); h.Bytes > total || h.Total != total {
 			t.Errorf("health %+v: over the total %d", h, total)
 		}
 
 		a.Close() // A ends: its 4 blocks go back to the total
 		deadline := time.Now().Add(5 * time.Second)
-		for o.health().Sessions != 1 && time.Now().Before(deadline) {
+		for o.Health().Sessions != 1 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if k4, id := keep(b, 3); k4.URI() == "" {
-			t.Errorf("B could not keep 3 blocks once A ended: health %+v", o.health())
+			t.Errorf("B could not keep 3 blocks once A ended: health %+v", o.Health())
 		} else if _, err := sb.read(id, 3*block-1, 1); err != nil {
 			t.Errorf("B's output after A ended: %v", err)
 		}

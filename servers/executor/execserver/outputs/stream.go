@@ -1,4 +1,4 @@
-package execserver
+package outputs
 
 import (
 	"crypto/rand"
@@ -11,21 +11,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// KeptStream is an io.Writer that keeps a whole stream for an MCP session once it passes a threshold: until then
+// Stream is an io.Writer that keeps a whole stream for an MCP session once it passes a threshold: until then
 // the bytes wait in memory (at most threshold of them), and most streams end there, costing no file. Past it they
 // go to the session's store, oldest outputs evicted first when its budget is full. Write never fails and never
 // blocks on anything but the store's file, so a command is never slowed or killed for talking.
 //
 // Use, for any stream a tool shows only part of (sandbox_run_command's capped output, a process's ring buffer):
 //
-//	k := e.outputs.Keep(req.Session, "stdout", threshold) // threshold: bytes the tool result shows whole
+//	k := store.Keep(req.Session, "stdout", threshold) // threshold: bytes the tool result shows whole
 //	... write every byte of the stream to k as well ...
 //	k.Close()                                           // the stream ended (a read then says complete)
 //	if uri := k.URI(); uri != "" { ... put uri and k.Link() in the result ... }
 //
 // A process whose stream is still running can give URI and Link before Close: reads see what was written so far.
-type KeptStream struct {
-	store     *Outputs
+type Stream struct {
+	store     *Store
 	ss        *mcp.ServerSession
 	name      string
 	threshold int
@@ -47,15 +47,26 @@ var streamName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 // Keep starts keeping a stream named name ("stdout", "stderr") for the session ss, once it is longer than
 // threshold bytes (0: from the first byte). With no session (ss nil) or a store that keeps nothing, the writer
 // only counts.
-func (o *Outputs) Keep(ss *mcp.ServerSession, name string, threshold int) *KeptStream {
+func (o *Store) Keep(ss *mcp.ServerSession, name string, threshold int) *Stream {
 	if !streamName.MatchString(name) {
-		panic(fmt.Sprintf("execserver.Keep: stream name %q: want lower-case letters, digits, - or _", name))
+		panic(fmt.Sprintf("outputs.Keep: stream name %q: want lower-case letters, digits, - or _", name))
 	}
-	return &KeptStream{store: o, ss: ss, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || ss == nil}
+	return &Stream{store: o, ss: ss, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || ss == nil}
 }
 
+// KeepPartial starts keeping, from its first byte, a stream of which the tool shows only a part that partial
+// describes in the resource_link ("of which process p1's buffer holds only the last 1048576 bytes at most").
+func (o *Store) KeepPartial(ss *mcp.ServerSession, name, partial string) *Stream {
+	k := o.Keep(ss, name, 0)
+	k.partial = partial
+	return k
+}
+
+// Keeps says whether the store keeps anything (a budget of 0 keeps nothing).
+func (o *Store) Keeps() bool { return o.budget > 0 }
+
 // Write keeps p (or holds it until the threshold is passed). It always reports len(p), nil.
-func (k *KeptStream) Write(p []byte) (int, error) {
+func (k *Stream) Write(p []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.total += int64(len(p))
@@ -78,7 +89,7 @@ func (k *KeptStream) Write(p []byte) (int, error) {
 }
 
 // hold appends p to the pending bytes, growing the buffer no larger than the threshold.
-func (k *KeptStream) hold(p []byte) {
+func (k *Stream) hold(p []byte) {
 	if need := len(k.pending) + len(p); need > cap(k.pending) {
 		grown := make([]byte, len(k.pending), min(max(2*cap(k.pending), need, 4096), k.threshold))
 		copy(grown, k.pending)
@@ -88,7 +99,7 @@ func (k *KeptStream) hold(p []byte) {
 }
 
 // start makes the output in the session's store.
-func (k *KeptStream) start() bool {
+func (k *Stream) start() bool {
 	k.session = k.store.session(k.ss, true)
 	if k.session != nil {
 		k.out = k.session.add(newOutputID() + "/" + k.name)
@@ -101,7 +112,7 @@ func (k *KeptStream) start() bool {
 }
 
 // Close marks the stream ended; a kept output stays readable until evicted or its session ends.
-func (k *KeptStream) Close() error {
+func (k *Stream) Close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.pending = nil
@@ -112,7 +123,7 @@ func (k *KeptStream) Close() error {
 }
 
 // Total is how many bytes were written.
-func (k *KeptStream) Total() int64 {
+func (k *Stream) Total() int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.total
@@ -120,7 +131,7 @@ func (k *KeptStream) Total() int64 {
 
 // URI is the resource that serves the kept stream, or "" when none does: the stream never passed the threshold,
 // or it was not kept (evicted, alone larger than the budget, no session).
-func (k *KeptStream) URI() string {
+func (k *Stream) URI() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.out == nil || !k.session.kept(k.out) {
@@ -130,7 +141,7 @@ func (k *KeptStream) URI() string {
 }
 
 // Link is the resource_link content item for the kept stream, nil when URI is "".
-func (k *KeptStream) Link() *mcp.ResourceLink {
+func (k *Stream) Link() *mcp.ResourceLink {
 	uri := k.URI()
 	if uri == "" {
 		return nil

@@ -1,8 +1,8 @@
 package docker
 
 // -net-allow on the docker backend: the same egress proxy as the local backend's, reached the same way. Every
-// command container joins the network namespace of the network holder (docker_network.go), which has only a
-// loopback; the server makes a TCP socket listening on 127.0.0.1 inside that namespace (docker_egress_linux.go)
+// command container joins the network namespace of the network holder (network.go), which has only a
+// loopback; the server makes a TCP socket listening on 127.0.0.1 inside that namespace (egress_linux.go)
 // and serves the proxy on it, dialling upstreams from the host's network. The containers keep network "none" in
 // every other respect: no interface but lo, no route, no DNS; a connection that ignores the proxy goes nowhere.
 //
@@ -191,7 +191,7 @@ func (b *dockerBackend) networkTextFor() string {
 		"out only through the executor's egress proxy on 127.0.0.1 there (HTTP_PROXY, HTTPS_PROXY), to -net-allow: " + b.egress.proxy.Allow().String()
 }
 
-// Run runs a command with its egress session around it (docker_run.go runs it).
+// Run runs a command with its egress session around it (run.go runs it).
 func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
 	s := b.egress.begin()
 	res, err := b.run(ctx, req, s)

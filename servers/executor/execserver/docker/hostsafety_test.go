@@ -165,7 +165,7 @@ func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 		}, "is a symlink owned by uid 4242"},
 		{"cache-dir in a user's folder", func(t *testing.T, target string) string {
 			return filepath.Join(userFolder(t), "cache")
-		}, "is owned by uid 4242"},
+		}, "belongs to uid 4242"},
 		{"cache-dir under a folder anyone can write", func(t *testing.T, target string) string {
 			open := filepath.Join(t.TempDir(), "open")
 			if err := os.Mkdir(open, 0o777); err != nil {
@@ -173,7 +173,7 @@ func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 			}
 			os.Chmod(open, 0o777)
 			return filepath.Join(open, "cache")
-		}, "is writable by others (mode 0777)"},
+		}, "is writable by other users (mode 0777)"},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {

@@ -38,7 +38,7 @@ const (
 // with StdinOnce the holder's stdin closes when that attachment ends: when the server exits, however it exits
 // (SIGKILL included), read sees EOF and the holder ends. So no holder outlives its executor, as no waiting pool
 // container does (its launcher waits on its attached stdin the same way) and no command outlives its deadline
-// (the watchdog, docker_container.go).
+// (the watchdog, container.go).
 const networkHolderCommand = "read -r _"
 
 // Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init

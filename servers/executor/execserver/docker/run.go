@@ -25,7 +25,7 @@ const drainGrace = 10 * time.Second
 
 // run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
 // removes the container on every path out of run, panics included. net is the command's egress session (nil
-// without -net-allow; Run in docker_egress.go opens and ends it).
+// without -net-allow; Run in egress.go opens and ends it).
 func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *egress.Session) (execserver.Result, error) {
 	if req.Timeout <= 0 {
 		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
@@ -157,7 +157,7 @@ func (e *execution) kill() {
 	}
 }
 
-// terminate sends SIGTERM to every process of the command, through the launcher's relay (docker_container.go).
+// terminate sends SIGTERM to every process of the command, through the launcher's relay (container.go).
 func (e *execution) terminate() {
 	if err := e.p.terminate(); err != nil {
 		// Cancelling ctx still kills; the caller's grace before it is all this costs.

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +19,7 @@ type runCommandResult struct {
 func (r runCommandResult) MoreContent() []mcp.Content { return r.links }
 
 // runOutputs keeps a command's two streams whole, past the output cap, for the session that runs it.
-type runOutputs struct{ stdout, stderr *KeptStream }
+type runOutputs struct{ stdout, stderr *outputs.Stream }
 
 // keepRunOutputs tees the request's writers to the session's store. Only a stream longer than the cap (one the
 // result truncates) is kept.

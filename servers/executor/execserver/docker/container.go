@@ -71,7 +71,7 @@ type commandSpec struct {
 	// timeout is the command's; the watchdog kills it watchdogGrace later.
 	timeout time.Duration
 	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
-	// launcher exports it from the control file "proxy" (docker_egress.go).
+	// launcher exports it from the control file "proxy" (egress.go).
 	proxy func(holder string) string
 }
 
@@ -288,7 +288,7 @@ func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *contai
 	mounts = append(mounts, b.egress.mounts()...)
 	return &container.HostConfig{
 		Mounts:         mounts,
-		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (docker_network.go)
+		NetworkMode:    container.NetworkMode("container:" + network), // only a loopback, shared (network.go)
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": b.tmpfsOpts},
 		CapDrop:        []string{"ALL"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,15 +14,14 @@ import (
 // process costs the store nothing. The resource's byte offsets are the process's: what a read reports as dropped
 // at stdout_offset N is at ?offset=N of stdout_resource, while the budget keeps it.
 
-// keepProcessStreams sets p's ring buffers to spill into the session's store once they drop a byte. Nothing is
+// keepStreams sets p's ring buffers to spill into the session's store once they drop a byte. Nothing is
 // kept without a session or with full outputs off.
-func (e *Executor) keepProcessStreams(ss *mcp.ServerSession, p *process) {
-	if ss == nil || e.outputs.budget <= 0 {
+func (t *processTable) keepStreams(ss *mcp.ServerSession, p *process) {
+	if ss == nil || !t.outputs.Keeps() {
 		return
 	}
-	keep := func(name string, ring *ringBuffer) *KeptStream {
-		k := e.outputs.Keep(ss, name, 0)
-		k.partial = fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max)
+	keep := func(name string, ring *ringBuffer) *outputs.Stream {
+		k := t.outputs.KeepPartial(ss, name, fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max))
 		ring.overflow = k
 		return k
 	}
