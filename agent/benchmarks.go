@@ -50,9 +50,7 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	} else {
 		grader.Toolchains.CompilerCache = true
 	}
-	pool, threads, err := benchPool(o, stderr,
-		bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
-		bench.LocalAgentSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), filepath.Join(results, "checkpoints"), nil))
+	pool, threads, err := benchPool(o, stderr, graderSandbox(grader.Toolchains), modelSandbox(grader.Toolchains, results))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -107,7 +105,7 @@ func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		grader.Toolchains = bench.ImageToolchains()
 	}
 	grader.Toolchains.CompilerCache = true // no model runs: nothing can poison the cache
-	pool, threads, err := benchPool(o, stderr, bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil), nil)
+	pool, threads, err := benchPool(o, stderr, graderSandbox(grader.Toolchains), nil)
 	if err != nil {
 		return fail("%v", err)
 	}
