@@ -30,7 +30,7 @@ type PerWorkspaceOptions struct {
 func PerWorkspace(o PerWorkspaceOptions) func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error) {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
 		h, err := Host(ctx, LocalOptions{Workspace: root, Logger: o.Logger,
-			Commands: local.Config{CacheDir: o.CacheDir, SharedCacheDir: filepath.Join(o.CacheDir, "shared"), ExtraReadDirs: o.ExtraReadDirs},
+			Commands:    local.Config{CacheDir: o.CacheDir, SharedCacheDir: filepath.Join(o.CacheDir, "shared"), ExtraReadDirs: o.ExtraReadDirs},
 			Checkpoints: fsserver.CheckpointOptions{Dir: o.CheckpointDir}})
 		if err != nil {
 			return nil, nil, err
