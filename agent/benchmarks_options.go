@@ -64,28 +64,16 @@ func defaultExerciseOptions() ExerciseOptions { return ExerciseOptions{GradeTime
 func parseBenchmarkOptions(args []string, environ map[string]string, stderr io.Writer) (BenchmarkOptions, error) {
 	o := defaultBenchmarkOptions()
 	given, err := parseFlags(benchmarkProgram, &o, args, environ, stderr)
-	if err != nil {
-		return o, err
-	}
 	o.noteThreads(given, environ)
-	if err := o.check(); err != nil {
-		return o, usageError("%v", err)
-	}
-	return o, nil
+	return o, err
 }
 
 // parseSelfTestOptions reads environ (the process's environment, or a test's) and then the selftest's flags.
 func parseSelfTestOptions(args []string, environ map[string]string, stderr io.Writer) (SelfTestOptions, error) {
 	o := defaultSelfTestOptions()
 	given, err := parseFlags(selfTestProgram, &o, args, environ, stderr)
-	if err != nil {
-		return o, err
-	}
 	o.noteThreads(given, environ)
-	if err := o.check(); err != nil {
-		return o, usageError("%v", err)
-	}
-	return o, nil
+	return o, err
 }
 
 func (o BenchmarkOptions) check() error {

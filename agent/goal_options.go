@@ -60,9 +60,6 @@ func parseGoalOptions(args []string, environ map[string]string, stderr io.Writer
 	if _, err := parseFlags(goalProgram, &o, args, environ, stderr); err != nil {
 		return o, err
 	}
-	if err := o.check(); err != nil {
-		return o, usageError("%v", err)
-	}
 	if err := o.resolveProtection(); err != nil {
 		return o, usageError("%v", err)
 	}

@@ -95,9 +95,9 @@ func printPrograms(w io.Writer) {
 	fmt.Fprintf(w, "\nThe flags of each: go run ./agent -goal -h, -benchmarks -h, -selftest -h.\n")
 }
 
-// parseFlags fills o, p's options, from environ and then from args, and says which flags args gave. A flag of
-// another program is an error that names the program it belongs to; -h prints p's own flags alone.
-func parseFlags(p *program, o any, args []string, environ map[string]string, stderr io.Writer) (given map[string]bool, err error) {
+// parseFlags fills o, p's options, from environ and then from args, checks them, and says which flags args gave. A
+// flag of another program is an error that names the program it belongs to; -h prints p's own flags alone.
+func parseFlags(p *program, o interface{ check() error }, args []string, environ map[string]string, stderr io.Writer) (given map[string]bool, err error) {
 	eo := envflag.Options{Environment: environ, Docs: fieldDocs}
 	if err := envflag.ParseEnv(o, eo); err != nil {
 		return nil, usageError("%v", err)
@@ -138,6 +138,9 @@ func parseFlags(p *program, o any, args []string, environ map[string]string, std
 	}
 	if all.NArg() > 0 {
 		return nil, usageError("unexpected arguments %q: every option is a flag (quote the goal: -goal \"...\")", all.Args())
+	}
+	if err := o.check(); err != nil {
+		return nil, usageError("%v", err)
 	}
 	given = map[string]bool{}
 	all.Visit(func(f *flag.Flag) { given[f.Name] = true })
