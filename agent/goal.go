@@ -29,15 +29,16 @@ type summary struct {
 }
 
 // runGoal pursues o.Goal and returns the exit status.
-func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) int {
+func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimeout, MaxOutputTokens: o.MaxOutputTokens,
-		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) },
-		OnProgress:      func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, ProgressEvery: 15 * time.Second})
+	client := o.client()
+	client.MaxOutputTokens = o.MaxOutputTokens
+	client.OnFailedAttempt = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }
+	client.OnProgress, client.ProgressEvery = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, 15*time.Second
+	model, err := openaichat.New(client)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -110,7 +111,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 }
 
 // openSandbox connects to the running servers named by the options, or starts both in-process over the workspace.
-func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox, string, func(), error) {
+func openSandbox(ctx context.Context, o GoalOptions, stderr io.Writer) (loop.Sandbox, string, func(), error) {
 	showProgress := func(c *sandbox.Client) {
 		c.OnProgress(func(tool, msg string) { fmt.Fprintf(stderr, "        %s: %s\n", tool, msg) })
 	}
@@ -145,7 +146,7 @@ var goalExecutorBuild []assemble.Option
 
 // runFiles picks the transcript and summary paths: -transcript FILE puts the summary beside it as
 // FILE-without-extension.summary.json; otherwise both go into a new folder <runs-dir>/<UTC time>.
-func runFiles(o options) (transcript, summary string, err error) {
+func runFiles(o GoalOptions) (transcript, summary string, err error) {
 	if o.Transcript != "" {
 		if err := os.MkdirAll(filepath.Dir(o.Transcript), 0o755); err != nil {
 			return "", "", fmt.Errorf("transcript folder: %w", err)
