@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ const onceStale = 2 * time.Minute
 const onceSweepAbove = 64
 
 var encodedOnce = &onceTable{pending: map[uint64]onceEntry{}}
+
+// encodeOnceOff (GOALBOX_ENCODE_ONCE=0 in the server's environment) leaves every result to the SDK's encoder, with
+// everything else as it is: the benchmark's way to measure what encoding once earns (docs/BENCHMARKS.md), side by
+// side with the same binary.
+var encodeOnceOff = os.Getenv("GOALBOX_ENCODE_ONCE") == "0"
 
 // put keeps json and returns the token that stands for it, as JSON (a quoted string).
 func (t *onceTable) put(json *bytes.Buffer) []byte {
@@ -132,6 +138,9 @@ func (r onceResult) MarshalJSON() ([]byte, error) {
 // them as they are.
 func encodeOnce(ours func(mcp.Request) bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		if encodeOnceOff {
+			return next
+		}
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r != nil && !r.IsError && method == "tools/call" && ours(req) {

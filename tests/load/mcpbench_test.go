@@ -57,3 +57,36 @@ func TestMCPBenchRuns(t *testing.T) {
 		t.Errorf("chart.svg: %v, %.200s", err, svg)
 	}
 }
+
+// TestMCPBenchVariant: -variant measures a second configuration of goalbox's server beside it (here the SDK's own
+// encoder, GOALBOX_ENCODE_ONCE=0, as docs/BENCHMARKS.md's decision on encoding results once is measured) and prints
+// its rows and its ratios. Its figures are not checked.
+func TestMCPBenchVariant(t *testing.T) {
+	dir := t.TempDir()
+	fsBin, _ := binaries(t, dir)
+	bench := filepath.Join(dir, "mcpbench")
+	build := exec.Command("go", "build", "-o", bench, "./tests/load/cmd/mcpbench")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build mcpbench: %v\n%s", err, out)
+	}
+	wrapper := filepath.Join(dir, "fs-sdk-encoder")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nGOALBOX_ENCODE_ONCE=0 exec "+fsBin+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bench, "-fs", fsBin, "-variant", "SDK encoder="+wrapper, "-rounds", "1", "-calls", "60",
+		"-http-calls", "80", "-http-callers", "2", "-out", filepath.Join(dir, "out")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcpbench -variant: %v\n%s", err, out)
+	}
+	for _, row := range []string{"| SDK encoder | read 16 KiB | stdio | 1 |", "| SDK encoder | read 16 KiB | HTTP | 2 |",
+		"goalbox / SDK encoder, read 16 KiB over stdio:", "goalbox / SDK encoder, read 16 KiB over HTTP:"} {
+		if !strings.Contains(string(out), row) {
+			t.Errorf("mcpbench -variant printed no %q:\n%s", row, out)
+		}
+	}
+	if out, err := exec.Command(bench, "-fs", fsBin, "-variant", "goalbox="+wrapper).CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "want NAME=BIN, NAME not goalbox") {
+		t.Errorf("-variant goalbox=...: %v %s", err, out)
+	}
+}

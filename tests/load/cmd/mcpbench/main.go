@@ -21,6 +21,7 @@ import (
 
 type options struct {
 	fs, anchor, agent, out string
+	variant                string // NAME=BIN: a build or configuration of goalbox's server measured beside it
 	calls, httpCalls       int
 	httpCallers, rounds    int
 }
@@ -36,6 +37,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.fs, "fs", "", "goalbox filesystem server binary (required)")
 	flag.StringVar(&o.anchor, "anchor", "", "the official server's command (mcp-server-filesystem); empty skips its rows")
+	flag.StringVar(&o.variant, "variant", "", "NAME=BIN: another goalbox server (a build, or a wrapper setting its environment) measured beside -fs in the same rounds, with its ratios to -fs")
 	flag.StringVar(&o.agent, "agent", "", "output of go test -bench in agent/sandbox, whose figures join the table")
 	flag.StringVar(&o.out, "out", ".", "folder for results.json and chart.svg")
 	flag.IntVar(&o.calls, "calls", 3000, "calls per stdio figure")
@@ -69,6 +71,15 @@ func run(o options) error {
 	write4k := sourceText(4 << 10)
 
 	servers := []server{goalbox(o.fs, ws)}
+	if o.variant != "" {
+		name, bin, ok := strings.Cut(o.variant, "=")
+		if !ok || name == "" || bin == "" || name == "goalbox" {
+			return fmt.Errorf("-variant %q: want NAME=BIN, NAME not goalbox", o.variant)
+		}
+		v := goalbox(bin, ws)
+		v.name = name
+		servers = append(servers, v)
+	}
 	if o.anchor != "" {
 		servers = append(servers, anchor(o.anchor, ws))
 	}
@@ -91,11 +102,16 @@ func run(o options) error {
 		return fmt.Errorf("the pipe floor: %w", err)
 	}
 	figs = append(figs, pf)
-	f, err := servers[0].http(readWorkload(), o.httpCalls, o.httpCallers)
-	if err != nil {
-		return fmt.Errorf("goalbox, read over HTTP: %w", err)
+	for _, s := range servers {
+		if !s.goalbox {
+			continue
+		}
+		f, err := s.http(readWorkload(), o.httpCalls, o.httpCallers)
+		if err != nil {
+			return fmt.Errorf("%s, read over HTTP: %w", s.name, err)
+		}
+		figs = append(figs, f)
 	}
-	figs = append(figs, f)
 	floor, err := durableWriteFloor(ws, write4k, o.calls)
 	if err != nil {
 		return err

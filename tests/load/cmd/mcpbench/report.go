@@ -96,6 +96,16 @@ func (r report) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s |\n", a.Name, strings.Join(parts, ", "))
 		}
 	}
+	// A -variant's ratios: goalbox's figure over the variant's, for each figure both have.
+	for _, v := range r.Figures {
+		if v.Server == "goalbox" || v.Server == "official (Node)" || v.Server == "pipe floor" || v.Server == "kernel alone" {
+			continue
+		}
+		if g, ok := r.find("goalbox", v.Workload, v.Transport); ok && v.CallsPerS > 0 && v.ServerCPUs > 0 {
+			fmt.Fprintf(&b, "\ngoalbox / %s, %s over %s: %.2f× the calls/s, %.2f× the server CPU per call", v.Server, v.Workload, v.Transport,
+				g.CallsPerS/v.CallsPerS, g.ServerCPUs/v.ServerCPUs)
+		}
+	}
 	b.WriteString("\nTargets:\n")
 	check := func(ok bool, format string, args ...any) {
 		mark := "MISSED"
