@@ -12,8 +12,8 @@ import (
 
 // AuditRecord is one line of the audit log: a tool call and how it ended.
 type AuditRecord struct {
-	Time       time.Time       `json:"time"`
-	Server     string          `json:"server"`
+	Time   time.Time `json:"time"`
+	Server string    `json:"server"`
 	// Session is the MCP session's ID; empty on stdio and for stateless requests (MCP 2026-07-28 over HTTP),
 	// which have none.
 	Session string `json:"session,omitempty"`
