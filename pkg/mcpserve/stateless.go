@@ -19,13 +19,13 @@ import (
 // stateful one, sessions as before. A request whose _meta says 2026-07-28 but whose header does not is the
 // stateful handler's, which answers it with the SDK's -32022 and the versions it speaks.
 
-// firstStatelessVersion is the first protocol version without sessions.
-const firstStatelessVersion = "2026-07-28"
+// StatelessVersion is the first protocol version without sessions.
+const StatelessVersion = "2026-07-28"
 
 // statelessRequest reports whether r speaks a stateless protocol version. Versions are dates, so they compare as
 // strings, as the go-sdk compares them.
 func statelessRequest(r *http.Request) bool {
-	return r.Header.Get(protocolVersionHeader) >= firstStatelessVersion
+	return r.Header.Get(protocolVersionHeader) >= StatelessVersion
 }
 
 // statelessKey marks the context of a call that came in a stateless request.

@@ -18,7 +18,7 @@ import (
 //
 // Use, for any stream a tool shows only part of (sandbox_run_command's capped output, a process's ring buffer):
 //
-//	k := e.outputs.Keep(req.Session, "stdout", threshold) // threshold: bytes the tool result shows whole
+//	k := e.outputs.Keep(scopeOf(ctx, req.Session), "stdout", threshold) // threshold: bytes the tool result shows whole
 //	... write every byte of the stream to k as well ...
 //	k.Close()                                           // the stream ended (a read then says complete)
 //	if uri := k.URI(); uri != "" { ... put uri and k.Link() in the result ... }
@@ -26,7 +26,7 @@ import (
 // A process whose stream is still running can give URI and Link before Close: reads see what was written so far.
 type KeptStream struct {
 	store     *Outputs
-	ss        *mcp.ServerSession
+	sc        scope
 	name      string
 	threshold int
 	// partial says, in the resource_link's description, what the tool result shows of the stream; "" for a
@@ -44,14 +44,14 @@ type KeptStream struct {
 // streamName is what Keep accepts as a stream's name: it is the last part of the resource's URI.
 var streamName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
-// Keep starts keeping a stream named name ("stdout", "stderr") for the session ss, once it is longer than
-// threshold bytes (0: from the first byte). With no session (ss nil) or a store that keeps nothing, the writer
-// only counts.
-func (o *Outputs) Keep(ss *mcp.ServerSession, name string, threshold int) *KeptStream {
+// Keep starts keeping a stream named name ("stdout", "stderr") for the scope sc (a session, or the stateless
+// store), once it is longer than threshold bytes (0: from the first byte). With no session or a store that keeps
+// nothing, the writer only counts.
+func (o *Outputs) Keep(sc scope, name string, threshold int) *KeptStream {
 	if !streamName.MatchString(name) {
 		panic(fmt.Sprintf("execserver.Keep: stream name %q: want lower-case letters, digits, - or _", name))
 	}
-	return &KeptStream{store: o, ss: ss, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || ss == nil}
+	return &KeptStream{store: o, sc: sc, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || !sc.stateless && sc.ss == nil}
 }
 
 // Write keeps p (or holds it until the threshold is passed). It always reports len(p), nil.
@@ -89,9 +89,13 @@ func (k *KeptStream) hold(p []byte) {
 
 // start makes the output in the session's store.
 func (k *KeptStream) start() bool {
-	k.session = k.store.session(k.ss, true)
+	k.session = k.store.scope(k.sc, true)
 	if k.session != nil {
-		k.out = k.session.add(newOutputID() + "/" + k.name)
+		id := newOutputID()
+		if k.sc.stateless {
+			id = newHandle() // the URI is the only way to it: 130 bits
+		}
+		k.out = k.session.add(id + "/" + k.name)
 	}
 	if k.out == nil {
 		k.off, k.pending = true, nil

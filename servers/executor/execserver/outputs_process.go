@@ -15,12 +15,12 @@ import (
 
 // keepProcessStreams sets p's ring buffers to spill into the session's store once they drop a byte. Nothing is
 // kept without a session or with full outputs off.
-func (e *Executor) keepProcessStreams(ss *mcp.ServerSession, p *process) {
-	if ss == nil || e.outputs.budget <= 0 {
+func (e *Executor) keepProcessStreams(sc scope, p *process) {
+	if !sc.stateless && sc.ss == nil || e.outputs.budget <= 0 {
 		return
 	}
 	keep := func(name string, ring *ringBuffer) *KeptStream {
-		k := e.outputs.Keep(ss, name, 0)
+		k := e.outputs.Keep(sc, name, 0)
 		k.partial = fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max)
 		ring.overflow = k
 		return k

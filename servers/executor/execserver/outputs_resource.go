@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +28,9 @@ const (
 // outputTemplate is the resource template the full outputs are served under.
 const outputTemplate = protocol.OutputResourceScheme + "://{id}/{stream}{?offset,length}"
 
-// outputID is the host and path of an output's URI: the ID newOutputID makes and the stream's name.
-var outputID = regexp.MustCompile(`^[a-z2-7]{16}/[a-z][a-z0-9_-]{0,31}$`)
+// outputID is the host and path of an output's URI: the ID newOutputID makes (a session's) or a handle (a
+// stateless request's, 26 characters), and the stream's name.
+var outputID = regexp.MustCompile(`^([a-z2-7]{16}|[a-z2-7]{26})/[a-z][a-z0-9_-]{0,31}$`)
 
 // addOutputResources registers the template that serves the full outputs.
 func (e *Executor) addOutputResources() {
@@ -36,7 +39,8 @@ func (e *Executor) addOutputResources() {
 		Title: "Full output of a command or process",
 		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail, or of a process "+
 			"whose stream outgrew its buffer: the result's stdout_resource or stderr_resource names it. Readable only by the session that ran "+
-			"the command or process, until the session ends "+
+			"the command or process, until the session ends (one made without a session, under MCP "+mcpserve.StatelessVersion+", by whoever "+
+			"holds its URI, until unread for "+e.outputs.statelessIdle.String()+") "+
 			"or newer outputs evict it (each session keeps at most %d bytes, oldest evicted first). A read returns one page: "+
 			"offset is its first byte (default 0), length its most bytes (default %d, at most %d); _meta gives offset, length, "+
 			"next_offset, size and complete.", e.outputs.budget, defaultOutputPage, maxOutputPage),
@@ -46,20 +50,34 @@ func (e *Executor) addOutputResources() {
 }
 
 // readOutput serves one page of a full output to the session that made it.
-func (e *Executor) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (e *Executor) readOutput(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, offset, length, err := parseOutputURI(uri)
 	if err != nil {
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
 	}
-	s := e.outputs.session(req.Session, false)
+	sc := scopeOf(ctx, req.Session)
+	if host, _, _ := strings.Cut(id, "/"); len(host) == handleLen {
+		// A stateless output: its URI is the capability, whoever holds it.
+		sc = statelessScope
+	} else if sc.stateless {
+		// A session's output asked for without a session: it is that session's only.
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoStatelessOutput)
+	}
+	missing := errNoSuchOutput
+	if mcpserve.Stateless(ctx) {
+		missing = errNoStatelessOutput
+	}
+	s := e.outputs.scope(sc, false)
 	if s == nil {
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoSuchOutput)
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
 	}
 	p, err := s.read(id, offset, length)
 	var gone *outputGone
 	switch {
-	case errors.As(err, &gone), errors.Is(err, errNoSuchOutput):
+	case errors.Is(err, errNoSuchOutput):
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+	case errors.As(err, &gone):
 		return nil, resourceError(mcp.CodeResourceNotFound, uri, err)
 	case err != nil:
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)

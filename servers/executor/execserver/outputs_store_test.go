@@ -32,12 +32,12 @@ func memorySession(t *testing.T) *mcp.ServerSession {
 // TestKeptStreamMemoryStaysSmall: keeping 48 MiB of output holds it on disk, not in the heap: the heap grows by
 // far less than what was kept. (Measured here: well under 1 MiB for 48 MiB kept.)
 func TestKeptStreamMemoryStaysSmall(t *testing.T) {
-	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, nil)
+	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, 0, nil)
 	ss := memorySession(t)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	k := o.Keep(ss, "stdout", DefaultOutputCap)
+	k := o.Keep(sessionScope(ss), "stdout", DefaultOutputCap)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2048) // 32 KiB
 	for range 48 << 20 / len(chunk) {
 		k.Write(chunk)
@@ -63,14 +63,14 @@ func TestKeptStreamMemoryStaysSmall(t *testing.T) {
 // TestKeptStreamWhileRunning: a stream still being written (a process's) is readable as far as it goes, says it is
 // not complete, and becomes complete when closed; under its threshold it costs no store at all.
 func TestKeptStreamWhileRunning(t *testing.T) {
-	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, nil)
+	o := newOutputs(DefaultOutputBudget, DefaultOutputTotal, 0, nil)
 	ss := memorySession(t)
-	small := o.Keep(ss, "stdout", 10)
+	small := o.Keep(sessionScope(ss), "stdout", 10)
 	small.Write([]byte("0123456789"))
 	if small.URI() != "" || o.health().Sessions != 0 {
 		t.Fatalf("a stream within its threshold is kept: %q, %+v", small.URI(), o.health())
 	}
-	k := o.Keep(ss, "stderr", 0)
+	k := o.Keep(sessionScope(ss), "stderr", 0)
 	k.Write([]byte("first"))
 	id := strings.TrimPrefix(k.URI(), "goalbox-output://")
 	s := o.session(ss, false)
@@ -140,10 +140,10 @@ func TestOutputTotalAcrossSessions(t *testing.T) {
 		if control {
 			total = 8 * block
 		}
-		o := newOutputs(4*block, total, nil)
+		o := newOutputs(4*block, total, 0, nil)
 		a, b := memorySession(t), memorySession(t)
 		keep := func(ss *mcp.ServerSession, n int) (*KeptStream, string) {
-			k := o.Keep(ss, "stdout", 0)
+			k := o.Keep(sessionScope(ss), "stdout", 0)
 			k.Write(blocks(n))
 			k.Close()
 			return k, idOf(k)

@@ -4,7 +4,9 @@ package execserver
 // read, write to, stop and list. Each is an ordinary backend Run in a goroutine of its own — the same confinement,
 // user, limits and totals as sandbox_run_command — with its output in ring buffers, its stdin an open pipe when
 // asked for, and the backend's Terminate channel for a stop. A process belongs to the MCP session that started it:
-// when the session ends (closed, expired, deleted, the server stopping), its processes are killed.
+// when the session ends (closed, expired, deleted, the server stopping), its processes are killed. A process a
+// stateless request started (MCP 2026-07-28 over HTTP) belongs to no session: its process_id is a handle
+// (scope.go), and it ends when stopped, when no call has named it for the stateless idle timeout, or at shutdown.
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,6 +63,10 @@ type process struct {
 	done   chan struct{} // closed when the backend's Run returned
 	result Result        // valid once done
 	ended  time.Time
+
+	// named is when a call last named the process (started, read, written, stopped), for the stateless era's idle
+	// expiry; guarded by processTable.mu.
+	named time.Time
 }
 
 func (p *process) running() bool {
@@ -98,19 +105,36 @@ func (p *process) closeStdin() {
 
 var errProcessEnded = errors.New("the process has ended")
 
-// processTable is the executor's processes, by session.
+// processTable is the executor's processes: a session's by session, a stateless request's by handle.
 type processTable struct {
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession][]*process
 	seq       int
+	byHandle  map[string]*process // the stateless era's, by process_id
+	reaping   sync.Once           // the stateless era's reaper, started with its first process
+	stop      chan struct{}       // closed by Close: the reaper ends
+	closed    bool
 }
 
 func newProcessTable() *processTable {
-	return &processTable{bySession: map[*mcp.ServerSession][]*process{}}
+	return &processTable{bySession: map[*mcp.ServerSession][]*process{}, byHandle: map[string]*process{}, stop: make(chan struct{})}
 }
 
-// start runs r in the background as a process of session ss, within the session's cap.
-func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool) (*process, error) {
+// newProcess is a process of r that has not started yet.
+func (e *Executor) newProcess(id string, r Request) *process {
+	now := time.Now()
+	return &process{id: id, command: r.Command, started: now, named: now,
+		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
+		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
+}
+
+// startProcess runs r in the background as a process of sc, within its cap: a session's (MaxProcesses), or all
+// stateless requests' together (StatelessProcesses).
+func (e *Executor) startProcess(sc scope, r Request, openStdin bool) (*process, error) {
+	if sc.stateless {
+		return e.startStatelessProcess(r, openStdin)
+	}
+	ss := sc.ss
 	t := e.procs
 	t.mu.Lock()
 	running := 0
@@ -126,9 +150,7 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 	}
 	first := len(t.bySession[ss]) == 0
 	t.seq++
-	p := &process{id: "p" + strconv.Itoa(t.seq), command: r.Command, started: time.Now(),
-		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
-		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
+	p := e.newProcess("p"+strconv.Itoa(t.seq), r)
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
 	t.mu.Unlock()
@@ -139,8 +161,13 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 		}()
 	}
 
-	e.keepProcessStreams(ss, p)
+	e.keepProcessStreams(sc, p)
+	e.run(p, r, openStdin)
+	return p, nil
+}
 
+// run starts p's command in the background.
+func (e *Executor) run(p *process, r Request, openStdin bool) {
 	ctx, kill := context.WithCancel(context.Background())
 	p.kill = kill
 	r.Timeout = e.cfg.ProcessLifetime
@@ -170,7 +197,6 @@ func (e *Executor) startProcess(ss *mcp.ServerSession, r Request, openStdin bool
 		p.result, p.ended = res, time.Now()
 		e.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
-	return p, nil
 }
 
 // forgetEnded drops a session's oldest ended processes past endedProcessesPerSession (t.mu held).
@@ -195,11 +221,22 @@ func (t *processTable) forgetEnded(ss *mcp.ServerSession) {
 	t.bySession[ss] = kept
 }
 
-// lookup finds a process of session ss; another session's process is not found.
-func (e *Executor) lookupProcess(ss *mcp.ServerSession, id string) (*process, error) {
+// lookupProcess finds the process id for a call of sc: a stateless process by its handle, from any scope (the
+// handle is the capability); else a process of sc's own session. Another session's process is not found, nor is a
+// session's process id sent statelessly.
+func (e *Executor) lookupProcess(sc scope, id string) (*process, error) {
 	e.procs.mu.Lock()
 	defer e.procs.mu.Unlock()
-	for _, p := range e.procs.bySession[ss] {
+	if p := e.procs.byHandle[id]; p != nil {
+		p.named = time.Now()
+		return p, nil
+	}
+	if sc.stateless {
+		return nil, fmt.Errorf("no process %q: a request without a session (MCP %s) reaches a process only by the process_id its %s returned "+
+			"(a session's ids such as p1 mean nothing here); it may have been stopped, or forgotten after %v unread (%v once ended)",
+			id, mcpserve.StatelessVersion, protocol.ToolStartProcess, e.cfg.StatelessIdleTimeout, e.cfg.StatelessUnusedTimeout)
+	}
+	for _, p := range e.procs.bySession[sc.ss] {
 		if p.id == id {
 			return p, nil
 		}
@@ -243,24 +280,36 @@ func (e *Executor) endSession(ss *mcp.ServerSession) {
 	}
 }
 
-// Close kills every process of every session. The server calls it at shutdown, before the backend closes.
+// Close kills every process of every session and of the stateless era. The server calls it at shutdown, before the
+// backend closes.
 func (e *Executor) Close() {
 	e.procs.mu.Lock()
 	sessions := make([]*mcp.ServerSession, 0, len(e.procs.bySession))
 	for ss := range e.procs.bySession {
 		sessions = append(sessions, ss)
 	}
+	if !e.procs.closed {
+		e.procs.closed = true
+		close(e.procs.stop)
+	}
+	stateless := e.procs.byHandle
+	e.procs.byHandle = map[string]*process{}
 	e.procs.mu.Unlock()
 	for _, ss := range sessions {
 		e.endSession(ss)
 	}
+	e.forget(stateless)
+	e.outputs.close()
 }
 
-// list is a session's processes, oldest first.
-func (e *Executor) listProcesses(ss *mcp.ServerSession) []*process {
+// listProcesses is a session's processes, oldest first; a stateless request's list is empty (scope.go).
+func (e *Executor) listProcesses(sc scope) []*process {
+	if sc.stateless {
+		return nil
+	}
 	e.procs.mu.Lock()
 	defer e.procs.mu.Unlock()
-	procs := append([]*process(nil), e.procs.bySession[ss]...)
+	procs := append([]*process(nil), e.procs.bySession[sc.ss]...)
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].started.Before(procs[j].started) })
 	return procs
 }

@@ -47,6 +47,15 @@ type Config struct {
 	MaxConcurrent int
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
 	MaxProcesses int
+	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
+	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
+	StatelessProcesses int
+	// StatelessIdleTimeout kills and forgets a stateless process, and drops a stateless kept output, that no call
+	// has named for this long; 0 means mcpserve.DefaultSessionIdleTimeout, a session's idle timeout.
+	StatelessIdleTimeout time.Duration
+	// StatelessUnusedTimeout forgets an ended stateless process unread for this long; 0 means
+	// mcpserve.DefaultSessionUnusedTimeout, the timeout of a session that runs nothing.
+	StatelessUnusedTimeout time.Duration
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
 	ProcessLifetime time.Duration
 	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
@@ -108,6 +117,15 @@ func (c *Config) fill() error {
 	if c.MaxProcesses == 0 {
 		c.MaxProcesses = DefaultMaxProcesses
 	}
+	if c.StatelessProcesses == 0 {
+		c.StatelessProcesses = DefaultStatelessProcessesPerMax * c.MaxProcesses
+	}
+	if c.StatelessIdleTimeout == 0 {
+		c.StatelessIdleTimeout = mcpserve.DefaultSessionIdleTimeout
+	}
+	if c.StatelessUnusedTimeout == 0 {
+		c.StatelessUnusedTimeout = mcpserve.DefaultSessionUnusedTimeout
+	}
 	if c.ProcessLifetime == 0 {
 		c.ProcessLifetime = DefaultProcessLifetime
 	}
@@ -135,6 +153,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("max concurrent commands %d: must be at least 1", c.MaxConcurrent)
 	case c.MaxProcesses < 1:
 		return fmt.Errorf("max processes per session %d: must be at least 1", c.MaxProcesses)
+	case c.StatelessProcesses < 1:
+		return fmt.Errorf("max stateless processes %d: must be at least 1", c.StatelessProcesses)
+	case c.StatelessIdleTimeout <= 0 || c.StatelessUnusedTimeout <= 0:
+		return fmt.Errorf("stateless idle timeout %v and unused timeout %v: must be positive", c.StatelessIdleTimeout, c.StatelessUnusedTimeout)
 	case c.ProcessLifetime < time.Second:
 		return fmt.Errorf("process lifetime %v: must be at least 1s", c.ProcessLifetime)
 	case c.ProcessBuffer < 4<<10 || c.ProcessBuffer > 64<<20:
@@ -172,7 +194,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
+		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -270,7 +292,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
-	kept := e.keepRunOutputs(req.Session, &r)
+	kept := e.keepRunOutputs(scopeOf(ctx, req.Session), &r)
 	defer kept.close()
 
 	start := time.Now()
