@@ -55,7 +55,7 @@ func (e *Executor) addProcessTools() {
 		Annotations: mcpserve.Annotations("Stop a process", false, true, true),
 	}, e.stopProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
-		Name:        protocol.ToolListProcesses,
+		Name: protocol.ToolListProcesses,
 		Description: fmt.Sprintf("This session's processes, running and ended, oldest first. A request without a session (MCP %s) lists none: "+
 			"no client may list another's, so keep the process_id %s returned.", mcpserve.StatelessVersion, protocol.ToolStartProcess),
 		Annotations: mcpserve.Annotations("List processes", true, false, true),
