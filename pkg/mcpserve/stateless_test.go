@@ -158,6 +158,11 @@ func TestStatelessOnTheWire(t *testing.T) {
 	if code != http.StatusBadRequest {
 		t.Errorf("header 2026-07-28, _meta 2025-11-25: %d %s, want 400", code, body)
 	}
+	// JSON-RPC ids stay exact without a session too (the go-sdk would make this one 9007199254740992).
+	code, body = rawStateless(t, r.URL, "POST", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list","params":{`+statelessMeta+`}}`, auth)
+	if code != 200 || !strings.Contains(body, `"id":9007199254740993`) {
+		t.Errorf("a stateless request with an id above 2^53: %d %.200s", code, body)
+	}
 	// Positive control above; now the guards.
 	if code, body := rawStateless(t, r.URL, "POST", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{`+statelessMeta+`}}`, nil); code != http.StatusUnauthorized {
 		t.Errorf("stateless request without the token: %d %s, want 401", code, body)
