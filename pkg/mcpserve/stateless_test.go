@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,72 @@ func TestStatelessCallEndsWithItsConnection(t *testing.T) {
 		t.Logf("cause: %v", err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stateless call's context did not end when its client gave up")
+	}
+}
+
+// TestManyStatelessRequestsLeaveNothing: 10,000 stateless calls over one keep-alive connection leave no session
+// behind, in this package's table or the go-sdk's (each is served in a throwaway session closed with its POST), no
+// goroutines, and a heap about where it was.
+func TestManyStatelessRequestsLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 requests")
+	}
+	srv := newEchoServer()
+	r := start(t, srv, Config{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + statelessMeta + `}}`
+	call := func() {
+		code, got := rawStateless(t, r.URL, "POST", body, nil)
+		if code != 200 || !strings.Contains(got, `\"text\":\"x\"`) {
+			t.Fatalf("stateless call: %d %s", code, got)
+		}
+	}
+	call()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	goroutines := runtime.NumGoroutine()
+	start := time.Now()
+	const n = 10000
+	for range n {
+		call()
+	}
+	took := time.Since(start)
+	if !eventually(5*time.Second, func() bool { return countSessions(srv) == 0 && runtime.NumGoroutine() <= goroutines+5 }) {
+		t.Errorf("after %d stateless calls: %d go-sdk sessions, %d goroutines (%d before)", n, countSessions(srv), runtime.NumGoroutine(), goroutines)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d stateless calls in %v (%v each); heap %d -> %d KiB (%+d KiB); sessions %d", n, took.Round(time.Millisecond),
+		(took / n).Round(time.Microsecond), before.HeapAlloc>>10, after.HeapAlloc>>10, grew>>10, r.s.sessions.count())
+	if grew > 8<<20 || r.s.sessions.count() != 0 {
+		t.Errorf("heap grew by %d KiB, %d sessions in the table", grew>>10, r.s.sessions.count())
+	}
+}
+
+// BenchmarkToolCallByEra is one echo tools/call through a go-sdk client, in a session and statelessly (a
+// throwaway session per request on the server).
+func BenchmarkToolCallByEra(b *testing.B) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run(era, func(b *testing.B) {
+			r, err := Start(newEchoServer(), Config{Addr: "127.0.0.1:0", Token: NoToken}, NoHealth, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "b", Version: "0"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: r.URL, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			args := map[string]any{"text": "x"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
