@@ -58,6 +58,7 @@ type process struct {
 
 	terminate     chan struct{}
 	terminateOnce sync.Once
+	runCtx        context.Context // the backend's Run's; kill ends it
 	kill          context.CancelFunc
 
 	done   chan struct{} // closed when the backend's Run returned
@@ -123,7 +124,9 @@ func newProcessTable() *processTable {
 // newProcess is a process of r that has not started yet.
 func (e *Executor) newProcess(id string, r Request) *process {
 	now := time.Now()
-	return &process{id: id, command: r.Command, started: now, named: now,
+	// The kill exists before the process is in a table: a shutdown or expiry that finds it there may call it at once.
+	ctx, kill := context.WithCancel(context.Background())
+	return &process{id: id, command: r.Command, started: now, named: now, runCtx: ctx, kill: kill,
 		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
 		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
 }
@@ -168,8 +171,7 @@ func (e *Executor) startProcess(sc scope, r Request, openStdin bool) (*process, 
 
 // run starts p's command in the background.
 func (e *Executor) run(p *process, r Request, openStdin bool) {
-	ctx, kill := context.WithCancel(context.Background())
-	p.kill = kill
+	ctx, kill := p.runCtx, p.kill
 	r.Timeout = e.cfg.ProcessLifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
 	if openStdin {
