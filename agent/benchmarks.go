@@ -18,17 +18,16 @@ import (
 // runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
 // selected exercise was run and graded (whatever the pass rate), 2 for a configuration or infrastructure error,
 // an interrupted run, or exercises whose result records an infrastructure error (-resume runs those again).
-func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr io.Writer) int {
+func runBenchmarks(ctx context.Context, o BenchmarkOptions, args []string, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	dir, exercises, err := selectExercises(o.BenchOptions)
+	dir, exercises, err := selectExercises(o.ExerciseOptions)
 	if err != nil {
 		return fail("%v", err)
 	}
-	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout})
+	model, err := openaichat.New(o.client())
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -50,15 +49,13 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	} else {
 		grader.Toolchains.CompilerCache = true
 	}
-	pool, threads, err := benchPool(o, stderr,
-		bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil),
-		bench.LocalSandbox(grader.Toolchains, filepath.Join(results, "sandbox-cache"), nil))
+	pool, threads, err := benchPool(o.PoolOptions, stderr, graderSandbox(grader.Toolchains), modelSandbox(grader.Toolchains, results))
 	if err != nil {
 		return fail("%v", err)
 	}
 	progress := bench.NewProgress(stderr, len(exercises), isTerminal(stderr))
 	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, %s, results in %s\n",
-		filepath.Base(dir), len(exercises), o.Model, o.Tries, threads, poolNote(o, pool), results)
+		filepath.Base(dir), len(exercises), o.Model, o.Tries, threads, poolNote(o.PoolOptions, pool), results)
 	if !o.price().Known() {
 		fmt.Fprintf(stderr, "agent: no price known for %s: costs are reported as 0 (give -price-in/-price-out, USD per million tokens)\n", o.Model)
 	}
@@ -84,65 +81,10 @@ func runBenchmarks(ctx context.Context, o options, args []string, stdout, stderr
 	return exitMet
 }
 
-// runSelfTest proves the grader on this machine: each selected exercise's reference solution must pass and its
-// stub must fail. Exit status: 0 when no exercise shows a problem (ungradable ones are listed, not counted), 1 when
-// the grader is wrong about some exercise, 2 for a configuration or infrastructure error.
-func runSelfTest(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
-		return exitError
-	}
-	_, exercises, err := selectExercises(o.BenchOptions)
-	if err != nil {
-		return fail("%v", err)
-	}
-	runDir, err := os.MkdirTemp("", "goalbox-selftest-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(runDir)
-	grader := bench.NewGrader()
-	grader.Timeout = o.GradeTimeout
-	if o.SandboxPool != "" {
-		grader.Toolchains = bench.ImageToolchains()
-	}
-	grader.Toolchains.CompilerCache = true // no model runs: nothing can poison the cache
-	pool, threads, err := benchPool(o, stderr, bench.LocalSandbox(grader.Toolchains, bench.GraderCacheDir(), nil), nil)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if o.SandboxPool != "" {
-		fmt.Fprintf(stderr, "agent: selftest of %d exercises, %d threads, %s\n", len(exercises), threads, poolNote(o, pool))
-	}
-	start := time.Now()
-	results, err := bench.SelfTest(ctx, bench.SelfTestOptions{
-		Exercises: exercises, RunDir: runDir, Workers: threads, Grader: grader, Pool: pool,
-		Progress: func(done, total int, r bench.SelfTestResult) {
-			fmt.Fprintf(stderr, "selftest %d/%d  %s  %s  %.1fs  %s  [%s]\n", done, total, r.ID, r.Status, r.Seconds, r.Reason, r.Sandbox)
-		},
-	})
-	sums := bench.SummarizeSelfTest(results)
-	fmt.Fprint(stdout, bench.SelfTestTable(sums, time.Since(start)))
-	if o.Results != "" {
-		if err := writeReport(filepath.Join(o.Results, "selftest.json"), results); err != nil {
-			return fail("selftest report: %v", err)
-		}
-	}
-	if err != nil {
-		return fail("selftest: %v", err)
-	}
-	for _, s := range sums {
-		if len(s.Problems) > 0 {
-			return exitNotMet
-		}
-	}
-	return exitMet
-}
-
 // benchPool is the sandboxes a benchmark mode works in and how many exercises run at once: the -sandbox-pool
 // file's remote sandboxes (-threads defaults to their number), or -threads in-process ones that open grade and
 // agent over each exercise. Drained sandboxes are reported on stderr as they go.
-func benchPool(o options, stderr io.Writer, grade, agent bench.SandboxFactory) (*bench.Pool, int, error) {
+func benchPool(o PoolOptions, stderr io.Writer, grade, agent bench.SandboxFactory) (*bench.Pool, int, error) {
 	if o.SandboxPool == "" {
 		return bench.LocalPool(o.Threads, grade, agent), o.Threads, nil
 	}
@@ -162,7 +104,7 @@ func benchPool(o options, stderr io.Writer, grade, agent bench.SandboxFactory) (
 }
 
 // poolNote says where the exercises run, for the start line.
-func poolNote(o options, pool *bench.Pool) string {
+func poolNote(o PoolOptions, pool *bench.Pool) string {
 	if o.SandboxPool == "" {
 		return "in-process sandboxes"
 	}
@@ -177,7 +119,7 @@ func writeReport(path string, v any) error {
 }
 
 // selectExercises finds the benchmark folder and the exercises the flags select.
-func selectExercises(b BenchOptions) (string, []bench.Exercise, error) {
+func selectExercises(b ExerciseOptions) (string, []bench.Exercise, error) {
 	dir := b.BenchDir
 	if dir == "" {
 		dir = filepath.Join("..", "shared", "polyglot-benchmark")

@@ -120,17 +120,19 @@ func TestSelfTestCommand(t *testing.T) {
 }
 
 func TestBenchmarkOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-benchmarks", "-languages", "go,python", "-tries", "3", "-seed", "7"},
+	o, err := parseBenchmarkOptions([]string{"-benchmarks", "-languages", "go,python", "-tries", "3", "-seed", "7"},
 		map[string]string{"GOALBOX_THREADS": "2", "GOALBOX_TRIES": "5", "GOALBOX_GRADE_TIMEOUT": "90s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !o.Benchmarks || o.Tries != 3 || o.Threads != 2 || o.Seed != 7 || o.GradeTimeout != 90*time.Second || strings.Join(list(o.Languages), "|") != "go|python" {
-		t.Errorf("options = %+v", o.BenchOptions)
+		t.Errorf("options = %+v", o)
 	}
-	o, err = parseOptions(nil, nil, io.Discard)
-	if err == nil || o.Tries != 2 || o.Threads != 1 {
-		t.Errorf("defaults: %+v, %v (the goal mode still needs a goal)", o.BenchOptions, err)
+	if o, err = parseBenchmarkOptions([]string{"-benchmarks"}, nil, io.Discard); err != nil || o.Tries != 2 || o.Threads != 1 {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+	if _, err := parseGoalOptions(nil, nil, io.Discard); err == nil {
+		t.Error("no error without a goal (the goal mode still needs one)")
 	}
 }
 

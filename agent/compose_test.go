@@ -80,22 +80,27 @@ func randomHex(t *testing.T, n int) string {
 }
 
 // startCompose builds the images and brings the stack up, waiting for both health checks; the project is taken
-// down with its volumes when the test ends, whatever happened.
-func startCompose(t *testing.T) *composeStack {
+// down with its volumes when the test ends, whatever happened. overrides are compose files applied over
+// deploy/compose.yaml, env the variables they (and it) read.
+func startCompose(t *testing.T, overrides []string, env ...string) *composeStack {
 	t.Helper()
 	requireCompose(t)
 	file, err := filepath.Abs(filepath.Join("..", "deploy", "compose.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := []string{"-f", file}
+	for _, o := range overrides {
+		files = append(files, "-f", o)
+	}
 	s := &composeStack{project: "goalbox-e2e-" + randomHex(t, 4), token: randomHex(t, 16)}
 	fsPort, execPort := freePort(t), freePort(t)
-	env := append(os.Environ(),
+	env = append(append(os.Environ(),
 		"COMPOSE_BAKE=false", // build with the engine's BuildKit; buildx is not installed by setup-docker.sh
 		"GOALBOX_TOKEN="+s.token,
 		fmt.Sprintf("GOALBOX_FS_PORT=%d", fsPort),
 		fmt.Sprintf("GOALBOX_EXEC_PORT=%d", execPort),
-	)
+	), env...)
 	// Compose commands end a minute before the test binary's deadline, so that a slow image build fails the test
 	// and the cleanup below still takes the stack down (a test binary that times out runs no cleanup).
 	ctx := context.Background()
@@ -105,7 +110,7 @@ func startCompose(t *testing.T) *composeStack {
 		t.Cleanup(cancel)
 	}
 	s.compose = func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "docker", append([]string{"compose", "-f", file, "-p", s.project}, args...)...)
+		cmd := exec.CommandContext(ctx, "docker", append(append(append([]string{"compose"}, files...), "-p", s.project), args...)...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -115,7 +120,7 @@ func startCompose(t *testing.T) *composeStack {
 			logs, _ := s.compose("logs", "--no-color", "--tail", "100")
 			t.Logf("compose logs:\n%s", logs)
 		}
-		down := exec.Command("docker", "compose", "-f", file, "-p", s.project, "down", "-v", "--remove-orphans", "--timeout", "5")
+		down := exec.Command("docker", append(append(append([]string{"compose"}, files...), "-p", s.project), "down", "-v", "--remove-orphans", "--timeout", "5")...)
 		down.Env = env
 		if out, err := down.CombinedOutput(); err != nil {
 			t.Errorf("compose down -v: %v\n%s", err, out)
@@ -225,7 +230,7 @@ def test_fourth_century_is_leap():
 `
 
 func TestComposeStack(t *testing.T) {
-	s := startCompose(t)
+	s := startCompose(t, nil)
 
 	t.Run("containers are hardened as compose.yaml says", func(t *testing.T) {
 		for svc, id := range s.containerByName {
@@ -339,10 +344,29 @@ func TestComposeStack(t *testing.T) {
 		}
 	})
 
+	t.Run("checkpoints are kept outside the workspace and restore it", func(t *testing.T) {
+		var cp protocol.CheckpointOutput
+		callTool(t, fs, protocol.ToolCheckpoint, protocol.CheckpointInput{Label: "compose"}, &cp)
+		var w protocol.WriteFileOutput
+		callTool(t, fs, protocol.ToolWriteFile, protocol.WriteFileInput{Path: "leap/leap.py", Content: "broken\n"}, &w)
+		var r protocol.RestoreOutput
+		callTool(t, fs, protocol.ToolRestore, protocol.RestoreInput{ID: cp.ID}, &r)
+		var rd protocol.ReadFileOutput
+		callTool(t, fs, protocol.ToolReadFile, protocol.ReadFileInput{Path: "leap/leap.py"}, &rd)
+		if strings.Contains(rd.Content, "broken") {
+			t.Errorf("the restore left the change: %q", rd.Content)
+		}
+		// The store is in the filesystem container's own volume, not in the workspace the executor shares.
+		if out := runCommand(t, ex, ".", "ls -a /workspace; ls -d /checkpoints 2>&1; find / -name 'checkpoints' -path '*goalbox*' 2>/dev/null | head -3"); strings.Contains(out.Stdout, ".cache") {
+			t.Errorf("a checkpoint store is inside the workspace: %s", out.Stdout)
+		}
+	})
+
 	t.Run("both servers agree on file ownership", func(t *testing.T) {
-		// The executor changes a file the filesystem server made, and makes one of its own...
+		// The executor changes a file the filesystem server made, and makes one of its own. A command is uid 0 of
+		// its user namespace, which is the container's 10001 outside: the file is its own.
 		r := runCommand(t, ex, "leap", "id -u && stat -c %u leap.py && echo '# checked' >> leap.py && mkdir -p made-by-exec && echo hi > made-by-exec/note.txt")
-		if r.ExitCode != 0 || !strings.HasPrefix(r.Stdout, "10001\n10001\n") {
+		if r.ExitCode != 0 || !strings.HasPrefix(r.Stdout, "0\n0\n") {
 			t.Fatalf("executor side: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
 		}
 		// ...which the filesystem server reads, rewrites and deletes (pytest's cache folder too).

@@ -45,7 +45,7 @@ func findRun(run, runsDir string) (transcript, summary string, err error) {
 
 // loadRun reads the earlier run: its conversation from the transcript, its workspace from the summary (absent
 // when it used running servers, whose URLs are given again).
-func loadRun(o options) (continued, error) {
+func loadRun(o GoalOptions) (continued, error) {
 	var c continued
 	var err error
 	if c.transcript, c.summary, err = findRun(o.Continue, o.RunsDir); err != nil {

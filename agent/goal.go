@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +15,8 @@ import (
 	"github.com/goalbox/goalbox/agent/openaichat"
 	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
-	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
-	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // summary is summary.json: the loop's result and where to find the rest.
@@ -32,15 +29,16 @@ type summary struct {
 }
 
 // runGoal pursues o.Goal and returns the exit status.
-func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) int {
+func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 		return exitError
 	}
-	model, err := openaichat.New(openaichat.Config{Model: o.Model, BaseURL: o.BaseURL, APIKey: o.APIKey,
-		MaxRetries: o.Retries, RetryWindow: o.RetryWindow, RequestTimeout: o.AttemptTimout, MaxOutputTokens: o.MaxOutputTokens,
-		OnFailedAttempt: func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) },
-		OnProgress:      func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, ProgressEvery: 15 * time.Second})
+	client := o.client()
+	client.MaxOutputTokens = o.MaxOutputTokens
+	client.OnFailedAttempt = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }
+	client.OnProgress, client.ProgressEvery = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, 15*time.Second
+	model, err := openaichat.New(client)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -113,7 +111,7 @@ func runGoal(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.
 }
 
 // openSandbox connects to the running servers named by the options, or starts both in-process over the workspace.
-func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox, string, func(), error) {
+func openSandbox(ctx context.Context, o GoalOptions, stderr io.Writer) (loop.Sandbox, string, func(), error) {
 	showProgress := func(c *sandbox.Client) {
 		c.OnProgress(func(tool, msg string) { fmt.Fprintf(stderr, "        %s: %s\n", tool, msg) })
 	}
@@ -129,20 +127,9 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("workspace: %w", err)
 	}
-	allow, err := egress.ParseAllowList(o.NetAllow)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	var secrets []egress.Secret
-	for _, spec := range o.Secrets {
-		sec, err := egress.ParseSecret(spec)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		secrets = append(secrets, sec)
-	}
-	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Backend: o.Backend, Docker: docker.Config{Image: o.Image, Network: egress.Config{Allow: allow}}, NewLocal: newLocal,
-		Protection: o.protection, Commands: local.Config{Network: egress.Config{Allow: allow, Secrets: secrets}}})
+	h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws, Protection: o.protection, Executor: assemble.Options{
+		Backend: o.Backend, Docker: docker.Config{Image: o.Image}, Network: assemble.Network{Allow: o.NetAllow, Secrets: o.Secrets}}},
+		goalExecutorBuild...)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -153,13 +140,13 @@ func openSandbox(ctx context.Context, o options, stderr io.Writer) (loop.Sandbox
 	return h, ws, func() { h.Close() }, nil
 }
 
-// newLocal builds the in-process executor's local backend; nil means local.New. Tests make it fail, as the local
-// backend does on macOS and Windows.
-var newLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
+// goalExecutorBuild changes how the in-process executor is built: tests make its local backend fail, as it does
+// on macOS and Windows.
+var goalExecutorBuild []assemble.Option
 
 // runFiles picks the transcript and summary paths: -transcript FILE puts the summary beside it as
 // FILE-without-extension.summary.json; otherwise both go into a new folder <runs-dir>/<UTC time>.
-func runFiles(o options) (transcript, summary string, err error) {
+func runFiles(o GoalOptions) (transcript, summary string, err error) {
 	if o.Transcript != "" {
 		if err := os.MkdirAll(filepath.Dir(o.Transcript), 0o755); err != nil {
 			return "", "", fmt.Errorf("transcript folder: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
@@ -25,10 +26,10 @@ import (
 // of the backend's containers is left once the agent has exited.
 func TestGoalOnDockerAsOnAMac(t *testing.T) {
 	cli, image := dockertest.Require(t)
-	newLocal = func(local.Config, *slog.Logger) (execserver.Backend, error) {
+	goalExecutorBuild = []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) {
 		return nil, errors.New("local backend: needs Linux (made unusable by the test, as on macOS)")
-	}
-	t.Cleanup(func() { newLocal = nil })
+	})}
+	t.Cleanup(func() { goalExecutorBuild = nil })
 
 	var ws string
 	model := looptest.New(t,
@@ -75,19 +76,19 @@ func TestGoalOnDockerAsOnAMac(t *testing.T) {
 // TestBackendOptions: -backend and -image, and their environment twins (the executor's names), reach the options;
 // an unknown backend is a usage error naming the choices.
 func TestBackendOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-goal", "g"}, map[string]string{}, os.Stderr)
+	o, err := parseGoalOptions([]string{"-goal", "g"}, map[string]string{}, os.Stderr)
 	if err != nil || o.Backend != "auto" || o.Image != "" {
 		t.Errorf("defaults: backend %q image %q, %v", o.Backend, o.Image, err)
 	}
-	o, err = parseOptions([]string{"-goal", "g"}, map[string]string{"GOALBOX_EXEC_BACKEND": "docker", "GOALBOX_EXEC_IMAGE": "busybox:latest"}, os.Stderr)
+	o, err = parseGoalOptions([]string{"-goal", "g"}, map[string]string{"GOALBOX_EXEC_BACKEND": "docker", "GOALBOX_EXEC_IMAGE": "busybox:latest"}, os.Stderr)
 	if err != nil || o.Backend != "docker" || o.Image != "busybox:latest" {
 		t.Errorf("environment: backend %q image %q, %v", o.Backend, o.Image, err)
 	}
-	o, err = parseOptions([]string{"-goal", "g", "-backend", "local", "-image", "x:y"}, map[string]string{"GOALBOX_EXEC_BACKEND": "docker"}, os.Stderr)
+	o, err = parseGoalOptions([]string{"-goal", "g", "-backend", "local", "-image", "x:y"}, map[string]string{"GOALBOX_EXEC_BACKEND": "docker"}, os.Stderr)
 	if err != nil || o.Backend != "local" || o.Image != "x:y" {
 		t.Errorf("flags win: backend %q image %q, %v", o.Backend, o.Image, err)
 	}
-	if _, err := parseOptions([]string{"-goal", "g", "-backend", "chroot"}, map[string]string{}, os.Stderr); !errors.Is(err, errUsage) ||
+	if _, err := parseGoalOptions([]string{"-goal", "g", "-backend", "chroot"}, map[string]string{}, os.Stderr); !errors.Is(err, errUsage) ||
 		!strings.Contains(err.Error(), `unknown backend "chroot": use auto, local or docker`) {
 		t.Errorf("bad backend: %v", err)
 	}

@@ -6,6 +6,9 @@
 // With no -fs-url/-exec-url both servers run inside this process over -workspace. Exit status: 0 the goal was
 // met (verified), 1 it was not (or could not be verified), 2 a configuration or infrastructure error, 130 the run
 // was interrupted (Ctrl-C: the sandbox's commands are stopped first; a second Ctrl-C exits at once).
+//
+// The same command runs the Aider Polyglot benchmark with a model (-benchmarks) and proves the benchmark's grader
+// (-selftest): three programs, each with its own options (programs.go).
 package main
 
 import (
@@ -65,22 +68,42 @@ func interrupts(cancel context.CancelFunc, stderr io.Writer, exit func(int)) (st
 	return func() { signal.Stop(sigs); close(done) }
 }
 
-// run is the whole command, separated from the process so tests can call it: it parses the options, picks the
-// mode and returns the exit status.
+// run is the whole command, separated from the process so tests can call it: it chooses the program
+// (programs.go), parses that program's options and returns the exit status of its run.
 func run(ctx context.Context, args []string, environ map[string]string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseOptions(args, environ, stderr)
+	p, err := chooseProgram(args, environ)
+	if err != nil {
+		return usageFailed(err, stderr)
+	}
+	switch p {
+	case nil:
+		printPrograms(stderr)
+		return exitMet
+	case benchmarkProgram:
+		o, err := parseBenchmarkOptions(args, environ, stderr)
+		if err != nil {
+			return usageFailed(err, stderr)
+		}
+		return runBenchmarks(ctx, o, args, stdout, stderr)
+	case selfTestProgram:
+		o, err := parseSelfTestOptions(args, environ, stderr)
+		if err != nil {
+			return usageFailed(err, stderr)
+		}
+		return runSelfTest(ctx, o, stdout, stderr)
+	}
+	o, err := parseGoalOptions(args, environ, stderr)
+	if err != nil {
+		return usageFailed(err, stderr)
+	}
+	return runGoal(ctx, o, stdin, stdout, stderr)
+}
+
+// usageFailed is the exit status of options that did not parse: 0 after -h, else 2 after the message.
+func usageFailed(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitMet
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "agent: %v\n", err)
-		return exitError
-	}
-	switch {
-	case o.Benchmarks:
-		return runBenchmarks(ctx, o, args, stdout, stderr)
-	case o.SelfTest:
-		return runSelfTest(ctx, o, stdout, stderr)
-	}
-	return runGoal(ctx, o, stdin, stdout, stderr)
+	fmt.Fprintf(stderr, "agent: %v\n", err)
+	return exitError
 }

@@ -361,7 +361,7 @@ func TestConfigurationErrorsExit2(t *testing.T) {
 }
 
 func TestFlagsWinOverEnvironment(t *testing.T) {
-	o, err := parseOptions([]string{"-goal", "g", "-max-turns", "7"}, map[string]string{
+	o, err := parseGoalOptions([]string{"-goal", "g", "-max-turns", "7"}, map[string]string{
 		"GOALBOX_MAX_TURNS": "3", "GOALBOX_MAX_TOKENS": "999", "GOALBOX_MODEL": "m-env", "OPENAI_BASE_URL": "http://x/v1", "GOALBOX_TIMEOUT": "90s",
 	}, io.Discard)
 	if err != nil {

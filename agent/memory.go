@@ -53,7 +53,7 @@ type memory struct {
 }
 
 // openMemory finds the notes of the workspace (ws, its real path; or the fs URL of running servers).
-func openMemory(o options, ws string) (*memory, error) {
+func openMemory(o GoalOptions, ws string) (*memory, error) {
 	m := &memory{runs: o.MemoryRuns, rec: &noteRecorder{}}
 	if o.NoMemory {
 		return m, nil

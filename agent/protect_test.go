@@ -14,7 +14,7 @@ import (
 // in-process servers' protection; a bad pattern is a usage error (exit 2) with what a pattern is; with running
 // servers or the benchmark they are refused rather than silently ignored.
 func TestProtectOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-goal", "g", "-protect", "*.pem", "-unprotect", ".vscode,.idea"},
+	o, err := parseGoalOptions([]string{"-goal", "g", "-protect", "*.pem", "-unprotect", ".vscode,.idea"},
 		map[string]string{"GOALBOX_PROTECT": "secrets"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestProtectOptions(t *testing.T) {
 	if want = append(want, "secrets", "*.pem"); !slices.Equal(o.protection.Patterns(), want) {
 		t.Errorf("protection = %q, want %q", o.protection.Patterns(), want)
 	}
-	if o, err = parseOptions([]string{"-goal", "g"}, map[string]string{"GOALBOX_UNPROTECT": ".envrc"}, io.Discard); err != nil ||
+	if o, err = parseGoalOptions([]string{"-goal", "g"}, map[string]string{"GOALBOX_UNPROTECT": ".envrc"}, io.Discard); err != nil ||
 		slices.Contains(o.protection.Patterns(), ".envrc") || len(o.protection.Patterns()) != len(pathguard.DefaultProtected)-1 {
 		t.Errorf("from the environment: %q, %v", o.protection.Patterns(), err)
 	}
@@ -36,7 +36,7 @@ func TestProtectOptions(t *testing.T) {
 		{[]string{"-goal", "g", "-unprotect", ".nothere"}, `-unprotect ".nothere": not a protected pattern`},
 		{[]string{"-goal", "g", "-fs-url", "http://127.0.0.1:1/mcp", "-exec-url", "http://127.0.0.1:2/mcp", "-protect", "x"}, "running servers (-fs-url, -exec-url) take their own -protect"},
 	} {
-		_, err := parseOptions(c.args, map[string]string{}, io.Discard)
+		_, err := parseGoalOptions(c.args, map[string]string{}, io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
 		}

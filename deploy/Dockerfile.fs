@@ -32,13 +32,14 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
 # What the empty runtime needs: a user name for uid 10001 and a workspace folder it owns.
 # /tmp is 1777, as on any system: Docker gives a tmpfs mounted on it (compose's) the mode of the image's folder, and
 # the server writes a token it generated there (a COPY of the folder's contents alone would make it root's 0755).
-RUN mkdir -p /rootfs/etc /rootfs/workspace /rootfs-tmp/tmp && chmod 1777 /rootfs-tmp/tmp \
+RUN mkdir -p /rootfs/etc /rootfs/workspace /rootfs/checkpoints /rootfs-tmp/tmp && chmod 1777 /rootfs-tmp/tmp \
  && echo 'goalbox:x:10001:10001:goalbox:/workspace:/sbin/nologin' > /rootfs/etc/passwd \
  && echo 'goalbox:x:10001:' > /rootfs/etc/group
 
 FROM scratch
 COPY --from=build /rootfs/etc/ /etc/
 COPY --from=build --chown=10001:10001 /rootfs/workspace /workspace
+COPY --from=build --chown=10001:10001 /rootfs/checkpoints /checkpoints
 COPY --from=build /rootfs-tmp/ /
 COPY --from=build /out/filesystem /out/healthprobe /usr/local/bin/
 USER 10001:10001
@@ -46,9 +47,13 @@ USER 10001:10001
 # Without a token given (GOALBOX_FS_TOKEN), the server generates one and writes it here: the root is read-only.
 ENV GOALBOX_FS_ADDR=0.0.0.0:7101 \
     GOALBOX_FS_WORKSPACE=/workspace \
+    GOALBOX_FS_CHECKPOINT_DIR=/checkpoints \
     GOALBOX_FS_TOKEN_FILE=/tmp/goalbox/token
-VOLUME /workspace
+# Checkpoints outside the workspace, where commands cannot change them (the user's home is the workspace here).
+VOLUME /workspace /checkpoints
 EXPOSE 7101
 HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 \
     CMD ["/usr/local/bin/healthprobe", "http://127.0.0.1:7101/healthz"]
+# The MCP registry lists this image (deploy/mcpb/filesystem/server.json) only if it carries the server's name.
+LABEL io.modelcontextprotocol.server.name="io.github.goalbox/goalbox-filesystem"
 ENTRYPOINT ["/usr/local/bin/filesystem"]

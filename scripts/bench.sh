@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the filesystem server beside the official one (@modelcontextprotocol/server-filesystem on Node 22, "the
 # anchor", installed with npm into the cache folder on first use) in one run, and prints the figures, their ratios
-# and the targets of issue 11: 16 KiB reads over stdio (one caller) and streamable HTTP (8 callers), 4 KiB durable
+# and the targets docs/BENCHMARKS.md sets: 16 KiB reads over stdio (one caller) and streamable HTTP (8 callers), 4 KiB durable
 # writes beside the kernel alone, the servers' CPU time per call from /proc, and the agent's CPU per tool call.
 # Writes results.json, chart.svg and table.md into OUT (default docs/bench), and with perf installed the profiles of
 # goalbox's server, profile-stdio-read.txt, profile-stdio-write.txt and profile-http-read.txt. See docs/BENCHMARKS.md.

@@ -42,3 +42,33 @@ start_servers() {
 		FS_TOKEN=$(cat "$work/fs.token") EXEC_TOKEN=$(cat "$work/exec.token")
 	fi
 }
+
+# The client matrix's npm packages (tests/clients/package.json and package-lock.json: the MCP client libraries,
+# ajv, and Node 22) and the MCP registry's server.json schema, installed by scripts/setup-clients.sh into a folder
+# named after the lock file's hash, so that changing a pin installs anew and the old folder stays for older
+# checkouts. clients_dir REPO prints it.
+clients_dir() {
+	echo "$CACHE_DIR/clients-$(sha256sum "$1/tests/clients/package-lock.json" | cut -c1-12)"
+}
+
+# clients_ready REPO WHAT: 0 when the client packages are installed; else, with CI=true, says so and exits 1 (CI
+# must run what needs them), and otherwise says what is skipped and how to install, and returns 1.
+clients_ready() {
+	local dir
+	dir=$(clients_dir "$1")
+	[ -f "$dir/.installed" ] && return 0
+	if [ "${CI:-}" = true ]; then
+		echo "$2: FAIL: the client packages are not installed in $dir; scripts/setup-clients.sh installs them" >&2
+		exit 1
+	fi
+	echo "$2: skipped: the client packages are not installed; run scripts/setup-clients.sh (no root needed)"
+	return 1
+}
+
+# clients_stage REPO DIR copies the matrix's .mjs files into DIR beside a node_modules link to the installed
+# packages: Node resolves a file's imports from its own folder, and the checkout stays as it is.
+clients_stage() {
+	mkdir -p "$2"
+	cp "$1"/tests/clients/*.mjs "$2/"
+	ln -sfn "$(clients_dir "$1")/node_modules" "$2/node_modules"
+}

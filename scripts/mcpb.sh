@@ -10,7 +10,9 @@
 #   scripts/mcpb.sh OUTDIR
 #
 # On macOS and Linux the bundle's command is a small sh launcher that runs this machine's build (uname); on Windows
-# the .exe. GOALBOX_VERSION sets the bundles' version (default 0.1.0). scripts/test.sh runs this.
+# the .exe. GOALBOX_VERSION sets the bundles' version (default 0.1.0). Beside each bundle goes its server.json for the
+# MCP registry (OUTDIR/goalbox-<server>.server.json: the bundle's release URL and SHA-256, and the OCI image), checked
+# against the registry's published schema. scripts/test.sh runs this.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -59,6 +61,20 @@ EOF
 	"$mcpb" pack "$stage" "$out/$name.mcpb" >/dev/null
 	echo "mcpb: $out/$name.mcpb ($(du -h "$out/$name.mcpb" | cut -f1))"
 
+	# Its server.json for the MCP registry, from deploy/mcpb/<server>/server.json: this version in the version, the
+	# release URL of the bundle and the image tag, and the SHA-256 of the bundle just packed.
+	python3 - "$repo/deploy/mcpb/$server/server.json" "$out/$name.mcpb" "$version" >"$out/$name.server.json" <<'PY'
+import hashlib, json, sys
+src, bundle, version = sys.argv[1:]
+doc = json.load(open(src))
+doc["version"] = version
+for p in doc["packages"]:
+    p["identifier"] = p["identifier"].replace("/v0.0.0/", "/v%s/" % version).replace(":0.0.0", ":" + version)
+    if p["registryType"] == "mcpb":
+        p["fileSha256"] = hashlib.sha256(open(bundle, "rb").read()).hexdigest()
+print(json.dumps(doc, indent=2, ensure_ascii=False))
+PY
+
 	# The bundle as a client installs it: unpacked, its server started as the manifest says, the workspace a folder.
 	check="$work/check-$server"
 	"$mcpb" unpack "$out/$name.mcpb" "$check" >/dev/null
@@ -85,3 +101,11 @@ if init["result"]["serverInfo"]["name"] != m["name"] or got != want:
 print("mcpb: %s from its bundle serves the %d tools its manifest names" % (m["name"], len(got)))
 PY
 done
+
+# The server.json files against the MCP registry's published schema (ajv) and its rules for MCPB and OCI packages
+# (tests/clients/registry.mjs), with the client matrix's packages: skipped without them, except with CI=true.
+if clients_ready "$repo" mcpb; then
+	clients_stage "$repo" "$work/registry"
+	"$(clients_dir "$repo")/node_modules/.bin/node" "$work/registry/registry.mjs" "$(clients_dir "$repo")/server.schema.json" "$repo" \
+		"$out/goalbox-filesystem.server.json" "$out/goalbox-executor.server.json"
+fi

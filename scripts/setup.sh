@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what the tests and the benchmark grader need on a Debian 12 machine with Go and Node:
 # the Docker engine with locally built base images and Docker Compose (setup-docker.sh), and the language
-# toolchains the Polyglot exercises are graded with (setup-toolchains.sh). Idempotent: seconds when done already.
+# toolchains the Polyglot exercises are graded with (setup-toolchains.sh), and the MCP client libraries of the client
+# matrix with the MCP registry's schema (setup-clients.sh). Idempotent: seconds when done already.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ]; then
@@ -12,4 +13,5 @@ fi
 t0=$(date +%s)
 "$here/setup-docker.sh"
 "$here/setup-toolchains.sh"
+"$here/setup-clients.sh"
 echo "setup: done in $(( $(date +%s) - t0 ))s"

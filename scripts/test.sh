@@ -2,7 +2,8 @@
 # The test command: every module's tests (unit, MCP clients against real servers, attacks, Docker backend, the
 # benchmark grader over the real Polyglot exercises when ../shared/polyglot-benchmark or GOALBOX_BENCHMARK_DIR is
 # there, compose end to end, the Kubernetes manifests on a real API server), then the MCP conformance suite against
-# both servers and every tool called through the MCP Inspector CLI.
+# both servers, every tool called through the MCP Inspector CLI, the MCP client libraries agent builders use
+# (scripts/clients.sh), and the MCP Bundles with their server.json for the MCP registry.
 #
 # First it runs scripts/setup.sh, which installs what the tests need (Docker engine and local base images, Docker
 # Compose, language toolchains, Node 22 for the conformance suite). That needs root; without root it says what is
@@ -53,6 +54,14 @@ if [ "$(id -u)" = 0 ] || [ "${CI:-}" = true ]; then
   export GOALBOX_COMPOSE_TEST="${GOALBOX_COMPOSE_TEST:-1}"
 fi
 
+# The executor image (deploy/Dockerfile.exec) some tests run commands in (the vision example, the Kubernetes node
+# profile under runc): built here, before the tests, so that none finds it missing; from the layer cache the compose
+# tests share, seconds when nothing changed.
+if [ "${GOALBOX_COMPOSE_TEST:-}" = 1 ]; then
+  echo "== the executor image"
+  COMPOSE_BAKE=false docker compose -f deploy/compose.yaml -p goalbox-test-image build -q executor
+fi
+
 echo "== go test"
 # One go test run over all modules of the workspace, so the summary lines come together at the end.
 go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
@@ -70,7 +79,10 @@ scripts/conformance.sh
 echo "== MCP Inspector CLI"
 scripts/inspector.sh
 
-echo "== MCP Bundles (built, validated and packed by mcpb, then served from the unpacked bundle)"
+echo "== MCP client libraries (TypeScript SDK 1.x and v2, OpenAI Agents SDK, LangChain, AI SDK), both transports"
+scripts/clients.sh
+
+echo "== MCP Bundles (built, validated and packed by mcpb, then served from the unpacked bundle) and server.json"
 bundles=$(mktemp -d)
 scripts/mcpb.sh "$bundles"
 rm -rf "$bundles"

@@ -28,7 +28,7 @@ func BenchmarkGrade(b *testing.B) {
 	if err != nil || why != "" {
 		b.Skip("python cannot be graded here: ", why, err)
 	}
-	exec, closeExec, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(ctx, ws.Root)
+	exec, closeExec, err := inProcessSandbox(g.Toolchains, GraderCacheDir())(ctx, ws.Root)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,10 +2,9 @@ package bench
 
 import "regexp"
 
-// The grader before issue 22 decided a grade by the test command's exit code and the runner's success summary in
-// its text output (the function below is that check, kept as it was). A solution runs inside the test process and
-// can print that summary itself, so the cheat tests use it to show each cheat fooling the old grader before they
-// show the grader of today failing it.
+// A naive grader decides by the test command's exit code and the runner's success summary in its text output
+// (legacySucceeded below is that check). A solution runs inside the test process and can print that summary itself,
+// so the cheat tests use it to show each cheat fooling such a grader before they show the real grader failing it.
 
 // Success summaries each runner prints only when every test it ran passed (and it ran some).
 var (

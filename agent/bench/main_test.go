@@ -22,7 +22,7 @@ import (
 func benchmarkDir(t testing.TB) string { return benchtest.Dir(t) }
 
 // localSandbox runs commands on the host with sh -c in a process group that is killed on timeout. It is a test
-// double for the executor's sandbox_run_command (its only tool; stdout carries both streams) and must never be used
+// double for the executor's sandbox_run_command (the only tool it offers; stdout carries both streams) and must never be used
 // to grade a model: it confines nothing.
 type localSandbox struct {
 	root string

@@ -61,12 +61,33 @@ func InstructionsPrompt(ex Exercise, ws Workspace, testCommand string) (string, 
 // kept, since test runners print their failures and summary last.
 const MaxRetryOutput = 16 << 10
 
-// RetryPrompt is the message for the next try: the failed try's test output, cut to MaxRetryOutput, and the
-// reminder that the tests are correct.
-func RetryPrompt(ex Exercise, ws Workspace, testOutput string) (string, error) {
+// Retry is what the next try is told of the tries before it.
+type Retry struct {
+	Output string // the last try's test output
+	Tests  int    // tests the exercise's test files define
+	// BestTry passed the most tests so far (BestPassed of Tests); LastTry is the try just graded. BestTry is 0 when
+	// nothing is known of the counts.
+	BestTry, BestPassed, LastTry, LastPassed int
+	// Keeps says the runner can put BestTry's code back if the next try passes fewer tests.
+	Keeps bool
+	// Regression is the agent's hint (loop.RegressionHint) when LastTry passed fewer tests than BestTry.
+	Regression string
+}
+
+// RetryPrompt is the message for the next try: the failed try's test output, cut to MaxRetryOutput, the reminder
+// that the tests are correct, and the bar: how many tests the best try so far passed (with the diff since it when
+// the last try did worse).
+func RetryPrompt(ex Exercise, ws Workspace, r Retry) (string, error) {
 	return render("retry.md", map[string]any{
-		"Output": headtail.Keep(quietOutput(ex.Lang, testOutput), MaxRetryOutput/4, MaxRetryOutput-MaxRetryOutput/4),
-		"Files":  ws.Files(ex.Solution),
+		"Output":     headtail.Keep(quietOutput(ex.Lang, r.Output), MaxRetryOutput/4, MaxRetryOutput-MaxRetryOutput/4),
+		"Files":      ws.Files(ex.Solution),
+		"Tests":      r.Tests,
+		"BestTry":    r.BestTry,
+		"BestPassed": r.BestPassed,
+		"LastTry":    r.LastTry,
+		"LastPassed": r.LastPassed,
+		"Keeps":      r.Keeps,
+		"Regression": r.Regression,
 	})
 }
 

@@ -110,16 +110,22 @@ func (b *remoteBox) Call(ctx context.Context, name string, args json.RawMessage)
 	return res, err
 }
 
-// errTool is a tool's refusal (isError) during a transfer.
+// errTool is a tool's refusal (isError): during a transfer, or of a checkpoint tool (keep.go).
 var errTool = errors.New("tool error")
 
 // tool calls a filesystem tool with in and decodes its structured output into out (when not nil).
 func (b *remoteBox) tool(ctx context.Context, name string, in, out any) error {
+	return callTool(ctx, b, name, in, out)
+}
+
+// callTool calls a tool of sb's with in and decodes its structured output into out (when not nil). A tool's
+// refusal is an error wrapping errTool; any other error is the sandbox's.
+func callTool(ctx context.Context, sb loop.Sandbox, name string, in, out any) error {
 	args, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	res, err := b.Call(ctx, name, args)
+	res, err := sb.Call(ctx, name, args)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 	"github.com/goalbox/goalbox/agent/sandbox"
+	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
 
 // startRemote starts both servers on loopback over a workspace of their own and returns them as a remote pool
@@ -17,7 +18,7 @@ import (
 func startRemote(t *testing.T, name string) (PoolSandbox, string) {
 	t.Helper()
 	ws := t.TempDir()
-	l, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: ws})
+	l, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: ws, Checkpoints: fsserver.CheckpointOptions{Dir: t.TempDir()}})
 	must(t, err)
 	t.Cleanup(func() { l.Close() })
 	return RemoteSandbox(name, l.Endpoints[0], l.Endpoints[1]), ws

@@ -45,8 +45,36 @@ type ExerciseResult struct {
 	Sandbox    string      `json:"sandbox,omitempty"` // the pool's sandbox that ran and graded it (local-N for a local run)
 	Tries      []TryResult `json:"tries"`
 	Ungradable string      `json:"ungradable,omitempty"` // set when the exercise could not be graded here; no tries then
-	StartedAt  time.Time   `json:"started_at"`
-	Seconds    float64     `json:"seconds"`
+	// KeptTry is the try whose code the workspace was left with: the last one, or an earlier one that passed more
+	// tests, restored after the last (keep.go). KeptGrade is the grade of the workspace after a restore; without
+	// it, the kept try's own grade is the final one. KeepError says why an earlier, better try could not be put
+	// back (its checkpoint could not be taken, the restore was refused): the sandbox's checkpoint store, which a
+	// resume would meet again, so it is not an infrastructure error; a failed grade after the restore is
+	// (KeptGrade.Error).
+	KeptTry   int        `json:"kept_try,omitempty"`
+	KeptGrade *KeptGrade `json:"kept_grade,omitempty"`
+	KeepError string     `json:"keep_error,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	Seconds   float64    `json:"seconds"`
+}
+
+// KeptGrade is the grade of a workspace the runner put back to an earlier try.
+type KeptGrade struct {
+	Passed       bool    `json:"passed"`
+	Tests        int     `json:"tests"`
+	TestsOK      int     `json:"tests_passed"`
+	Suspect      string  `json:"suspect,omitempty"`
+	Verdict      string  `json:"verdict,omitempty"`
+	TestOutput   string  `json:"test_output"`
+	GradeSeconds float64 `json:"grade_seconds"`
+	// Error is a grade that could not be done: like a try's Error, an infrastructure failure that a resume runs
+	// again, since the result then has no grade of the state the workspace is left in.
+	Error string `json:"error,omitempty"`
+}
+
+func newKeptGrade(g GradeResult) KeptGrade {
+	return KeptGrade{Passed: g.Passed, Tests: g.Tests, TestsOK: g.TestsOK, Suspect: g.Suspect, Verdict: g.Verdict,
+		TestOutput: g.Output, GradeSeconds: g.Seconds}
 }
 
 // PassedOnTry is the 1-based try that passed, or 0.

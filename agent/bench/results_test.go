@@ -96,7 +96,7 @@ func TestPrompts(t *testing.T) {
 
 	goEx := oneExercise(t, "go", "bowling")
 	out := "=== RUN   TestRoll\n--- PASS: TestRoll (0.00s)\n--- FAIL: TestScore (0.00s)\n    bowling_test.go:9: got 1 want 2\nFAIL\n" + strings.Repeat("x", 40<<10)
-	r, err := RetryPrompt(goEx, Workspace{Rel: goEx.Slug}, out)
+	r, err := RetryPrompt(goEx, Workspace{Rel: goEx.Slug}, Retry{Output: out})
 	must(t, err)
 	if strings.Contains(r, "--- PASS") || strings.Contains(r, "=== RUN") || !strings.Contains(r, "--- FAIL: TestScore") {
 		t.Errorf("retry output not filtered:\n%.400s", r)

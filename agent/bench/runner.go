@@ -272,6 +272,9 @@ func resultError(r ExerciseResult) string {
 			return t.Error
 		}
 	}
+	if r.KeptGrade != nil {
+		return r.KeptGrade.Error
+	}
 	return ""
 }
 
@@ -327,6 +330,7 @@ func (o RunOptions) exercise(ctx context.Context, sb *PoolSandbox, ex Exercise) 
 	if err != nil {
 		return fail(err)
 	}
+	keep := newKeeper(asb) // keep.go
 	for try := 1; try <= o.Tries; try++ {
 		tr, grade, err := o.try(ctx, ex, ws, gsb, asb, goal, try)
 		if ctx.Err() != nil {
@@ -343,16 +347,34 @@ func (o RunOptions) exercise(ctx context.Context, sb *PoolSandbox, ex Exercise) 
 			break
 		}
 		res.Tries = append(res.Tries, tr)
-		if tr.Passed || tr.Error != "" {
+		if tr.Error != "" {
+			// The result is an error, run again on resume: nothing to keep.
+			res.Seconds = time.Since(start).Seconds()
+			return &res, nil
+		}
+		more := !tr.Passed && try < o.Tries
+		if err := keep.graded(ctx, tr, more); err != nil {
+			return fail(err)
+		}
+		if !more {
 			break
 		}
-		retry, err := RetryPrompt(ex, ws, grade.Output)
+		facts, err := keep.retry(ctx, grade.Output, o.Limits.ToolOutputBytes)
 		if err != nil {
 			return fail(err)
 		}
-		// A new conversation: the instructions again, then the failed tests. The workspace keeps the first
-		// try's code.
+		retry, err := RetryPrompt(ex, ws, facts)
+		if err != nil {
+			return fail(err)
+		}
+		// A new conversation: the instructions again, then the failed tests. The workspace keeps the last try's
+		// code.
 		goal += "\n\n---\n\n" + retry
+	}
+	if res.Ungradable == "" {
+		if err := keep.keepBest(ctx, &res, func() (GradeResult, error) { return o.Grader.Grade(ctx, gsb, ex, ws) }); err != nil {
+			return fail(err)
+		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return &res, nil

@@ -52,8 +52,8 @@ func newRunOptions(t *testing.T, exs []Exercise, steps ...looptest.Step) (RunOpt
 	return RunOptions{
 		Exercises: exs, RunDir: t.TempDir(), Workers: 1,
 		Model: model, Limits: limits, Grader: g,
-		GradeSandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
-		AgentSandbox: LocalSandbox(g.Toolchains, t.TempDir(), nil),
+		GradeSandbox: inProcessSandbox(g.Toolchains, GraderCacheDir()),
+		AgentSandbox: inProcessAgentSandbox(g.Toolchains, t.TempDir(), t.TempDir()),
 	}, srv
 }
 
@@ -445,7 +445,7 @@ func TestRunEveryLanguage(t *testing.T) {
 	dir := benchmarkDir(t)
 	g := NewGrader()
 	g.Toolchains.CompilerCache = true
-	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), t.TempDir())
+	gsb, closeG, err := inProcessSandbox(g.Toolchains, GraderCacheDir())(context.Background(), t.TempDir())
 	must(t, err)
 	defer closeG()
 	var exs []Exercise
@@ -516,7 +516,7 @@ func TestGraderCacheIsApartFromTheGoalMode(t *testing.T) {
 	}
 
 	g := NewGrader()
-	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(ctx, ws.Root)
+	gsb, closeG, err := inProcessSandbox(g.Toolchains, GraderCacheDir())(ctx, ws.Root)
 	must(t, err)
 	defer closeG()
 	grade, err := g.Grade(ctx, gsb, ex, ws)
@@ -557,7 +557,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 		for b.Loop() {
 			ws, err := Prepare(ex, b.TempDir())
 			fatalIf(b, err)
-			sb, closeSB, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), ws.Root)
+			sb, closeSB, err := inProcessSandbox(g.Toolchains, GraderCacheDir())(context.Background(), ws.Root)
 			fatalIf(b, err)
 			res, err := g.Grade(context.Background(), sb, ex, ws)
 			fatalIf(b, err)
@@ -572,7 +572,7 @@ func BenchmarkRunnerOverhead(b *testing.B) {
 		for b.Loop() {
 			report, err := Run(context.Background(), RunOptions{
 				Exercises: []Exercise{ex}, RunDir: b.TempDir(), Tries: 1, Model: model, Limits: loop.DefaultLimits(), Grader: g,
-				GradeSandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil), AgentSandbox: LocalSandbox(g.Toolchains, agentCache, nil),
+				GradeSandbox: inProcessSandbox(g.Toolchains, GraderCacheDir()), AgentSandbox: inProcessSandbox(g.Toolchains, agentCache),
 			})
 			fatalIf(b, err)
 			if report.Summary.TotalTests != 1 || report.Summary.PassRate1 != 0 {
@@ -609,7 +609,7 @@ func TestRunAllExercises(t *testing.T) {
 	exs, err := Discover(benchmarkDir(t), Filter{Languages: langs})
 	must(t, err)
 	g := NewGrader()
-	gsb, closeG, err := LocalSandbox(g.Toolchains, GraderCacheDir(), nil)(context.Background(), t.TempDir())
+	gsb, closeG, err := inProcessSandbox(g.Toolchains, GraderCacheDir())(context.Background(), t.TempDir())
 	must(t, err)
 	defer closeG()
 	var steps []looptest.Step

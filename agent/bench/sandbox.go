@@ -2,40 +2,19 @@ package bench
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/goalbox/goalbox/agent/sandbox"
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // SandboxFactory opens a sandbox over a workspace root; close releases it. The grader runs its commands in one
-// (through sandbox_run_command, confined exactly as the model's commands are), the model works in another.
+// (through sandbox_run_command, confined exactly as the model's commands are), the model works in another. The
+// caller makes them: the agent's benchmark program starts both servers in-process over each root
+// (sandbox.PerWorkspace), or gives a pool of running ones (RemoteSandbox).
 type SandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error)
-
-// LocalSandbox starts both goalbox servers in-process over each workspace root, as the agent does for a goal, with
-// the local backend (namespaces, Landlock, rlimits, scrubbed environment). Commands keep their home and build caches
-// in cacheDir: each workspace gets its own home, and the build caches are shared between the exercises of a run
-// (cacheDir/shared), so Go does not rebuild its standard library for each one. Commands may also read the shared
-// JavaScript modules, which live outside the system folders the backend opens by default.
-//
-// The grader's sandbox and the model's must not share a cacheDir: whatever a model leaves in its caches (a
-// usercustomize.py in its home, a forged build cache entry) then cannot reach the tests that grade it. The grader's
-// is GraderCacheDir.
-func LocalSandbox(tc Toolchains, cacheDir string, logger *slog.Logger) SandboxFactory {
-	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
-		h, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: root, Logger: logger, Commands: local.Config{
-			CacheDir: cacheDir, SharedCacheDir: filepath.Join(cacheDir, "shared"), ExtraReadDirs: tc.readDirs()}})
-		if err != nil {
-			return nil, nil, err
-		}
-		return h, h.Close, nil
-	}
-}
 
 // runCommand runs command from cwd (relative to the workspace root) in sb and returns its exit code (-1 when it
 // was killed: a timeout, a cancellation) and its stdout followed by its stderr. err is for the sandbox failing or
@@ -54,9 +33,9 @@ func runCommand(ctx context.Context, sb loop.Sandbox, command, cwd string, timeo
 // there (a usercustomize.py that prints a pytest success and exits 0) that a later grade would run.
 func GraderCacheDir() string { return filepath.Join(CacheDir(), "grader-sandbox") }
 
-// readDirs are the folders outside the system ones that test commands must read: the shared JavaScript modules
-// (and where their symlink leads). Both the grader's sandbox and the agent's get them.
-func (tc Toolchains) readDirs() []string {
+// ReadDirs are the folders outside the system ones that test commands must read: the shared JavaScript modules
+// (and where their symlink leads). Both the grader's sandbox and the model's must be given them.
+func (tc Toolchains) ReadDirs() []string {
 	var extra []string
 	if tc.JSModules != "" {
 		extra = append(extra, filepath.Dir(tc.JSModules))

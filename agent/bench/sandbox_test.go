@@ -25,7 +25,7 @@ func TestGradeThroughExecutor(t *testing.T) {
 	g.Toolchains.CompilerCache = true
 	results, err := SelfTest(context.Background(), SelfTestOptions{
 		Exercises: exs, RunDir: t.TempDir(), Workers: 2, Grader: g,
-		Sandbox: LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
+		Sandbox: inProcessSandbox(g.Toolchains, GraderCacheDir()),
 	})
 	must(t, err)
 	for _, r := range results {
@@ -39,10 +39,10 @@ func TestGradeThroughExecutor(t *testing.T) {
 	}
 }
 
-func TestLocalSandboxRunsCommands(t *testing.T) {
+func TestInProcessSandboxRunsCommands(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.MkdirAll(root+"/sub", 0o755))
-	sb, closeSB, err := LocalSandbox(DefaultToolchains(), GraderCacheDir(), nil)(context.Background(), root)
+	sb, closeSB, err := inProcessSandbox(DefaultToolchains(), GraderCacheDir())(context.Background(), root)
 	must(t, err)
 	defer closeSB()
 	code, out, err := runCommand(context.Background(), sb, "pwd; echo out; echo err >&2; exit 3", "sub", 10*time.Second)

@@ -26,7 +26,7 @@ func TestSelfTestInTheSandbox(t *testing.T) {
 		Exercises: exs,
 		RunDir:    t.TempDir(),
 		Workers:   2,
-		Sandbox:   LocalSandbox(g.Toolchains, GraderCacheDir(), nil),
+		Sandbox:   inProcessSandbox(g.Toolchains, GraderCacheDir()),
 		Grader:    g,
 	})
 	must(t, err)

@@ -42,7 +42,7 @@ func TestSelfTest(t *testing.T) {
 		g.Timeout = 10 * time.Minute // a busy machine must not turn a slow build into a "problem"
 	}
 	if os.Getenv("GOALBOX_SELFTEST_SANDBOX") == "executor" {
-		sandbox = LocalSandbox(g.Toolchains, GraderCacheDir(), nil) // the confined production path
+		sandbox = inProcessSandbox(g.Toolchains, GraderCacheDir()) // the confined production path
 	}
 	start := time.Now()
 	results, err := SelfTest(context.Background(), SelfTestOptions{

@@ -44,9 +44,9 @@ const (
 // checkpoints is the loop's record of the states it checked.
 type checkpoints struct {
 	last      string    // the checkpoint taken before the latest verify ("" when it failed)
-	lastTests testCount // what the latest verify said
+	lastTests TestCount // what the latest verify said
 	best      string
-	bestTests testCount
+	bestTests TestCount
 	taken     int
 }
 
@@ -98,24 +98,31 @@ func (r *runner) afterVerify(ctx context.Context, vr VerifyResult, tell bool) st
 		return ""
 	}
 	switch {
-	case r.ck.best == "" || !r.ck.bestTests.Known || (c.Known && !c.worse(r.ck.bestTests)):
+	case r.ck.best == "" || !r.ck.bestTests.Known || (c.Known && !c.Worse(r.ck.bestTests)):
 		// The first state, or one at least as good as the best (on a tie the later one: more work is in it).
 		r.ck.best, r.ck.bestTests = r.ck.last, c
 		return ""
-	case !c.worse(r.ck.bestTests) || !tell:
+	case !c.Worse(r.ck.bestTests) || !tell:
 		return "" // unknown: not comparable with the best; or nobody to tell
 	}
 	var d protocol.DiffOutput
 	if r.callJSON(ctx, CheckpointRegression, protocol.ToolDiff, protocol.DiffInput{From: r.ck.best, To: r.ck.last}, &d) != nil {
 		return ""
 	}
-	text, err := prompts.Render("regression.md", prompts.Data{Best: r.ck.best, BestTests: r.ck.bestTests.String(),
-		Now: r.ck.last, NowTests: c.String(), Output: keepEnds(d.Diff, r.cfg.Limits.ToolOutputBytes)})
+	text, err := RegressionHint(r.ck.best, r.ck.bestTests, r.ck.last, c, d.Diff, r.cfg.Limits.ToolOutputBytes)
 	if err != nil {
 		r.event(Event{Type: "error", Turn: r.turns, Error: err.Error()})
 		return ""
 	}
 	return text
+}
+
+// RegressionHint is what a model is told when the state it just had checked (checkpoint now, with nowTests) is
+// worse than an earlier one (best, with bestTests): both counts, the diff from best to now cut to maxDiffBytes,
+// and how to go back. The agent adds it to a failed verify; the benchmark runner to the prompt of the next try.
+func RegressionHint(best string, bestTests TestCount, now string, nowTests TestCount, diff string, maxDiffBytes int) (string, error) {
+	return prompts.Render("regression.md", prompts.Data{Best: best, BestTests: bestTests.String(),
+		Now: now, NowTests: nowTests.String(), Output: keepEnds(diff, maxDiffBytes)})
 }
 
 // endOnBest, at the end of a run that did not meet its goal, restores the best state when the workspace is not
@@ -131,7 +138,7 @@ func (r *runner) endOnBest(ctx context.Context, res *Result) {
 	}
 	s.BestTests = r.ck.bestTests.String()
 	// Restored only when the last state is known to be worse, or was never checked: an unknown count is not worse.
-	worse := r.ck.last != r.ck.best && r.ck.lastTests.worse(r.ck.bestTests)
+	worse := r.ck.last != r.ck.best && r.ck.lastTests.Worse(r.ck.bestTests)
 	if res.Met() || res.Outcome == OutcomeError || res.StopReason == StopCanceled || !worse && !r.dirty {
 		return
 	}

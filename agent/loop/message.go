@@ -86,7 +86,7 @@ type Reply struct {
 // Model is a chat model that can call tools. Complete must not keep msgs or tools after it returns. An error means
 // no usable reply after any retries the implementation does; a *ModelError says what the server said, and the loop
 // acts on its Kind (errors.go); any other error ends the run with StopModelError. With no tools (the text tool
-// mode, toolmode.go) the model is sent the conversation's tool calls and results as text.
+// mode, textcalls.go) the model is sent the conversation's tool calls and results as text.
 type Model interface {
 	Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error)
 	// Name is the configured model name, for the transcript and the price table.

@@ -6,6 +6,9 @@ package loop
 // is there the count is unknown, and two unknown states are never compared. A run that printed a runner's package
 // verdict but no test counts (go test's "[build failed]", a cargo build error) failed before any test ran: that is
 // counted as broken, worse than any number of failing tests.
+//
+// TestCount and its comparison are exported for the benchmark runner, which compares its tries by the grader's
+// per-test results (not by output) with the same rule: more failing tests is worse, a tie is not.
 
 import (
 	"regexp"
@@ -13,15 +16,15 @@ import (
 	"strings"
 )
 
-// testCount is what a verify's output says about its tests.
-type testCount struct {
+// TestCount is what a verify's output (or a grader's per-test results) says about its tests.
+type TestCount struct {
 	Known  bool // the output holds a test runner's summary
 	Broken bool // the runner reported failure before any test ran (a build error)
 	Failed int
 }
 
-// worse reports whether c is worse than an earlier count b: more failing tests, or broken where b ran.
-func (c testCount) worse(b testCount) bool {
+// Worse reports whether c is worse than an earlier count b: more failing tests, or broken where b ran.
+func (c TestCount) Worse(b TestCount) bool {
 	switch {
 	case !b.Known || !c.Known:
 		return false
@@ -32,7 +35,7 @@ func (c testCount) worse(b testCount) bool {
 }
 
 // String says the count in words for the model and the summary.
-func (c testCount) String() string {
+func (c TestCount) String() string {
 	switch {
 	case !c.Known:
 		return "unknown"
@@ -63,12 +66,12 @@ var (
 )
 
 // countTests reads the failing tests from a verify's exit code and output.
-func countTests(exit int, out string) testCount {
+func countTests(exit int, out string) TestCount {
 	if exit == 0 {
-		return testCount{Known: true}
+		return TestCount{Known: true}
 	}
 	if ms := cargoLine.FindAllStringSubmatch(out, -1); ms != nil {
-		c := testCount{Known: true}
+		c := TestCount{Known: true}
 		for _, m := range ms {
 			n, _ := strconv.Atoi(m[2])
 			c.Failed += n
@@ -76,24 +79,24 @@ func countTests(exit int, out string) testCount {
 		return c
 	}
 	if cargoNoRun.MatchString(out) {
-		return testCount{Known: true, Broken: true}
+		return TestCount{Known: true, Broken: true}
 	}
 	if m := jestLine.FindStringSubmatch(out); m != nil {
-		return testCount{Known: true, Failed: countOf(m[1], "failed")}
+		return TestCount{Known: true, Failed: countOf(m[1], "failed")}
 	}
 	if ms := pytestLine.FindAllStringSubmatch(out, -1); ms != nil {
 		last := ms[len(ms)-1][1]
 		if strings.Contains(last, "passed") || strings.Contains(last, "failed") || strings.Contains(last, "error") {
-			return testCount{Known: true, Failed: countOf(last, "failed") + countOf(last, "error")}
+			return TestCount{Known: true, Failed: countOf(last, "failed") + countOf(last, "error")}
 		}
 	}
 	if goPkgVerdict.MatchString(out) || goFailLine.MatchString(out) {
 		n := len(goFailLine.FindAllStringIndex(out, -1))
 		if n == 0 || goNoRun.MatchString(out) {
 			// A package failed with no test named: it did not build, or its tests crashed before reporting.
-			return testCount{Known: true, Broken: true, Failed: n}
+			return TestCount{Known: true, Broken: true, Failed: n}
 		}
-		return testCount{Known: true, Failed: n}
+		return TestCount{Known: true, Failed: n}
 	}
-	return testCount{}
+	return TestCount{}
 }

@@ -8,10 +8,8 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
-	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
-	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
 
@@ -19,26 +17,18 @@ import (
 type LocalOptions struct {
 	// Workspace is the folder both servers are confined to; created if missing.
 	Workspace string
-	// Backend is where commands run, as the executor's -backend: "auto" lets the executor's automatic choice pick
-	// (package execserver/backends: local with namespaces, else docker when an engine answers, else local's
-	// fallback where it still confines, else an error saying what to install); "docker" the docker backend;
-	// "local", or empty, the local backend.
-	Backend string
-	// Commands configures the local backend that runs the commands (its Workspace is filled in): the zero value
-	// takes its defaults, the benchmark names cache folders of its own and the shared JavaScript modules.
-	Commands local.Config
-	// Docker configures the docker backend (its WorkspaceHostDir is filled in): the zero value takes its defaults,
-	// image docker.DefaultImage included.
-	Docker docker.Config
-	// NewLocal builds the local backend; nil means local.New. Tests replace it to make the local backend unusable
-	// on a machine where it is not, as it is on macOS.
-	NewLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
-	// Exec tunes the executor (timeouts, output cap); zero values take its defaults. Its Protection is set from
-	// Protection below.
-	Exec execserver.Config
+	// Executor is what the executor is built from, as the executor command's flags make it (package
+	// servers/executor/assemble). Its Backend "auto" lets the executor's automatic choice pick (local with
+	// namespaces, else docker when an engine answers, else local's fallback where it still confines, else an error
+	// saying what to install); "docker" the docker backend; "local", or empty here, the local backend. Its
+	// Serving.Protection is set from Protection below.
+	Executor assemble.Options
 	// Protection is the protected project files of both servers (the agent's -protect and -unprotect); nil means
 	// the defaults, as the servers' own commands have them: an embedded server is never less protected.
 	Protection *pathguard.Protection
+	// Checkpoints configure the filesystem server's checkpoint store; the zero value is the server's default (a
+	// folder in the user's cache). The benchmark keeps its stores in the run folder instead.
+	Checkpoints fsserver.CheckpointOptions
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -55,8 +45,9 @@ type Local struct {
 	closers []func() error
 }
 
-// StartLocal opens the workspace and starts both servers on 127.0.0.1. Close stops them.
-func StartLocal(opts LocalOptions) (l *Local, err error) {
+// StartLocal opens the workspace and starts both servers on 127.0.0.1. Close stops them. build changes how the
+// executor is built (tests).
+func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("no workspace folder given")
 	}
@@ -77,29 +68,18 @@ func StartLocal(opts LocalOptions) (l *Local, err error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	l.closers = append(l.closers, g.Close)
-	name := opts.Backend
-	if name == "" {
-		name = backends.Local
+	eo := opts.Executor
+	if eo.Backend == "" {
+		eo.Backend = backends.Local
 	}
-	backend, choice, err := backends.Open(context.Background(), g.Dir(), backends.Config{
-		Backend: name, Local: opts.Commands, Docker: opts.Docker, Logger: opts.Logger, NewLocal: opts.NewLocal})
-	if err != nil {
-		return nil, fmt.Errorf("executor backend (%s): %w", name, err)
-	}
-	l.Choice = choice
-	l.closers = append(l.closers, backend.Close)
-	execCfg := opts.Exec
-	execCfg.Protection = prot
-	execCfg.BackendChoice, execCfg.BackendReason = "explicit", choice.Reason
-	if choice.Requested == backends.Auto {
-		execCfg.BackendChoice = "auto"
-	}
-	exec, err := execserver.New(execCfg, backend, g, opts.Logger)
+	eo.Serving.Protection = prot
+	exec, err := assemble.New(context.Background(), g, eo, opts.Logger, build...)
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
-	l.closers = append(l.closers, func() error { exec.Close(); return nil }) // its processes, before the backend
-	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger})
+	l.Choice = exec.Choice
+	l.closers = append(l.closers, exec.Close) // its processes, then the backend
+	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger, Checkpoints: opts.Checkpoints})
 	// Each server generates its own token (mcpserve.Start, as Token is empty) and the client gets it in memory:
 	// loopback is shared by every user of the machine, so the ports are no one else's way in.
 	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
@@ -139,8 +119,8 @@ type Hosted struct {
 
 // Host starts both servers over opts.Workspace and connects to them: the goal mode's sandbox when no running
 // servers are named, and every sandbox of the benchmark. Close stops them.
-func Host(ctx context.Context, opts LocalOptions) (*Hosted, error) {
-	l, err := StartLocal(opts)
+func Host(ctx context.Context, opts LocalOptions, build ...assemble.Option) (*Hosted, error) {
+	l, err := StartLocal(opts, build...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 // Command client uses both goalbox servers from Go with the official MCP SDK: it writes a file through the
-// filesystem server and runs a command that reads it through the executor. Start the servers first (README.md):
+// filesystem server and runs a command that reads it through the executor. Start the servers first (docs/install.md):
 // each prints the bearer token it generated (and writes it to a file only you can read); give them here, or in the
 // environment (GOALBOX_FS_TOKEN, GOALBOX_EXEC_TOKEN), which ps does not show.
 //

@@ -10,8 +10,9 @@
 //	}
 //
 // A []string flag takes a comma-separated list that replaces the value, or with flagList:"repeat" adds one item
-// per use. Fields of embedded structs are fields of the struct; a field with no usage has no flag (a secret that
-// must not show in ps is read from the environment only).
+// per use. The fields of a struct field (embedded or named, as caarlos0/env reads them) are fields of the struct,
+// so that one options value can group its settings and still be filled in place; a field with no usage has no
+// flag (a secret that must not show in ps is read from the environment only).
 package envflag
 
 import (
@@ -54,13 +55,29 @@ func ParseEnv(v any, o Options) error {
 			msgs = append(msgs, e.Error())
 			continue
 		}
-		if f, ok := reflect.TypeOf(v).Elem().FieldByName(pe.Name); ok {
+		if f, ok := fieldByName(reflect.TypeOf(v).Elem(), pe.Name); ok {
 			msgs = append(msgs, fmt.Sprintf("environment variable %s%s: %v (want a %s)", o.Prefix, f.Tag.Get("env"), pe.Err, pe.Type))
 			continue
 		}
 		msgs = append(msgs, e.Error())
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// fieldByName finds the field name in the struct type t or in the structs it holds, as ParseEnv reads them.
+func fieldByName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Name == name && f.Tag.Get("env") != "" {
+			return f, true
+		}
+		if f.Type.Kind() == reflect.Struct {
+			if nested, ok := fieldByName(f.Type, name); ok {
+				return nested, true
+			}
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // Register adds to fs a flag for each field of v (a pointer to a struct) that has a usage, its default the value v
@@ -72,7 +89,7 @@ func Register(fs *flag.FlagSet, v any, o Options) {
 func register(fs *flag.FlagSet, s reflect.Value, o Options) {
 	for i := range s.NumField() {
 		f, fv := s.Type().Field(i), s.Field(i)
-		if f.Anonymous && f.IsExported() && f.Type.Kind() == reflect.Struct {
+		if f.IsExported() && f.Type.Kind() == reflect.Struct && f.Tag.Get("flag") == "" {
 			register(fs, fv, o)
 			continue
 		}

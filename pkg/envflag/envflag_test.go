@@ -101,3 +101,36 @@ func TestEnvErrorNamesTheVariable(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// grouped holds its settings in named struct fields, as an options value of parts does.
+type grouped struct {
+	Limits struct {
+		Memory int64 `env:"MEMORY" flag:"memory" usage:"memory limit"`
+	}
+	Network struct {
+		Allow string `env:"NET_ALLOW" flag:"net-allow" usage:"hosts"`
+		Theirs
+	}
+}
+
+// TestNamedStructFieldsAreFields: the fields of a named struct field are read from the environment and have flags,
+// as those of an embedded one do, and a bad value names its variable.
+func TestNamedStructFieldsAreFields(t *testing.T) {
+	var g grouped
+	o := envflag.Options{Prefix: "T_", Environment: map[string]string{"T_MEMORY": "5", "T_TURNS": "2"}, Docs: docs}
+	if err := envflag.ParseEnv(&g, o); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	envflag.Register(fs, &g, o)
+	if err := fs.Parse([]string{"-net-allow", "example.com", "-turns", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if g.Limits.Memory != 5 || g.Network.Allow != "example.com" || g.Network.Turns != 3 {
+		t.Errorf("got %+v", g)
+	}
+	o.Environment = map[string]string{"T_MEMORY": "lots"}
+	if err := envflag.ParseEnv(&grouped{}, o); err == nil || !strings.Contains(err.Error(), "environment variable T_MEMORY") {
+		t.Errorf("a bad value: %v; want it to name T_MEMORY", err)
+	}
+}

@@ -64,7 +64,7 @@ func sessionAt(t *testing.T, c *rawClient, v string) string {
 
 func ping(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` }
 
-// TestHTTPIDsExact is issue 28 item 11 over HTTP: under a protocol version with batches (2025-03-26), a batch of
+// TestHTTPIDsExact, over HTTP: under a protocol version with batches (2025-03-26), a batch of
 // two calls whose ids only differ past 2^53 gets two replies with those exact ids; ids the go-sdk would give back
 // as other numbers (1.5, 1e3, -0, 2^63) come back as sent; two calls with one id in a batch are refused, naming it;
 // a batch on a session of 2025-06-18 or later is refused even when the client leaves the version header out.
@@ -134,7 +134,7 @@ func TestHTTPCancelByBigID(t *testing.T) {
 	}
 }
 
-// TestStdioIDsExact is issue 28 item 11 on stdio: ids past 2^53 and other numbers the go-sdk would change come back
+// TestStdioIDsExact, on stdio: ids past 2^53 and other numbers the go-sdk would change come back
 // exactly; a batch (refused on stdio) gets an error per call with its exact id.
 func TestStdioIDsExact(t *testing.T) {
 	inR, inW := io.Pipe()

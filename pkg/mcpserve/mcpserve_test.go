@@ -25,7 +25,7 @@ type echoOut struct {
 // what surrounds them.
 func newEchoServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "test"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: Annotations("Echo", true, false, true)},
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: Annotations(Hints{Title: "Echo", ReadOnly: true, Idempotent: true})},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			if in.Text == "fail" {
 				return nil, echoOut{}, errString("asked to fail")

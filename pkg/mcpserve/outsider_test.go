@@ -19,7 +19,7 @@ import (
 // TestOutsiderProbe is the outsider's side of the probes below (mcptest.Outsider.Probe); skipped otherwise.
 func TestOutsiderProbe(t *testing.T) { mcptest.OutsiderProbe(t) }
 
-// TestAnotherUserIsRefused is the attack of issue 28 item 3 on a server that Run starts as root with the defaults:
+// TestAnotherUserIsRefused is the other-user attack on a server that Run starts as root with the defaults:
 // another user of the machine (made for the test) reaches the port on loopback but is refused without the token
 // and with a wrong one, and cannot read the token's file or its folder; given the right token, the same user gets
 // in (positive control: the refusal is the token's doing).

@@ -67,8 +67,8 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 
 	if cfg.Stdio {
 		// One client, whose calls come mostly one after another: on one P a call is read, handled and answered by
-		// one thread without waking another, which halves the CPU of a small call (docs/BENCHMARKS.md). A
-		// GOMAXPROCS in the environment is the user's choice and is kept.
+		// one thread without waking another, which cuts the CPU of a call by a third to a half
+		// (docs/BENCHMARKS.md). A GOMAXPROCS in the environment is the user's choice and is kept.
 		if os.Getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)
 		}

@@ -205,7 +205,7 @@ func eventually(d time.Duration, cond func() bool) bool {
 	}
 }
 
-// TestManySessionsStayBounded is issue 10's measurement: 10,000 initialize requests that never DELETE their session
+// TestManySessionsStayBounded: 10,000 initialize requests that never DELETE their session
 // must not keep 10,000 sessions (about 230 MiB) alive. The default cap holds them to DefaultMaxSessions. Here the
 // abandoned sessions count as idle at once (SessionKeepActive 1 ms), so each new one recycles one of the client's
 // own; TestSessionFloodSparesSessionsInUse is the flood against sessions in use.

@@ -31,7 +31,7 @@ var (
 
 // Defaults for the session limits.
 const (
-	// DefaultSessionIdleTimeout is the figure: long enough for a person to step away from an agent.
+	// DefaultSessionIdleTimeout is long enough for a person to step away from an agent for a coffee.
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	// DefaultSessionUnusedTimeout closes a session that runs nothing after five minutes without a request: a
 	// client that went away without a DELETE frees its session's memory then, not half an hour later.

@@ -56,7 +56,7 @@ func flood(c *rawClient, n int) (made int, refused map[int]string) {
 	return made, refused
 }
 
-// TestSessionFloodSparesSessionsInUse is issue 28 item 8: opening many sessions at once while another client's
+// TestSessionFloodSparesSessionsInUse: opening many sessions at once while another client's
 // session runs a background process and has been idle past the keep-active time must not close that session (nor
 // so kill its process); past the cap the flood is refused with 503 and a message that says why (positive control:
 // the cap does refuse the flood). Then, once the flood's sessions are idle past the keep-active time, a new session

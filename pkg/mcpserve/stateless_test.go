@@ -23,7 +23,7 @@ type eraOut struct {
 // newEraServer has a tool that says which era its call came in: what the executor's tools decide their scope by.
 func newEraServer() *mcp.Server {
 	srv := newEchoServer()
-	mcp.AddTool(srv, &mcp.Tool{Name: "era", Annotations: Annotations("Era", true, false, true)},
+	mcp.AddTool(srv, &mcp.Tool{Name: "era", Annotations: Annotations(Hints{Title: "Era", ReadOnly: true, Idempotent: true})},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, eraOut, error) {
 			out := eraOut{Stateless: Stateless(ctx), Session: req.Session.ID()}
 			if p := req.Session.InitializeParams(); p != nil {
@@ -185,7 +185,7 @@ func TestStatelessCallEndsWithItsConnection(t *testing.T) {
 	srv := newEchoServer()
 	ended := make(chan error, 1)
 	started := make(chan struct{})
-	mcp.AddTool(srv, &mcp.Tool{Name: "block", Annotations: Annotations("Block", true, false, true)},
+	mcp.AddTool(srv, &mcp.Tool{Name: "block", Annotations: Annotations(Hints{Title: "Block", ReadOnly: true, Idempotent: true})},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, echoOut, error) {
 			close(started)
 			<-ctx.Done()

@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -151,5 +150,3 @@ func warnNoToken(w io.Writer, name, url string) {
 		"that can reach the port can use it with this server's rights (loopback is not one user's). Drop -token none to\n"+
 		"have a token generated.\n\n", name, url)
 }
-
-var errNotPrivate = errors.New("not private to this user")

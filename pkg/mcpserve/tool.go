@@ -13,15 +13,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Annotations are a tool's hints. goalbox tools never reach outside the workspace, so openWorldHint is false.
-func Annotations(title string, readOnly, destructive, idempotent bool) *mcp.ToolAnnotations {
-	f := false
+// Hints are what a client may assume of a tool, as MCP's tool annotations say them; a hint left out is false.
+type Hints struct {
+	Title string
+	// ReadOnly: the tool changes nothing.
+	ReadOnly bool
+	// Destructive: the tool may change or remove what was there (not only add).
+	Destructive bool
+	// Idempotent: calling it again with the same arguments changes nothing more.
+	Idempotent bool
+}
+
+// Annotations are a tool's hints as the SDK takes them. goalbox tools never reach outside the workspace, so
+// openWorldHint is false; destructiveHint, which MCP takes as true when absent, is always given.
+func Annotations(h Hints) *mcp.ToolAnnotations {
+	openWorld := false
 	return &mcp.ToolAnnotations{
-		Title:           title,
-		ReadOnlyHint:    readOnly,
-		DestructiveHint: &destructive,
-		IdempotentHint:  idempotent,
-		OpenWorldHint:   &f,
+		Title:           h.Title,
+		ReadOnlyHint:    h.ReadOnly,
+		DestructiveHint: &h.Destructive,
+		IdempotentHint:  h.Idempotent,
+		OpenWorldHint:   &openWorld,
 	}
 }
 

@@ -1,6 +1,6 @@
 package protocol
 
-// ToolRunCommand is the executor's one tool.
+// ToolRunCommand runs one shell command to its end; the executor's process tools are in process.go.
 const ToolRunCommand = "sandbox_run_command"
 
 // RunCommandInput is a shell command to run in the sandbox.

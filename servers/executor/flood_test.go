@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestMainSessionFloodSparesRunningProcess is issue 28 item 8 on the executor's binary: a client's session starts
+// TestMainSessionFloodSparesRunningProcess is the session-flood attack on the executor's binary: a client's session starts
 // a background process and goes idle past -session-keep-active; another client opens many sessions at once. The
 // process must still run and its session still answer; the flood is refused past -max-sessions with a 503 that
 // says why (positive control: the cap is reached and refuses).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,18 +25,20 @@ import (
 // without being asked to, as where the kernel or a container forbids namespaces.
 const testLocalEnv = "EXECUTOR_TEST_LOCAL"
 
-func setLocalForTest(mode string) {
+// localForTest is how the test binary's main mode builds the executor for testLocalEnv's mode.
+func localForTest(mode string) []assemble.Option {
 	switch mode {
 	case "unusable":
-		newLocal = func(local.Config, *slog.Logger) (execserver.Backend, error) {
+		return []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) {
 			return nil, errors.New("local backend: made unusable by the test (" + testLocalEnv + "=unusable)")
-		}
+		})}
 	case "no-namespaces":
-		newLocal = func(cfg local.Config, logger *slog.Logger) (execserver.Backend, error) {
+		return []assemble.Option{assemble.WithLocalStarter(func(cfg local.Config, logger *slog.Logger) (execserver.Backend, error) {
 			cfg.NoNamespaces = true
 			return local.New(cfg, logger)
-		}
+		})}
 	}
+	return nil
 }
 
 // autoHealth is what the automatic-choice tests read of /healthz.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,8 +32,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
-		setLocalForTest(os.Getenv(testLocalEnv))
-		os.Exit(run(args))
+		os.Exit(mcpserve.ExitCode("executor", run(args, localForTest(os.Getenv(testLocalEnv))...), os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os/exec"
 	"slices"
@@ -8,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/servers/executor/assemble"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
+	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
 
 // TestProtectFlags: -protect and -unprotect (repeatable or comma-separated) and GOALBOX_EXEC_PROTECT/UNPROTECT
@@ -42,25 +46,34 @@ func TestProtectFlags(t *testing.T) {
 	}
 	want := slices.DeleteFunc(slices.Clone(pathguard.DefaultProtected), func(p string) bool { return p == ".vscode" || p == ".idea" })
 	want = append(want, "*.pem", "secrets", ".ssh")
-	if got := s.protection.Patterns(); !slices.Equal(got, want) {
-		t.Errorf("protection = %q, want %q", got, want)
+	if got := protectedOf(t, ws, s); !slices.Equal(got, want) {
+		t.Errorf("health protected = %q, want %q", got, want)
 	}
+	// No flags: the defaults.
+	t.Setenv("GOALBOX_EXEC_UNPROTECT", "")
+	if _, s, err = configure([]string{"executor", "-workspace", ws}); err != nil {
+		t.Fatal(err)
+	}
+	if got := protectedOf(t, ws, s); !slices.Equal(got, pathguard.DefaultProtected) {
+		t.Errorf("default protection = %q", got)
+	}
+}
+
+// protectedOf builds the executor s configures over ws, on a stub backend, and returns the protected paths its
+// health report lists.
+func protectedOf(t *testing.T, ws string, s options) []string {
+	t.Helper()
 	g, err := pathguard.Open(ws, pathguard.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	ex, err := newExecutor(s, backends.Choice{Requested: backends.Local}, stubBackend{}, g, slog.New(slog.DiscardHandler))
+	s.Backend = backends.Local
+	stub := assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) { return stubBackend{}, nil })
+	ex, err := assemble.New(context.Background(), g, s.Options, slog.New(slog.DiscardHandler), stub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	if got := ex.Health().Confinement.Sandbox.Protected; !slices.Equal(got, want) {
-		t.Errorf("health protected = %q, want %q", got, want)
-	}
-	// No flags: the defaults.
-	t.Setenv("GOALBOX_EXEC_UNPROTECT", "")
-	if _, s, err = configure([]string{"executor", "-workspace", ws}); err != nil || !slices.Equal(s.protection.Patterns(), pathguard.DefaultProtected) {
-		t.Errorf("default protection = %q, %v", s.protection.Patterns(), err)
-	}
+	return ex.Health().Confinement.Sandbox.Protected
 }

@@ -44,7 +44,7 @@ func startMain(t *testing.T, addr string, env []string, args ...string) *syncLin
 	}
 }
 
-// TestMainTokenByDefault is issue 28 item 3 on the executor's own binary, started as root with no token: it
+// TestMainTokenByDefault is the other-user attack on the executor's own binary, started as root with no token: it
 // generates one, writes it to /run/goalbox (never $HOME) readable by root alone and prints it once; another user of
 // the machine (made for the test) is refused without it and with a wrong one and cannot read the file, and gets in
 // with it (positive control). The health endpoint answers only the Host names /mcp accepts and names the

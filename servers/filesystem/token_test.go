@@ -62,7 +62,7 @@ func startMain(t *testing.T, addr string, args ...string) *syncLines {
 	}
 }
 
-// TestMainTokenByDefault is issue 28 item 3 on the filesystem server's binary, started as root with no token: it
+// TestMainTokenByDefault is the other-user attack on the filesystem server's binary, started as root with no token: it
 // generates one, writes it under /run/goalbox readable by root alone, prints it once; another user (made for the
 // test) is refused without it and with a wrong one and cannot read the file, and gets in with it (positive
 // control). /healthz answers only the Host names /mcp accepts and shows no host path of the workspace.

@@ -288,6 +288,12 @@ func (cp *controlPlane) applyAll(dir string) {
 // controller's Pods only when they are created, which no controller-manager does here: creating them directly is
 // what makes admission judge them.
 func (cp *controlPlane) podFromTemplate(workload, name string, change func(spec map[string]any)) []byte {
+	cp.t.Helper()
+	return cp.podFromTemplateIn("goalbox", workload, name, change)
+}
+
+// podFromTemplateIn is podFromTemplate for a workload in namespace ns, the Pod in the same namespace.
+func (cp *controlPlane) podFromTemplateIn(ns, workload, name string, change func(spec map[string]any)) []byte {
 	t := cp.t
 	t.Helper()
 	var obj struct {
@@ -298,7 +304,7 @@ func (cp *controlPlane) podFromTemplate(workload, name string, change func(spec 
 			} `json:"template"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal([]byte(cp.must(nil, "-n", "goalbox", "get", workload, "-o", "json")), &obj); err != nil {
+	if err := json.Unmarshal([]byte(cp.must(nil, "-n", ns, "get", workload, "-o", "json")), &obj); err != nil {
 		t.Fatal(err)
 	}
 	meta := obj.Spec.Template.Metadata
@@ -306,7 +312,7 @@ func (cp *controlPlane) podFromTemplate(workload, name string, change func(spec 
 		meta = map[string]any{}
 	}
 	meta["name"] = name
-	meta["namespace"] = "goalbox"
+	meta["namespace"] = ns
 	spec := obj.Spec.Template.Spec
 	if change != nil {
 		change(spec)
@@ -329,7 +335,9 @@ func container(t *testing.T, spec map[string]any, name string) map[string]any {
 	return nil
 }
 
-func TestManifestsOnAPIServer(t *testing.T) {
+// controlPlaneBinaries is the folder of etcd, kube-apiserver and kubectl; the test skips when they are missing
+// (fails with CI=true) or when GOALBOX_K8S_TEST=0.
+func controlPlaneBinaries(t *testing.T) string {
 	if os.Getenv("GOALBOX_K8S_TEST") == "0" {
 		t.Skip("GOALBOX_K8S_TEST=0")
 	}
@@ -343,6 +351,11 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			t.Skip(msg)
 		}
 	}
+	return bin
+}
+
+func TestManifestsOnAPIServer(t *testing.T) {
+	bin := controlPlaneBinaries(t)
 	start := time.Now()
 	cp := startControlPlane(t, bin)
 	t.Logf("etcd and kube-apiserver ready at %s in %v; kubectl version: %s", cp.server,

@@ -1,7 +1,7 @@
 package load
 
 // TestLoad: 64 concurrent clients × 1,000 mixed calls over streamable HTTP against both servers together, as
-// separate processes over one workspace; then the checks of issue 10. What is measured and compared is described
+// separate processes over one workspace; then the leak and integrity checks. What is measured and compared is described
 // in docs/load.md.
 
 import (
@@ -63,7 +63,7 @@ type loadConfig struct {
 	idle                      time.Duration
 }
 
-// config is the issue's load (64 × 1,000, a minute idle) unless GOALBOX_LOAD_CLIENTS, GOALBOX_LOAD_CALLS or
+// config is the load of record (64 × 1,000, a minute idle) unless GOALBOX_LOAD_CLIENTS, GOALBOX_LOAD_CALLS or
 // GOALBOX_LOAD_IDLE say otherwise (for a quick try while developing; the figures in docs/load.md use the defaults).
 func config(t *testing.T) loadConfig {
 	c := loadConfig{clients: 64, calls: 1000, warmCalls: 30, idle: time.Minute}

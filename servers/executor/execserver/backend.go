@@ -1,7 +1,10 @@
-// Package execserver is the executor MCP server: one tool, sandbox_run_command, that runs a shell command confined
-// to the workspace on a pluggable backend. It owns the tool (server.go), the command policy (policy.go), the capped
-// output (output.go) and the contract every backend meets (Backend, Request, Result). It imports no backend: the
-// local one is package execserver/local, the Docker one execserver/docker, and the command (servers/executor) picks.
+// Package execserver is the executor MCP server: sandbox_run_command, which runs a shell command confined to the
+// workspace on a pluggable backend, and the five process tools (sandbox_start_process, sandbox_read_process_output,
+// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go,
+// process_tools.go), background processes (process.go), the command policy (policy.go), the capped output
+// (output.go), full outputs kept as resources (outputs*.go) and the contract every backend meets (Backend, Request,
+// Result). It imports no backend: the local one is package execserver/local, the Docker one execserver/docker, and
+// execserver/backends picks one for the command (servers/executor) and the agent alike.
 package execserver
 
 import (

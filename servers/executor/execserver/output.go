@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goalbox/goalbox/pkg/headtail"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 )
 
 // Output caps. The cap is per stream; the server never holds more than the cap of either stream in memory, however
@@ -13,6 +14,14 @@ const (
 	DefaultOutputCap = 256 << 10
 	MaxOutputCap     = 1 << 20
 	minOutputCap     = 1 << 10
+)
+
+// The full outputs' budgets (Config.OutputBudget, Config.OutputTotal): the store's (package outputs) defaults.
+const (
+	DefaultOutputBudget = outputs.DefaultBudget
+	DefaultOutputTotal  = outputs.DefaultTotal
+	// minOutputBudget keeps at least one output of the largest cap (MaxOutputCap) and then some.
+	minOutputBudget = 2 * MaxOutputCap
 )
 
 // cappedWriter keeps the first and the last bytes a stream wrote, up to cap in all, and counts the rest. Memory stays

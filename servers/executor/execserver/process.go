@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,9 +49,9 @@ type process struct {
 	started     time.Time
 	stdout      *ringBuffer
 	stderr      *ringBuffer
-	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (outputs_process.go);
+	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (process_outputs.go);
 	// nil when the executor keeps no full outputs.
-	stdoutKept, stderrKept *KeptStream
+	stdoutKept, stderrKept *outputs.Stream
 
 	stdinMu   sync.Mutex
 	stdin     *io.PipeWriter // nil when closed
@@ -106,39 +108,56 @@ func (p *process) closeStdin() {
 
 var errProcessEnded = errors.New("the process has ended")
 
-// processTable is the executor's processes: a session's by session, a stateless request's by handle.
+// processSettings are what every process is made with.
+type processSettings struct {
+	max int // processes one session may run at once (Config.MaxProcesses)
+	// statelessMax is how many processes the stateless era runs at once, all its clients together
+	// (Config.StatelessProcesses); statelessIdle and statelessUnused forget a stateless process no call named for
+	// that long, running or ended (Config.StatelessIdleTimeout, StatelessUnusedTimeout).
+	statelessMax                   int
+	statelessIdle, statelessUnused time.Duration
+	lifetime                       time.Duration // a process running longer is killed (Config.ProcessLifetime)
+	buffer                         int           // each stream's ring buffer (Config.ProcessBuffer)
+	buffers                        *bufferPool   // the ring buffers of all processes together
+	outputs                        *outputs.Store
+	run                            runner
+	logger                         *slog.Logger
+}
+
+// processTable is the executor's processes: a session's by session, a stateless request's by handle. It is below
+// the process tools (process_tools.go), which call it, and knows nothing of them.
 type processTable struct {
+	processSettings
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession][]*process
 	seq       int
 	byHandle  map[string]*process // the stateless era's, by process_id
 	reaping   sync.Once           // the stateless era's reaper, started with its first process
-	stop      chan struct{}       // closed by Close: the reaper ends
+	stop      chan struct{}       // closed by endAll: the reaper ends
 	closed    bool
 }
 
-func newProcessTable() *processTable {
-	return &processTable{bySession: map[*mcp.ServerSession][]*process{}, byHandle: map[string]*process{}, stop: make(chan struct{})}
+func newProcessTable(s processSettings) *processTable {
+	return &processTable{processSettings: s, bySession: map[*mcp.ServerSession][]*process{}, byHandle: map[string]*process{}, stop: make(chan struct{})}
 }
 
 // newProcess is a process of r that has not started yet.
-func (e *Executor) newProcess(id string, r Request) *process {
+func (t *processTable) newProcess(id string, r Request) *process {
 	now := time.Now()
 	// The kill exists before the process is in a table: a shutdown or expiry that finds it there may call it at once.
 	ctx, kill := context.WithCancel(context.Background())
 	return &process{id: id, command: r.Command, started: now, named: now, runCtx: ctx, kill: kill,
-		stdout: newRingBuffer(e.cfg.ProcessBuffer, e.buffers), stderr: newRingBuffer(e.cfg.ProcessBuffer, e.buffers),
+		stdout: newRingBuffer(t.buffer, t.buffers), stderr: newRingBuffer(t.buffer, t.buffers),
 		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
 }
 
-// startProcess runs r in the background as a process of sc, within its cap: a session's (MaxProcesses), or all
-// stateless requests' together (StatelessProcesses).
-func (e *Executor) startProcess(sc scope, r Request, openStdin bool) (*process, error) {
+// start runs r in the background as a process of sc, within its cap: a session's (max), or all stateless
+// requests' together (statelessMax).
+func (t *processTable) start(sc scope, r Request, openStdin bool) (*process, error) {
 	if sc.stateless {
-		return e.startStatelessProcess(r, openStdin)
+		return t.startStateless(r, openStdin)
 	}
 	ss := sc.ss
-	t := e.procs
 	t.mu.Lock()
 	running := 0
 	for _, p := range t.bySession[ss] {
@@ -146,33 +165,33 @@ func (e *Executor) startProcess(sc scope, r Request, openStdin bool) (*process, 
 			running++
 		}
 	}
-	if running >= e.cfg.MaxProcesses {
+	if running >= t.max {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("this session already runs %d processes, the most it may (the executor's -max-processes); stop one with %s first",
 			running, protocol.ToolStopProcess)
 	}
 	first := len(t.bySession[ss]) == 0
 	t.seq++
-	p := e.newProcess("p"+strconv.Itoa(t.seq), r)
+	p := t.newProcess("p"+strconv.Itoa(t.seq), r)
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
 	t.mu.Unlock()
 	if first && ss != nil {
 		go func() {
 			_ = ss.Wait() // the session ended: its processes end with it
-			e.endSession(ss)
+			t.endSession(ss)
 		}()
 	}
 
-	e.keepProcessStreams(sc, p)
-	e.run(p, r, openStdin)
+	t.keepStreams(sc, p)
+	t.launch(p, r, openStdin)
 	return p, nil
 }
 
-// run starts p's command in the background.
-func (e *Executor) run(p *process, r Request, openStdin bool) {
+// launch starts p's command in the background.
+func (t *processTable) launch(p *process, r Request, openStdin bool) {
 	ctx, kill := p.runCtx, p.kill
-	r.Timeout = e.cfg.ProcessLifetime
+	r.Timeout = t.lifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
 	if openStdin {
 		pr, pw := io.Pipe()
@@ -181,7 +200,7 @@ func (e *Executor) run(p *process, r Request, openStdin bool) {
 	go func() {
 		defer close(p.done)
 		defer kill()
-		res, undone, err := e.runBackend(ctx, r)
+		res, undone, err := t.run.run(ctx, r)
 		if len(undone) > 0 {
 			_, _ = p.stderr.Write([]byte(protectedNote(undone)))
 		}
@@ -189,15 +208,15 @@ func (e *Executor) run(p *process, r Request, openStdin bool) {
 			p.stdinR.CloseWithError(errProcessEnded)
 		}
 		if err != nil {
-			e.logger.Error("process could not run", "process", p.id, "error", err)
-			_, _ = fmt.Fprintf(p.stderr, "\n[the process could not be run by the %s backend: %s]\n", e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
+			t.logger.Error("process could not run", "process", p.id, "error", err)
+			_, _ = fmt.Fprintf(p.stderr, "\n[the process %s]\n", t.run.failure(err))
 			res = Result{ExitCode: -1}
 		}
 		p.closeKept()
 		p.stdout.shrink()
 		p.stderr.shrink()
 		p.result, p.ended = res, time.Now()
-		e.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
+		t.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
 }
 
@@ -223,22 +242,22 @@ func (t *processTable) forgetEnded(ss *mcp.ServerSession) {
 	t.bySession[ss] = kept
 }
 
-// lookupProcess finds the process id for a call of sc: a stateless process by its handle, from any scope (the
-// handle is the capability); else a process of sc's own session. Another session's process is not found, nor is a
-// session's process id sent statelessly.
-func (e *Executor) lookupProcess(sc scope, id string) (*process, error) {
-	e.procs.mu.Lock()
-	defer e.procs.mu.Unlock()
-	if p := e.procs.byHandle[id]; p != nil {
+// lookup finds the process id for a call of sc: a stateless process by its handle, from any scope (the handle is
+// the capability); else a process of sc's own session. Another session's process is not found, nor is a session's
+// process id sent statelessly.
+func (t *processTable) lookup(sc scope, id string) (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.byHandle[id]; p != nil {
 		p.named = time.Now()
 		return p, nil
 	}
 	if sc.stateless {
 		return nil, fmt.Errorf("no process %q: a request without a session (MCP %s) reaches a process only by the process_id its %s returned "+
 			"(a session's ids such as p1 mean nothing here); it may have been stopped, or forgotten after %v unread (%v once ended)",
-			id, mcpserve.StatelessVersion, protocol.ToolStartProcess, e.cfg.StatelessIdleTimeout, e.cfg.StatelessUnusedTimeout)
+			id, mcpserve.StatelessVersion, protocol.ToolStartProcess, t.statelessIdle, t.statelessUnused)
 	}
-	for _, p := range e.procs.bySession[sc.ss] {
+	for _, p := range t.bySession[sc.ss] {
 		if p.id == id {
 			return p, nil
 		}
@@ -264,11 +283,11 @@ func (p *process) stop(grace time.Duration) (killed bool) {
 }
 
 // endSession kills every process of a session that ended, and forgets them.
-func (e *Executor) endSession(ss *mcp.ServerSession) {
-	e.procs.mu.Lock()
-	procs := e.procs.bySession[ss]
-	delete(e.procs.bySession, ss)
-	e.procs.mu.Unlock()
+func (t *processTable) endSession(ss *mcp.ServerSession) {
+	t.mu.Lock()
+	procs := t.bySession[ss]
+	delete(t.bySession, ss)
+	t.mu.Unlock()
 	for _, p := range procs {
 		p.kill()
 	}
@@ -278,40 +297,38 @@ func (e *Executor) endSession(ss *mcp.ServerSession) {
 		p.stderr.release()
 	}
 	if len(procs) > 0 {
-		e.logger.Info("session ended: its processes were killed", "processes", len(procs))
+		t.logger.Info("session ended: its processes were killed", "processes", len(procs))
 	}
 }
 
-// Close kills every process of every session and of the stateless era. The server calls it at shutdown, before the
-// backend closes.
-func (e *Executor) Close() {
-	e.procs.mu.Lock()
-	sessions := make([]*mcp.ServerSession, 0, len(e.procs.bySession))
-	for ss := range e.procs.bySession {
+// endAll kills every process of every session and of the stateless era, and stops the stateless reaper.
+func (t *processTable) endAll() {
+	t.mu.Lock()
+	sessions := make([]*mcp.ServerSession, 0, len(t.bySession))
+	for ss := range t.bySession {
 		sessions = append(sessions, ss)
 	}
-	if !e.procs.closed {
-		e.procs.closed = true
-		close(e.procs.stop)
+	if !t.closed {
+		t.closed = true
+		close(t.stop)
 	}
-	stateless := e.procs.byHandle
-	e.procs.byHandle = map[string]*process{}
-	e.procs.mu.Unlock()
+	stateless := t.byHandle
+	t.byHandle = map[string]*process{}
+	t.mu.Unlock()
 	for _, ss := range sessions {
-		e.endSession(ss)
+		t.endSession(ss)
 	}
-	e.forget(stateless)
-	e.outputs.close()
+	t.forget(stateless)
 }
 
-// listProcesses is a session's processes, oldest first; a stateless request's list is empty (scope.go).
-func (e *Executor) listProcesses(sc scope) []*process {
+// list is a session's processes, oldest first; a stateless request's list is empty (scope.go).
+func (t *processTable) list(sc scope) []*process {
 	if sc.stateless {
 		return nil
 	}
-	e.procs.mu.Lock()
-	defer e.procs.mu.Unlock()
-	procs := append([]*process(nil), e.procs.bySession[sc.ss]...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	procs := append([]*process(nil), t.bySession[sc.ss]...)
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].started.Before(procs[j].started) })
 	return procs
 }

@@ -1,7 +1,8 @@
 package execserver
 
 // The process tools: sandbox_start_process, sandbox_read_process_output, sandbox_write_process_input,
-// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves).
+// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves), and Close, which ends
+// them all.
 
 import (
 	"context"
@@ -15,9 +16,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Close kills every process of every session and of the stateless era, and frees the stateless era's outputs (a
+// session's end with it). The server calls it at shutdown, before the backend closes.
+func (e *Executor) Close() {
+	e.procs.endAll()
+	e.outputs.Close()
+}
+
 func (e *Executor) addProcessTools() {
 	whole := ""
-	if e.outputs.budget > 0 {
+	if e.outputs.Keeps() {
 		whole = " Once a stream outgrows its buffer, the whole stream from its first byte stays readable as the resource stdout_resource or " +
 			"stderr_resource names (resources/read, in pages, at the same offsets), for this session, while its budget for full outputs lasts."
 	}
@@ -31,7 +39,7 @@ func (e *Executor) addProcessTools() {
 			"for all such clients together.",
 			protocol.ToolRunCommand, protocol.ToolRunCommand, protocol.ToolReadProcessOutput, protocol.ToolWriteProcessInput, protocol.ToolStopProcess,
 			e.cfg.ProcessLifetime, e.cfg.MaxProcesses, mcpserve.StatelessVersion, e.cfg.StatelessIdleTimeout, e.cfg.StatelessProcesses),
-		Annotations: mcpserve.Annotations("Start a background process", false, true, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Start a background process", Destructive: true}),
 	}, e.startProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolReadProcessOutput,
@@ -39,26 +47,26 @@ func (e *Executor) addProcessTools() {
 			"per call: read on from the offsets returned. wait_seconds (at most %d) waits for new output or the exit. Each stream keeps its last "+
 			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.%s",
 			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer, whole),
-		Annotations: mcpserve.Annotations("Read a process's output", true, false, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Read a process's output", ReadOnly: true, Idempotent: true}),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolWriteProcessInput,
 		Description: fmt.Sprintf("Write text to the stdin of a process started with stdin: \"open\"; close: true closes it afterwards (the process "+
 			"sees EOF). If the process has not taken it all within %v (it is not reading), the call returns an error saying how much it took; "+
 			"the rest is written as it reads.", e.cfg.StdinWriteTimeout),
-		Annotations: mcpserve.Annotations("Write to a process's stdin", false, false, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Write to a process's stdin"}),
 	}, e.writeProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolStopProcess,
 		Description: fmt.Sprintf("Stop a process: SIGTERM to every process of its tree, then SIGKILL after grace_seconds (default %d, at most %d). "+
 			"Returns its exit code; killed says SIGKILL was needed.", int(defaultStopGrace.Seconds()), int(maxStopGrace.Seconds())),
-		Annotations: mcpserve.Annotations("Stop a process", false, true, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Stop a process", Destructive: true, Idempotent: true}),
 	}, e.stopProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolListProcesses,
 		Description: fmt.Sprintf("This session's processes, running and ended, oldest first. A request without a session (MCP %s) lists none: "+
 			"no client may list another's, so keep the process_id %s returned.", mcpserve.StatelessVersion, protocol.ToolStartProcess),
-		Annotations: mcpserve.Annotations("List processes", true, false, true),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "List processes", ReadOnly: true, Idempotent: true}),
 	}, e.listProcessesTool)
 }
 
@@ -72,7 +80,7 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
-	p, err := e.startProcess(scopeOf(ctx, req.Session), r, in.Stdin == "open")
+	p, err := e.procs.start(scopeOf(ctx, req.Session), r, in.Stdin == "open")
 	if err != nil {
 		return out, err
 	}
@@ -93,7 +101,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	case in.StdoutOffset < 0 || in.StderrOffset < 0:
 		return out, fmt.Errorf("offsets count bytes from the process's start: give 0 or more (the offsets a read returned)")
 	}
-	p, err := e.lookupProcess(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -126,7 +134,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
 	var out protocol.WriteProcessInputOutput
-	p, err := e.lookupProcess(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -215,7 +223,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 				int(maxStopGrace.Seconds()), int(defaultStopGrace.Seconds()))
 		}
 	}
-	p, err := e.lookupProcess(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -227,7 +235,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {
 	out := protocol.ListProcessesOutput{Processes: []protocol.ProcessInfo{}}
-	for _, p := range e.listProcesses(scopeOf(ctx, req.Session)) {
+	for _, p := range e.procs.list(scopeOf(ctx, req.Session)) {
 		out.Processes = append(out.Processes, protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(),
 			ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()})
 	}

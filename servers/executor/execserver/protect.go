@@ -17,7 +17,6 @@ package execserver
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -401,20 +400,6 @@ func safeGitConfig(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// runBackend runs r on the backend between a scan and a sweep of the protected paths, and returns what the sweep
-// undid.
-func (e *Executor) runBackend(ctx context.Context, r Request) (Result, []string, error) {
-	if e.protect == nil {
-		res, err := e.backend.Run(ctx, r)
-		return res, nil, err
-	}
-	before := e.protect.scan()
-	r.Protected = before.outermost
-	res, err := e.backend.Run(ctx, r)
-	undone := e.protect.sweep(before)
-	return res, undone, err
 }
 
 // protectedNote is what a command whose changes to protected files were undone finds at the end of its stderr.

@@ -32,6 +32,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,6 +48,17 @@ func sessionScope(ss *mcp.ServerSession) scope { return scope{ss: ss} }
 // statelessScope is the scope of every stateless request.
 var statelessScope = scope{stateless: true}
 
+// keeps says whether sc can keep anything: a session's, or the stateless era's.
+func (sc scope) keeps() bool { return sc.stateless || sc.ss != nil }
+
+// owner is whom the outputs store keeps sc's outputs for.
+func (sc scope) owner() outputs.Owner {
+	if sc.stateless {
+		return outputs.StatelessOwner
+	}
+	return outputs.SessionOwner(sc.ss)
+}
+
 // scopeOf is the scope of the call ctx and req belong to.
 func scopeOf(ctx context.Context, ss *mcp.ServerSession) scope {
 	if mcpserve.Stateless(ctx) {
@@ -54,9 +66,6 @@ func scopeOf(ctx context.Context, ss *mcp.ServerSession) scope {
 	}
 	return sessionScope(ss)
 }
-
-// handleLen is the length of a handle: rand.Text's 26 base32 characters, 130 bits.
-const handleLen = 26
 
 // newHandle is an unguessable name for something a stateless call made.
 func newHandle() string { return strings.ToLower(rand.Text()) }
@@ -74,7 +83,7 @@ const (
 	statelessEnded = 2 * endedProcessesPerSession
 )
 
-// reapEvery is how often the stateless era's idle processes and outputs are looked for: a quarter of the shortest
+// reapEvery is how often the stateless era's idle processes are looked for (its outputs' store reaps its own alike): a quarter of the shortest
 // timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
 func reapEvery(timeouts ...time.Duration) time.Duration {
 	shortest := timeouts[0]
@@ -84,9 +93,8 @@ func reapEvery(timeouts ...time.Duration) time.Duration {
 	return min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
 }
 
-// startStatelessProcess runs r as a process of the stateless era, named by a new handle.
-func (e *Executor) startStatelessProcess(r Request, openStdin bool) (*process, error) {
-	t := e.procs
+// startStateless runs r as a process of the stateless era, named by a new handle.
+func (t *processTable) startStateless(r Request, openStdin bool) (*process, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -98,20 +106,20 @@ func (e *Executor) startStatelessProcess(r Request, openStdin bool) (*process, e
 			running++
 		}
 	}
-	if running >= e.cfg.StatelessProcesses {
+	if running >= t.statelessMax {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("requests without a session (MCP %s) already run %d processes together, the most they may (every such client shares "+
 			"this cap); stop one with %s, or wait: a process no call names for %v is stopped", mcpserve.StatelessVersion, running,
-			protocol.ToolStopProcess, e.cfg.StatelessIdleTimeout)
+			protocol.ToolStopProcess, t.statelessIdle)
 	}
-	p := e.newProcess(statelessProcessPrefix+newHandle(), r)
+	p := t.newProcess(statelessProcessPrefix+newHandle(), r)
 	t.byHandle[p.id] = p
 	forgotten := t.forgetEndedStatelessLocked()
 	t.mu.Unlock()
-	t.reaping.Do(func() { go e.reapStatelessProcesses() })
-	e.forget(forgotten)
-	e.keepProcessStreams(statelessScope, p)
-	e.run(p, r, openStdin)
+	t.reaping.Do(func() { go t.reapStateless() })
+	t.forget(forgotten)
+	t.keepStreams(statelessScope, p)
+	t.launch(p, r, openStdin)
 	return p, nil
 }
 
@@ -137,7 +145,7 @@ func (t *processTable) forgetEndedStatelessLocked() map[string]*process {
 }
 
 // forget kills procs (those still running) and frees their buffers once they ended.
-func (e *Executor) forget(procs map[string]*process) {
+func (t *processTable) forget(procs map[string]*process) {
 	for _, p := range procs {
 		p.kill()
 	}
@@ -148,35 +156,34 @@ func (e *Executor) forget(procs map[string]*process) {
 	}
 }
 
-// reapStatelessProcesses kills and forgets the stateless processes no call has named for the idle timeout, and
-// forgets ended ones unread for the unused timeout, until Close.
-func (e *Executor) reapStatelessProcesses() {
-	tick := time.NewTicker(reapEvery(e.cfg.StatelessIdleTimeout, e.cfg.StatelessUnusedTimeout))
+// reapStateless kills and forgets the stateless processes no call has named for the idle timeout, and forgets
+// ended ones unread for the unused timeout, until endAll.
+func (t *processTable) reapStateless() {
+	tick := time.NewTicker(reapEvery(t.statelessIdle, t.statelessUnused))
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.procs.stop:
+		case <-t.stop:
 			return
 		case now := <-tick.C:
-			e.expireStatelessProcesses(now)
+			t.expireStateless(now)
 		}
 	}
 }
 
-func (e *Executor) expireStatelessProcesses(now time.Time) {
-	t := e.procs
+func (t *processTable) expireStateless(now time.Time) {
 	gone := map[string]*process{}
 	t.mu.Lock()
 	for id, p := range t.byHandle {
 		unnamed := now.Sub(p.named)
-		if unnamed >= e.cfg.StatelessIdleTimeout || !p.running() && unnamed >= e.cfg.StatelessUnusedTimeout {
+		if unnamed >= t.statelessIdle || !p.running() && unnamed >= t.statelessUnused {
 			delete(t.byHandle, id)
 			gone[id] = p
 		}
 	}
 	t.mu.Unlock()
 	if len(gone) > 0 {
-		e.logger.Info("stateless processes forgotten: no call named them", "processes", len(gone), "idle_timeout", e.cfg.StatelessIdleTimeout.String())
-		e.forget(gone)
+		t.logger.Info("stateless processes forgotten: no call named them", "processes", len(gone), "idle_timeout", t.statelessIdle.String())
+		t.forget(gone)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,21 +32,23 @@ const (
 	progressEvery = time.Second
 )
 
-// Config is the executor's own configuration, besides what mcpserve.Config holds.
+// Config is the executor's own configuration, besides what mcpserve.Config holds. The tags are the executor
+// command's flags and environment variables (package envflag), which bind to these fields in place; the defaults
+// are fill's, the one place they are set.
 type Config struct {
 	// DefaultTimeout applies when a call gives no timeout_seconds.
-	DefaultTimeout time.Duration
+	DefaultTimeout time.Duration `env:"TIMEOUT_DEFAULT" flag:"timeout-default" usage:"timeout of a command that gives none (default 2m)"`
 	// MaxTimeout is the largest timeout_seconds a call may ask for.
-	MaxTimeout time.Duration
+	MaxTimeout time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for (default 30m, or -timeout-default when that is longer)"`
 	// OutputCap is the most bytes kept of each of stdout and stderr (head and tail); at most MaxOutputCap.
-	OutputCap int
+	OutputCap int `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB (default 256 KiB)"`
 	// Policy, when set, refuses commands before they run.
 	Policy *Policy
 	// MaxConcurrent is how many commands may run at once; a call past it waits for a free slot, within its own
 	// timeout. 0 means DefaultMaxConcurrent. Processes do not count: they have caps of their own.
-	MaxConcurrent int
+	MaxConcurrent int `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
-	MaxProcesses int
+	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
 	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
 	StatelessProcesses int
@@ -57,7 +59,7 @@ type Config struct {
 	// mcpserve.DefaultSessionUnusedTimeout, the timeout of a session that runs nothing.
 	StatelessUnusedTimeout time.Duration
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
-	ProcessLifetime time.Duration
+	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
 	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
 	// never reads its stdin); 0 means DefaultStdinWriteTimeout.
 	StdinWriteTimeout time.Duration
@@ -66,13 +68,13 @@ type Config struct {
 	ProcessBuffer int
 	// ProcessBufferTotal is the bytes all processes' ring buffers may hold together; a buffer grows with its
 	// stream's output and, once the total is spent, wraps within what it has. 0 means DefaultProcessBufferTotal.
-	ProcessBufferTotal int
+	ProcessBufferTotal int `env:"PROCESS_BUFFER_TOTAL" flag:"process-buffer-total" usage:"bytes all background processes' output buffers hold together, whatever the number of sessions; each grows with its output up to 1 MiB a stream (default 256 MiB)"`
 	// OutputBudget is how many bytes of full outputs (streams past OutputCap) each session keeps, oldest evicted
 	// first. 0 means DefaultOutputBudget, -1 keeps none.
-	OutputBudget int64
+	OutputBudget int64 `env:"OUTPUT_BUDGET" flag:"output-budget" usage:"bytes of full outputs (streams past -output-cap, served as MCP resources) each session keeps, oldest evicted first; at least 2 MiB, -1 keeps none (default 64 MiB)"`
 	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
 	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
-	OutputTotal int64
+	OutputTotal int64 `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
 	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
 	// the health report: "auto" or "explicit", and a sentence.
 	BackendChoice, BackendReason string
@@ -84,10 +86,10 @@ type Config struct {
 	// libraries carry a resource_link to the model badly (LangChain's adapters turn it into a file block that
 	// ChatOpenAI and ChatAnthropic refuse to send; the OpenAI Agents SDK sends a many-item content as one escaped
 	// JSON string). With one text item every common library gives the model the same JSON.
-	ResourceLinks bool
+	ResourceLinks bool `env:"RESOURCE_LINKS" flag:"resource-links" usage:"add a resource_link content item for each stream kept whole (the URI is in stdout_resource/stderr_resource either way; some client libraries pass resource links to models badly)"`
 	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
 	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
-	QuarantineDir string
+	QuarantineDir string `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -180,9 +182,9 @@ type Executor struct {
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
 	procs   *processTable
-	outputs *Outputs    // the full outputs of truncated streams, per session
-	protect *protector  // nil when no path is protected
-	buffers *bufferPool // the processes' ring buffers, all together
+	outputs *outputs.Store // the full outputs of truncated streams, per session
+	protect *protector     // nil when no path is protected
+	run     runner         // the backend, with the protected paths' sweep around each command
 }
 
 // New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
@@ -193,8 +195,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent), procs: newProcessTable(),
-		outputs: newOutputs(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger), buffers: newBufferPool(cfg.ProcessBufferTotal)}
+	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
+		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -203,6 +205,10 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		}
 		e.protect = p
 	}
+	e.run = runner{backend: backend, protect: e.protect, workspace: g.Dir()}
+	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, statelessMax: cfg.StatelessProcesses,
+		statelessIdle: cfg.StatelessIdleTimeout, statelessUnused: cfg.StatelessUnusedTimeout, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
+		buffers: newBufferPool(cfg.ProcessBufferTotal), outputs: e.outputs, run: e.run, logger: logger})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
@@ -218,11 +224,11 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
 			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
 			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
-		Annotations: mcpserve.Annotations("Run a shell command", false, true, false),
+		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
 	}, e.runCommand)
 	e.addProcessTools()
-	if e.outputs.budget > 0 {
-		e.addOutputResources()
+	if e.outputs.Keeps() {
+		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return scopeOf(ctx, ss).owner() })
 	}
 	return e, nil
 }
@@ -246,8 +252,8 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		TimeoutMax:     int(e.cfg.MaxTimeout.Seconds()),
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
-		FullOutputs:    e.outputs.health(),
-		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.buffers.inUse()},
+		FullOutputs:    e.outputs.Health(),
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.buffers.inUse()},
 	}
 }
 
@@ -322,12 +328,11 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 		defer close(done)
 		go e.progress(ctx, req.Session, tok, start, r.Timeout, done, stdout, stderr)
 	}
-	res, undone, err := e.runBackend(ctx, r)
+	res, undone, err := e.run.run(ctx, r)
 	out.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		e.logger.Error("command could not run", "backend", e.backend.Name(), "error", err)
-		return out, fmt.Errorf("the command could not be run by the %s backend: %s (details in the server log)",
-			e.backend.Name(), hideHostPaths(err.Error(), e.guard.Dir()))
+		return out, fmt.Errorf("the command %s (details in the server log)", e.run.failure(err))
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
@@ -435,20 +440,6 @@ func isPathByte(c byte) bool {
 	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// absPath finds absolute paths in a message.
-var absPath = regexp.MustCompile(`/[^\s:'"()\[\]{},;]+`)
-
-// hideHostPaths replaces the host paths in a backend's error that are not in the workspace, which a client may not
-// learn, by "<host path>".
-func hideHostPaths(msg, workspace string) string {
-	return absPath.ReplaceAllStringFunc(msg, func(p string) string {
-		if within(p, workspace) {
-			return p
-		}
-		return "<host path>"
-	})
-}
-
 // check turns the tool input into a backend request, or says what is wrong with it and what is allowed.
 func (e *Executor) check(in protocol.RunCommandInput) (Request, error) {
 	maxS := int(e.cfg.MaxTimeout.Seconds())
@@ -508,9 +499,4 @@ func (e *Executor) progress(ctx context.Context, ss *mcp.ServerSession, tok any,
 			e.logger.Debug("progress notification not sent", "error", err)
 		}
 	}
-}
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestWriteToProcessThatNeverReads is issue 28 item 11: sandbox_write_process_input to a process that never reads
+// TestWriteToProcessThatNeverReads: sandbox_write_process_input to a process that never reads
 // its stdin returns a clear error after the timeout instead of blocking for ever, a second write says the first is
 // still pending, and the server keeps serving meanwhile; a process that reads takes the same megabyte (positive
 // control), and stopping the one that does not read ends the pending write.

@@ -24,7 +24,7 @@ func binaryEncoding(encoding string) (bool, error) {
 }
 
 // readBase64 returns the whole file f, byte for byte, base64-encoded.
-func (s *server) readBase64(f io.Reader, rel string, size int64) (protocol.ReadFileBase64Output, error) {
+func (s *Filesystem) readBase64(f io.Reader, rel string, size int64) (protocol.ReadFileBase64Output, error) {
 	data, err := s.readWhole(f, rel, size, "a base64 read returns the whole file")
 	if err != nil {
 		return protocol.ReadFileBase64Output{}, err
@@ -35,7 +35,7 @@ func (s *server) readBase64(f io.Reader, rel string, size int64) (protocol.ReadF
 
 // readImage returns the image r reads, whose head says it is a mimeType image, once its header checks out; a file
 // that only starts like an image is refused as binary.
-func (s *server) readImage(r io.Reader, rel string, size int64, mimeType string) (imageRead, error) {
+func (s *Filesystem) readImage(r io.Reader, rel string, size int64, mimeType string) (imageRead, error) {
 	data, err := s.readWhole(r, rel, size, "an image is returned whole")
 	if err != nil {
 		return imageRead{}, fmt.Errorf("%w; make a smaller copy (scaled down or more compressed) and read that", err)
@@ -52,7 +52,7 @@ func (s *server) readImage(r io.Reader, rel string, size int64, mimeType string)
 
 // readWhole reads all of a file of size bytes (as it was opened; it may since have grown) for a read that returns
 // files whole, which holds them in memory: at most the binary read cap. why says which read it is.
-func (s *server) readWhole(r io.Reader, rel string, size int64, why string) ([]byte, error) {
+func (s *Filesystem) readWhole(r io.Reader, rel string, size int64, why string) ([]byte, error) {
 	capBytes := s.opts.MaxBinaryReadBytes
 	tooLarge := func(n int64) error {
 		return fmt.Errorf("read %q: refused, %d bytes: too large: %s, and at most %s", rel, n, why, sizeText(capBytes))

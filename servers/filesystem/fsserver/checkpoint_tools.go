@@ -28,8 +28,8 @@ const maxLabelBytes = 200
 // it is not marked destructive. A restore overwrites and deletes workspace files; restoring the same checkpoint
 // twice leaves the same workspace.
 var (
-	annCheckpoint = mcpserve.Annotations("Checkpoint workspace", false, false, false)
-	annRestore    = mcpserve.Annotations("Restore checkpoint", false, true, true)
+	annCheckpoint = mcpserve.Annotations(mcpserve.Hints{Title: "Checkpoint workspace"})
+	annRestore    = mcpserve.Annotations(mcpserve.Hints{Title: "Restore checkpoint", Destructive: true, Idempotent: true})
 )
 
 // checkpoints serves the checkpoint tools of one workspace.

@@ -19,7 +19,7 @@ func deleteTool() *mcp.Tool {
 	}
 }
 
-func (s *server) delete(_ context.Context, in protocol.DeletePathInput) (protocol.DeletePathOutput, error) {
+func (s *Filesystem) delete(_ context.Context, in protocol.DeletePathInput) (protocol.DeletePathOutput, error) {
 	var out protocol.DeletePathOutput
 	if in.Path == "" {
 		return out, errors.New("path is required: give a file or folder path relative to the workspace")

@@ -1,6 +1,6 @@
 package fsserver
 
-// The diff and the nearest-lines hint as they were before issue 10: simple, and unbounded in memory (a slice entry
+// The diff and the nearest-lines hint done the simple way: unbounded in memory (a slice entry
 // per line and per match). FuzzEdit holds the bounded versions to them on small inputs.
 
 import (

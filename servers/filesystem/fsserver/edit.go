@@ -30,7 +30,7 @@ func editTool(g *pathguard.Guard) *mcp.Tool {
 // maxListedMatches bounds the line numbers listed when old_text matches more than once.
 const maxListedMatches = 20
 
-func (s *server) edit(ctx context.Context, in protocol.EditFileInput) (protocol.EditFileOutput, error) {
+func (s *Filesystem) edit(ctx context.Context, in protocol.EditFileInput) (protocol.EditFileOutput, error) {
 	var out protocol.EditFileOutput
 	switch {
 	case in.Path == "":

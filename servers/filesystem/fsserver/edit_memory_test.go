@@ -14,7 +14,7 @@ import (
 )
 
 // testServer is the tool handlers over a fresh workspace, for tests that call them directly.
-func testServer(t *testing.T) (*server, string) {
+func testServer(t *testing.T) (*Filesystem, string) {
 	t.Helper()
 	ws := t.TempDir()
 	g, err := pathguard.Open(ws, pathguard.Options{})
@@ -22,14 +22,14 @@ func testServer(t *testing.T) (*server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	return &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}, ws
+	return &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}, ws
 }
 
 // TestEditMemory holds edits of a 10 MiB file to a memory bound that does not depend on how many lines or matches
 // it has, nor on old_text: the file, the result (itself under the write cap, checked before it is built) and a
-// megabyte for the rest. Before issue 10 the edit kept an offset per match, a string per line of the file and a
-// score per line for the hint: 5 million one-byte lines cost hundreds of megabytes, and the amplification attack
-// a terabyte.
+// megabyte for the rest. An edit that kept an offset per match, a string per line of the file and a score per line
+// for the hint would cost hundreds of megabytes on 5 million one-byte lines, and a terabyte on the amplification
+// attack.
 func TestEditMemory(t *testing.T) {
 	s, ws := testServer(t)
 	const size = 10<<20 - 16

@@ -133,10 +133,10 @@ func TestEditDiffApplies(t *testing.T) {
 	})
 }
 
-// TestEditAmplification is issue 10's edit attack: a file of 10 MiB - 16 bytes of "a", old_text "a", new_text
-// 100,000 "b", replace_all. The result would be about a terabyte; before the fix the server built it before checking
-// the write cap and died of a fatal out-of-memory, taking every client's session with it. Now the size is computed
-// from the number of matches first, the edit is refused with the size it would have and the cap, the file is
+// TestEditAmplification is the edit amplification attack: a file of 10 MiB - 16 bytes of "a", old_text "a", new_text
+// 100,000 "b", replace_all. The result would be about a terabyte; a server that built it before checking the write
+// cap would die of a fatal out-of-memory, taking every client's session with it. So the size is computed from the
+// number of matches first, the edit is refused with the size it would have and the cap, the file is
 // untouched and the same session goes on working.
 func TestEditAmplification(t *testing.T) {
 	eachTransport(t, setup{}, func(t *testing.T, ws string, cs *mcp.ClientSession) {

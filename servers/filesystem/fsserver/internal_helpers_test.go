@@ -26,7 +26,7 @@ func readInput(path string, offset, limit int) protocol.ReadFileInput {
 }
 
 // readText calls the read tool's handler for a text read and returns its text result.
-func readText(s *server, in protocol.ReadFileInput) (readOutput, error) {
+func readText(s *Filesystem, in protocol.ReadFileInput) (readOutput, error) {
 	out, err := s.read(context.Background(), in)
 	if err != nil {
 		return readOutput{}, err

@@ -47,7 +47,7 @@ func TestPanicBecomesToolError(t *testing.T) {
 }
 
 // FuzzEdit checks the edit machinery on arbitrary text: the new content is exactly the replacement, the diff applies
-// to the old content to give the new one and is the one the simple, unbounded implementation of before issue 10
+// to the old content to give the new one and is the one the simple, unbounded reference implementation
 // gives, and so is the hint for a failed edit (within the bounds that make the new ones bounded).
 func FuzzEdit(f *testing.F) {
 	f.Add("a\nb\nc\n", "b", "B", true)
@@ -207,7 +207,7 @@ func FuzzRead(f *testing.F) {
 		if strings.IndexByte(content, 0) >= 0 || !utf8Valid(content) || offset < 0 || limit < 0 || maxBytes < 4 || maxBytes > 1<<20 {
 			return
 		}
-		s := &server{g: g, opts: Options{MaxReadLines: 50, MaxReadContentBytes: maxBytes}.withDefaults()}
+		s := &Filesystem{g: g, opts: Options{MaxReadLines: 50, MaxReadContentBytes: maxBytes}.withDefaults()}
 		if err := writeFile(dir, "f.txt", content); err != nil {
 			t.Fatal(err)
 		}

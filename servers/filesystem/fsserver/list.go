@@ -27,7 +27,7 @@ func listTool(o Options) *mcp.Tool {
 	}
 }
 
-func (s *server) list(ctx context.Context, in protocol.ListFilesInput) (protocol.ListFilesOutput, error) {
+func (s *Filesystem) list(ctx context.Context, in protocol.ListFilesInput) (protocol.ListFilesOutput, error) {
 	var out protocol.ListFilesOutput
 	if in.Depth < 0 {
 		return out, fmt.Errorf("depth %d must not be negative: use 1 to %d (default 1)", in.Depth, s.opts.MaxListDepth)

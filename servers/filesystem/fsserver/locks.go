@@ -17,7 +17,7 @@ import (
 // lockFiles takes the locks of the workspace paths ps and returns what releases them. Each path locks the entry it
 // names and, when that is a symlink, the file it leads to: an edit through a symlink and a move of that symlink
 // then wait for each other too.
-func (s *server) lockFiles(ps ...string) (unlock func()) {
+func (s *Filesystem) lockFiles(ps ...string) (unlock func()) {
 	var keys []string
 	for _, p := range ps {
 		rel, err := s.g.Clean(p)
@@ -35,7 +35,7 @@ func (s *server) lockFiles(ps ...string) (unlock func()) {
 // nameKey names the entry rel: its folder by device and inode, and its name. A folder that does not exist (yet)
 // is named by its path, and so is every folder on Windows, where a stat gives no key (locks_windows.go): there two
 // spellings of one file through a symlinked folder take different locks.
-func (s *server) nameKey(rel string) string {
+func (s *Filesystem) nameKey(rel string) string {
 	dir, name := path.Split(rel)
 	if _, fi, err := s.g.Stat(dir); err == nil {
 		if id, ok := folderID(fi); ok {
@@ -47,7 +47,7 @@ func (s *server) nameKey(rel string) string {
 
 // lockKeys locks the stripes of keys, in stripe order and each once, so two calls that share stripes cannot
 // deadlock.
-func (s *server) lockKeys(keys []string) (unlock func()) {
+func (s *Filesystem) lockKeys(keys []string) (unlock func()) {
 	var stripes []int
 	for _, k := range keys {
 		stripes = append(stripes, int(maphash.String(s.seed, k)%uint64(len(s.locks))))

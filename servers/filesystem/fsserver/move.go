@@ -19,7 +19,7 @@ func moveTool() *mcp.Tool {
 	}
 }
 
-func (s *server) move(_ context.Context, in protocol.MovePathInput) (protocol.MovePathOutput, error) {
+func (s *Filesystem) move(_ context.Context, in protocol.MovePathInput) (protocol.MovePathOutput, error) {
 	var out protocol.MovePathOutput
 	if in.Source == "" || in.Destination == "" {
 		return out, errors.New("source and destination are both required: paths relative to the workspace")

@@ -198,7 +198,7 @@ func protectedAttacks(script string) []struct {
 	return out
 }
 
-// TestProtectedFiles is the attack on the project itself (issue 19): every tool that changes the tree tries to
+// TestProtectedFiles is the attack on the project itself: every tool that changes the tree tries to
 // plant a hook or a config that the host's git, editor, direnv or MCP client would run. Each is refused with a
 // message that names the rule and the flag, leaves the tree exactly as it was, and afterwards the host's git
 // status and checkout run nothing. Positive controls: the same operations on ordinary paths land; protected files

@@ -58,7 +58,7 @@ func (i imageRead) MoreContent() []mcp.Content {
 
 // read is sandbox_read_file. It returns a text file's lines (readOutput), an image (imageRead), or, with encoding
 // base64, any file's bytes (protocol.ReadFileBase64Output).
-func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (any, error) {
+func (s *Filesystem) read(ctx context.Context, in protocol.ReadFileInput) (any, error) {
 	asBase64, err := binaryEncoding(in.Encoding)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (s *server) read(ctx context.Context, in protocol.ReadFileInput) (any, erro
 const readAsBase64 = `read it with encoding "base64" to get its bytes`
 
 // readText reads limit lines of the text file r from line offset on.
-func (s *server) readText(ctx context.Context, r *bufio.Reader, rel string, size int64, offset, limit int) (readOutput, error) {
+func (s *Filesystem) readText(ctx context.Context, r *bufio.Reader, rel string, size int64, offset, limit int) (readOutput, error) {
 	l, err := s.readLines(ctx, r, rel, offset, limit)
 	if err != nil {
 		return readOutput{}, err
@@ -121,7 +121,7 @@ func (s *server) readText(ctx context.Context, r *bufio.Reader, rel string, size
 }
 
 // readRange checks the lines asked for: the first line (1-based) and how many, within the server's maximum.
-func (s *server) readRange(in protocol.ReadFileInput) (offset, limit int, err error) {
+func (s *Filesystem) readRange(in protocol.ReadFileInput) (offset, limit int, err error) {
 	if in.Path == "" {
 		return 0, 0, errors.New("path is required: give a file path relative to the workspace")
 	}
@@ -155,7 +155,7 @@ type linesRead struct {
 }
 
 // readLines reads limit lines from line offset on, within the content cap, and counts the file's lines.
-func (s *server) readLines(ctx context.Context, r *bufio.Reader, rel string, offset, limit int) (*linesRead, error) {
+func (s *Filesystem) readLines(ctx context.Context, r *bufio.Reader, rel string, offset, limit int) (*linesRead, error) {
 	l := &linesRead{}
 	total, ended, err := skipLines(ctx, r, rel, offset-1)
 	if err != nil || ended {

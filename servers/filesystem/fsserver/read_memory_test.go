@@ -11,7 +11,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
-// hugeSize is the size of the sparse files of the memory tests: the 768 MiB of issue 10's attack.
+// hugeSize is the size of the sparse files of the memory tests: 768 MiB, as in the long-line attack.
 const hugeSize = 768 << 20
 
 // sparseFile makes a file of size bytes that starts with head and ends with tail, with a hole (zero bytes, no disk
@@ -42,10 +42,10 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestReadLongLineMemory is issue 10's read attack: a 768 MiB file with no newline, read at offset 1, limit 1.
+// TestReadLongLineMemory is the long-line read attack: a 768 MiB file with no newline, read at offset 1, limit 1.
 // The read must stream: its memory is bounded by the content cap (256 KiB), not by the length of the line it cuts,
-// nor by a long line before offset that it skips. Before the fix such a line was pieced together whole (about 1.5 GB
-// allocated here, over 3 GiB of RSS in the issue).
+// nor by a long line before offset that it skips. A read that pieces such a line together whole allocates about
+// 1.5 GB here.
 func TestReadLongLineMemory(t *testing.T) {
 	ws := t.TempDir()
 	head := strings.Repeat("a", 1<<20) // text where the read looks (the sniffed head, the returned content); zeros after
@@ -56,7 +56,7 @@ func TestReadLongLineMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s := &server{g: g, opts: Options{}.withDefaults()}
+	s := &Filesystem{g: g, opts: Options{}.withDefaults()}
 	const bound = 4 * DefaultMaxReadContentBytes // the content, its copy into the result, buffer growth: well under this
 
 	var out readOutput

@@ -39,7 +39,7 @@ func searchTool(g *pathguard.Guard, o Options) *mcp.Tool {
 // searchBufPool holds file buffers between searches; most source files fit the first one a search grows.
 var searchBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func (s *server) search(ctx context.Context, in protocol.SearchFilesInput) (protocol.SearchFilesOutput, error) {
+func (s *Filesystem) search(ctx context.Context, in protocol.SearchFilesInput) (protocol.SearchFilesOutput, error) {
 	out := protocol.SearchFilesOutput{Matches: []protocol.SearchMatch{}}
 	if in.Pattern == "" {
 		return out, errors.New("pattern is required: give an RE2 regular expression, e.g. func \\w+\\(")

@@ -76,46 +76,36 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// server holds what the tool handlers share.
-type server struct {
-	g    *pathguard.Guard
-	opts Options
+// Filesystem is the filesystem server of one workspace: its MCP server, its health report, the same shape as the
+// executor's execserver.Executor, and what the tool handlers share.
+type Filesystem struct {
+	server *mcp.Server
+	g      *pathguard.Guard
+	opts   Options // with its defaults
 	// locks are the file locks of the tools that change files, striped by a hash of the file's key (locks.go).
 	locks [64]sync.Mutex
 	seed  maphash.Seed
 }
 
-// Filesystem is the filesystem server of one workspace: its MCP server and its health report, the same shape as
-// the executor's execserver.Executor.
-type Filesystem struct {
-	server *mcp.Server
-	g      *pathguard.Guard
-	opts   Options
-}
-
 // Server is the MCP server, for mcpserve.Run or mcpserve.Start.
-func (f *Filesystem) Server() *mcp.Server { return f.server }
+func (s *Filesystem) Server() *mcp.Server { return s.server }
 
 // New returns the filesystem server for the workspace g.
 func New(g *pathguard.Guard, opts Options) *Filesystem {
-	return &Filesystem{server: newMCPServer(g, opts), g: g, opts: opts}
-}
-
-func newMCPServer(g *pathguard.Guard, opts Options) *mcp.Server {
-	s := &server{g: g, opts: opts.withDefaults(), seed: maphash.MakeSeed()}
-	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: mcpserve.Version()}, &mcp.ServerOptions{
+	s := &Filesystem{g: g, opts: opts.withDefaults(), seed: maphash.MakeSeed()}
+	s.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox filesystem sandbox", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Logger:       s.opts.Logger,
 		Instructions: instructions(g),
 	})
-	mcpserve.AddTool(srv, s.opts.Logger, readTool(s.opts), withHint(s.read))
-	mcpserve.AddTool(srv, s.opts.Logger, writeTool(g), withHint(s.write))
-	mcpserve.AddTool(srv, s.opts.Logger, editTool(g), withHint(s.edit))
-	mcpserve.AddTool(srv, s.opts.Logger, listTool(s.opts), withHint(s.list))
-	mcpserve.AddTool(srv, s.opts.Logger, searchTool(g, s.opts), withHint(s.search))
-	mcpserve.AddTool(srv, s.opts.Logger, deleteTool(), withHint(s.delete))
-	mcpserve.AddTool(srv, s.opts.Logger, moveTool(), withHint(s.move))
-	addCheckpointTools(srv, g, s.opts.Checkpoints, s.opts.Logger)
-	return srv
+	mcpserve.AddTool(s.server, s.opts.Logger, readTool(s.opts), withHint(s.read))
+	mcpserve.AddTool(s.server, s.opts.Logger, writeTool(g), withHint(s.write))
+	mcpserve.AddTool(s.server, s.opts.Logger, editTool(g), withHint(s.edit))
+	mcpserve.AddTool(s.server, s.opts.Logger, listTool(s.opts), withHint(s.list))
+	mcpserve.AddTool(s.server, s.opts.Logger, searchTool(g, s.opts), withHint(s.search))
+	mcpserve.AddTool(s.server, s.opts.Logger, deleteTool(), withHint(s.delete))
+	mcpserve.AddTool(s.server, s.opts.Logger, moveTool(), withHint(s.move))
+	addCheckpointTools(s.server, g, s.opts.Checkpoints, s.opts.Logger)
+	return s
 }
 
 func instructions(g *pathguard.Guard) string {
@@ -154,8 +144,8 @@ func walkError(err error, tool, instead string) error {
 }
 
 // Health is what the health endpoint reports about this server: what it serves and its limits.
-func (f *Filesystem) Health() protocol.FilesystemHealth {
-	g, o := f.g, f.opts.withDefaults()
+func (s *Filesystem) Health() protocol.FilesystemHealth {
+	g, o := s.g, s.opts
 	gopts := g.Options()
 	return protocol.FilesystemHealth{
 		Server:         Name,
@@ -192,9 +182,11 @@ func protectedPatterns(p *pathguard.Protection) []string {
 
 // annotations are the tools' hints, in one place so they can be compared at a glance.
 var (
-	annRead   = func(title string) *mcp.ToolAnnotations { return mcpserve.Annotations(title, true, false, true) }
-	annWrite  = mcpserve.Annotations("Write file", false, true, true)  // overwrites; the same call twice leaves the same file
-	annEdit   = mcpserve.Annotations("Edit file", false, true, false)  // a second identical edit finds no match
-	annDelete = mcpserve.Annotations("Delete path", false, true, true) // deleting what is gone is a no-op
-	annMove   = mcpserve.Annotations("Move path", false, true, false)  // the source is gone after the first call
+	annRead = func(title string) *mcp.ToolAnnotations {
+		return mcpserve.Annotations(mcpserve.Hints{Title: title, ReadOnly: true, Idempotent: true})
+	}
+	annWrite  = mcpserve.Annotations(mcpserve.Hints{Title: "Write file", Destructive: true, Idempotent: true})  // overwrites; the same call twice leaves the same file
+	annEdit   = mcpserve.Annotations(mcpserve.Hints{Title: "Edit file", Destructive: true})                     // a second identical edit finds no match
+	annDelete = mcpserve.Annotations(mcpserve.Hints{Title: "Delete path", Destructive: true, Idempotent: true}) // deleting what is gone is a no-op
+	annMove   = mcpserve.Annotations(mcpserve.Hints{Title: "Move path", Destructive: true})                     // the source is gone after the first call
 )

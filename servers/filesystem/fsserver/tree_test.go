@@ -56,29 +56,29 @@ func deepPath(n int) string { return strings.TrimSuffix(strings.Repeat("d/", n),
 // treeOps are the tools that walk a tree, each run on a fresh tree of the given depth in folder "tree".
 var treeOps = []struct {
 	name string
-	run  func(s *server, levels int) error
+	run  func(s *Filesystem, levels int) error
 }{
-	{"search", func(s *server, _ int) error {
+	{"search", func(s *Filesystem, _ int) error {
 		_, err := s.search(context.Background(), protocol.SearchFilesInput{Pattern: "absent", Path: "tree"})
 		return err
 	}},
-	{"list", func(s *server, levels int) error {
+	{"list", func(s *Filesystem, levels int) error {
 		// The deepest folders, named by their whole path, ten levels down from there.
 		_, err := s.list(context.Background(), protocol.ListFilesInput{Path: "tree/" + deepPath(levels-10), Depth: 10})
 		return err
 	}},
-	{"move", func(s *server, _ int) error {
+	{"move", func(s *Filesystem, _ int) error {
 		_, err := s.move(context.Background(), protocol.MovePathInput{Source: "tree/d", Destination: "moved/d"})
 		return err
 	}},
-	{"delete", func(s *server, _ int) error {
+	{"delete", func(s *Filesystem, _ int) error {
 		_, err := s.delete(context.Background(), protocol.DeletePathInput{Path: "tree", Recursive: true})
 		return err
 	}},
 }
 
 // treeCost runs op on a fresh tree of levels levels and returns the path components it had the kernel resolve.
-func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server, int) error) (int64, error) {
+func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*Filesystem, int) error) (int64, error) {
 	ws := t.TempDir()
 	deepTree(t, ws, "tree", levels)
 	g, err := pathguard.Open(ws, opts)
@@ -86,13 +86,13 @@ func treeCost(t *testing.T, opts pathguard.Options, levels int, op func(*server,
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+	s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 	before := g.ResolvedNames()
 	err = op(s, levels)
 	return g.ResolvedNames() - before, err
 }
 
-// TestTreeOpsLinear is issue 10's deep-tree attack, measured in work rather than time: search, list, move and delete
+// TestTreeOpsLinear is the deep-tree attack, measured in work rather than time: search, list, move and delete
 // of a tree twice as deep must cost at most about twice as much (a search of 3,000 levels took 16 s and a move of
 // 5,000 levels 73 s when every folder and file was opened by its path from the workspace, which costs the sum of
 // the depths). The work is the number of path components handed to the kernel (Guard.ResolvedNames).
@@ -125,7 +125,7 @@ func TestTreeOpsLinear(t *testing.T) {
 }
 
 // TestTreeOpsDeep runs the tree tools with the default caps on trees deeper than the walk cap (1024 levels): 3,000
-// levels, as in issue 10, and 10,000 (a path of it is 20,000 bytes, past PATH_MAX). Search and move must stop at the
+// levels, as in the deep-tree attack, and 10,000 (a path of it is 20,000 bytes, past PATH_MAX). Search and move must stop at the
 // cap with an error that says so, having done work bounded by the cap, not by the tree; list (ten levels at most)
 // and delete (which needs no cap: it moves deep folders up rather than hold a handle per level) must succeed. The
 // tools run in that order on one tree: the refused ones leave it as it was.
@@ -145,7 +145,7 @@ func TestTreeOpsDeep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps := &server{g: pg, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+		ps := &Filesystem{g: pg, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 		before := pg.ResolvedNames()
 		_, err = ps.delete(context.Background(), protocol.DeletePathInput{Path: "tree", Recursive: true})
 		cost := pg.ResolvedNames() - before
@@ -164,7 +164,7 @@ func TestTreeOpsDeep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+		s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 		for _, op := range treeOps {
 			before := g.ResolvedNames()
 			err := op.run(s, levels)
@@ -212,7 +212,7 @@ func BenchmarkTreeOps(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					s := &server{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
+					s := &Filesystem{g: g, opts: Options{}.withDefaults(), seed: maphash.MakeSeed()}
 					b.StartTimer()
 					if err := op.run(s, levels); err != nil {
 						b.Fatal(err)

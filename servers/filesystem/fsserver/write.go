@@ -25,7 +25,7 @@ func writeTool(g *pathguard.Guard) *mcp.Tool {
 	}
 }
 
-func (s *server) write(_ context.Context, in protocol.WriteFileInput) (protocol.WriteFileOutput, error) {
+func (s *Filesystem) write(_ context.Context, in protocol.WriteFileInput) (protocol.WriteFileOutput, error) {
 	var out protocol.WriteFileOutput
 	if in.Path == "" {
 		return out, errors.New("path is required: give a file path relative to the workspace")

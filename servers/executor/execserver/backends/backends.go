@@ -61,10 +61,11 @@ type Config struct {
 	PingTimeout time.Duration
 	// Logger receives the backends' logs; nil discards them.
 	Logger *slog.Logger
-	// NewLocal builds the local backend; nil means local.New. Tests replace it to make the local backend
-	// unusable (or namespace-less) on a machine where it is not.
-	NewLocal func(local.Config, *slog.Logger) (execserver.Backend, error)
 }
+
+// LocalStarter starts the local backend: local.New, or in tests a stand-in that plays a machine where the local
+// backend cannot run, or runs without namespaces.
+type LocalStarter func(local.Config, *slog.Logger) (execserver.Backend, error)
 
 // Choice is which backend Open built and why, for the start-up log and the health report.
 type Choice struct {
@@ -80,11 +81,13 @@ type Choice struct {
 // (pathguard's Guard.Dir()). An error from an explicitly named backend is that backend's; the automatic choice
 // fails with ErrNoBackend.
 func Open(ctx context.Context, workspace string, cfg Config) (execserver.Backend, Choice, error) {
+	return OpenWithLocal(ctx, workspace, cfg, local.New)
+}
+
+// OpenWithLocal is Open with the local backend started by startLocal instead of local.New.
+func OpenWithLocal(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (execserver.Backend, Choice, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.NewLocal == nil {
-		cfg.NewLocal = local.New
 	}
 	if cfg.PingTimeout <= 0 {
 		cfg.PingTimeout = DefaultPingTimeout
@@ -96,7 +99,7 @@ func Open(ctx context.Context, workspace string, cfg Config) (execserver.Backend
 	}
 	switch cfg.Backend {
 	case Local:
-		b, err := cfg.NewLocal(cfg.Local, cfg.Logger)
+		b, err := startLocal(cfg.Local, cfg.Logger)
 		if err != nil {
 			return nil, Choice{}, err
 		}
@@ -108,15 +111,15 @@ func Open(ctx context.Context, workspace string, cfg Config) (execserver.Backend
 		}
 		return b, Choice{Requested: Docker, Backend: Docker, Reason: "asked for (-backend docker): " + dockerReport(b)}, nil
 	case Auto, "":
-		return choose(ctx, cfg)
+		return choose(ctx, cfg, startLocal)
 	}
 	return nil, Choice{}, fmt.Errorf("unknown backend %q: use %s", cfg.Backend, Names)
 }
 
 // choose is the automatic choice (see the package's documentation).
-func choose(ctx context.Context, cfg Config) (execserver.Backend, Choice, error) {
+func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (execserver.Backend, Choice, error) {
 	choice := Choice{Requested: Auto}
-	lb, localErr := cfg.NewLocal(cfg.Local, cfg.Logger)
+	lb, localErr := startLocal(cfg.Local, cfg.Logger)
 	var fallback execserver.Backend // the local backend without namespaces, kept for step 3
 	switch {
 	case localErr != nil:

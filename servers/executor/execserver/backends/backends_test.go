@@ -68,14 +68,13 @@ func TestChooseWithoutDocker(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{Backend: Auto, Docker: noEngine, PingTimeout: 2 * time.Second, Local: local.Config{NoNamespaces: c.noNamespaces},
-				NewLocal: func(local.Config, *slog.Logger) (execserver.Backend, error) {
-					if c.localErr != nil {
-						return nil, c.localErr
-					}
-					return c.local, nil
-				}}
-			b, choice, err := Open(context.Background(), t.TempDir(), cfg)
+			cfg := Config{Backend: Auto, Docker: noEngine, PingTimeout: 2 * time.Second, Local: local.Config{NoNamespaces: c.noNamespaces}}
+			b, choice, err := OpenWithLocal(context.Background(), t.TempDir(), cfg, func(local.Config, *slog.Logger) (execserver.Backend, error) {
+				if c.localErr != nil {
+					return nil, c.localErr
+				}
+				return c.local, nil
+			})
 			text := choice.Reason
 			if err != nil {
 				text = err.Error()
@@ -101,8 +100,8 @@ func TestChooseWithoutDocker(t *testing.T) {
 // TestExplicitAndUnknown: a named backend is that backend (its error untouched), and only the three names are taken.
 func TestExplicitAndUnknown(t *testing.T) {
 	f := namespacedMode()
-	b, choice, err := Open(context.Background(), t.TempDir(), Config{Backend: Local,
-		NewLocal: func(local.Config, *slog.Logger) (execserver.Backend, error) { return f, nil }})
+	b, choice, err := OpenWithLocal(context.Background(), t.TempDir(), Config{Backend: Local},
+		func(local.Config, *slog.Logger) (execserver.Backend, error) { return f, nil })
 	if err != nil || b != execserver.Backend(f) || choice.Requested != Local || !strings.HasPrefix(choice.Reason, "asked for (-backend local)") {
 		t.Errorf("local: %+v, %v", choice, err)
 	}

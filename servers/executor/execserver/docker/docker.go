@@ -32,7 +32,7 @@ const (
 	labelExecutor = "goalbox.executor"
 	labelInstance = "goalbox.executor.instance"
 	// labelRole tells a command's container ("command") from the backend's network holder ("network",
-	// docker_network.go).
+	// network.go).
 	labelRole = "goalbox.executor.role"
 	// labelOwner is the uid of the server that started the container: two servers of different users never sweep
 	// each other's containers, even with the same instance name (each has its own lock: state_unix.go).
@@ -54,11 +54,13 @@ const (
 	defaultTotalPIDs       = 8192
 )
 
-// Config configures the docker backend. Zero values take the defaults documented on each field.
+// Config configures the docker backend. Zero values take the defaults documented on each field. The tags are the
+// executor command's flags for the fields it takes as they are (package envflag); servers/executor/assemble fills
+// in the workspace and the settings both backends share.
 type Config struct {
 	// Image every command runs in. Default DefaultImage (goalbox/executor:latest, built from
 	// deploy/Dockerfile.exec). It must exist locally: the backend never pulls.
-	Image string
+	Image string `env:"IMAGE" flag:"image" usage:"docker backend: the image every command runs in, never pulled (default goalbox/executor:latest: docker build -f deploy/Dockerfile.exec -t goalbox/executor:latest .)"`
 	// Host is the Docker Engine's address (unix:///..., tcp://..., npipe://...). Default: EngineHost, which is
 	// DOCKER_HOST, else the current docker context's endpoint, else the platform's default socket.
 	Host string
@@ -68,13 +70,13 @@ type Config struct {
 	// User is the numeric "uid:gid" commands run as ("uid" alone means uid:uid). Default: the owner of
 	// WorkspaceHostDir, so that files a command writes belong to the same user as the rest of the workspace and
 	// stay readable and writable by the filesystem server. Root (uid 0) is refused, configured or found.
-	User string
+	User string `env:"DOCKER_USER" flag:"docker-user" usage:"docker backend: numeric uid[:gid] commands run as; default the workspace's owner, never root"`
 	// Memory is the memory limit in bytes, swap included (swap is off). Default 2 GiB.
 	Memory int64
 	// PIDs limits the number of processes and threads in the container. Default 512.
 	PIDs int64
 	// CPUs is how many CPUs a command may use. Default: the host's CPUs, at most 2.
-	CPUs float64
+	CPUs float64 `env:"CPUS" flag:"cpus" usage:"docker backend: CPUs a command may use; default the host's, at most 2"`
 	// TmpfsSize is the size of the tmpfs at /tmp in bytes; it counts against Memory. Default 512 MiB.
 	TmpfsSize int64
 	// CacheHostDir is the host folder under which the build caches (GOCACHE, npm, XDG: mounted at /cache) live
@@ -91,12 +93,12 @@ type Config struct {
 	// sweep removes (containers of the instance, its control folders) can only belong to a dead one. Default:
 	// derived from WorkspaceHostDir and the server's uid, so two servers over different workspaces, or of different
 	// users, never share one.
-	Instance string
+	Instance string `env:"INSTANCE" flag:"instance" usage:"docker backend: the name of this executor's containers and state; one executor per instance at a time (default derived from the workspace's path and the server's uid)"`
 	// Labels are added to every container (the backend's own labels win).
 	Labels map[string]string
-	// WarmPool is how many containers are kept started ahead of commands (see docker_pool.go). 0, the default,
+	// WarmPool is how many containers are kept started ahead of commands (see pool.go). 0, the default,
 	// starts each command's container when the command comes.
-	WarmPool int
+	WarmPool int `env:"WARM_POOL" flag:"warm-pool" usage:"docker backend: containers kept started ahead of commands, each still used once"`
 	// MaxWorkspaceBytes is the disk cap: a command that takes the workspace and the cache together past it is
 	// killed and told why (measured as the local backend measures: package diskcap). /tmp is a tmpfs of TmpfsSize,
 	// counted against Memory. Default 16 GiB, as the local backend's; -1 none.
@@ -112,7 +114,7 @@ type Config struct {
 
 	// stateBase replaces defaultStateBase in tests.
 	stateBase string
-	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (docker_egress.go); the
+	// Network opens the hosts Network.Allow names (-net-allow) through the egress proxy (egress.go); the
 	// zero value keeps network none. Needs a root server on the Docker host: New refuses it elsewhere.
 	Network egress.Config
 }

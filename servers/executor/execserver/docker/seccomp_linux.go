@@ -67,13 +67,19 @@ func seccompProfile() (string, error) {
 }
 
 func buildSeccompProfile() *seccomp.Seccomp {
+	return tightenedProfile(refused)
+}
+
+// tightenedProfile is the Engine's default profile tightened as the package comment says, with the calls in
+// nosysCalls answered with ENOSYS.
+func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	p := seccomp.DefaultProfile()
 	// The two 64-bit architectures Docker hosts run, with none of their 32-bit or x32 sub-architectures: a call
 	// through a foreign ABI matches no architecture of the filter and is refused. Both are named, not just the
 	// server's, so that deploy/seccomp.json serves an arm64 Mac's compose stack as well as an x86-64 host's.
 	p.ArchMap = []seccomp.Architecture{{Arch: specs.ArchX86_64}, {Arch: specs.ArchAARCH64}}
 	drop := []string{"socketcall"}
-	drop = append(drop, refused...)
+	drop = append(drop, nosysCalls...)
 	for _, m := range modeCalls {
 		drop = append(drop, m.name)
 	}
@@ -106,7 +112,43 @@ func buildSeccompProfile() *seccomp.Seccomp {
 	}
 	nosys := uint(unix.ENOSYS)
 	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
-		Names: refused, Action: specs.ActErrno, ErrnoRet: &nosys}})
+		Names: nosysCalls, Action: specs.ActErrno, ErrnoRet: &nosys}})
+	return p
+}
+
+// namespaceCalls are what an unprivileged process needs to build a sandbox of user, mount, PID, network and IPC
+// namespaces, as the local backend's namespace mode does: the Engine's default profile allows them only to a
+// container holding CAP_SYS_ADMIN (and pivot_root to none). Without that capability the kernel itself allows each
+// only inside a user namespace the caller made, so allowing them grants nothing over the container; what it adds is
+// the kernel's user-namespace code as attack surface, the price every unprivileged sandbox (bubblewrap, Chrome's)
+// pays.
+var namespaceCalls = []string{
+	"clone", "clone3", "unshare", "setns",
+	"mount", "umount2", "pivot_root", "open_tree", "move_mount", "mount_setattr",
+	"fsopen", "fsconfig", "fsmount", "fspick",
+}
+
+// buildNamespacesProfile is the profile of a container that runs the executor's local backend in its namespace
+// mode (deploy/seccomp-executor.json, the compose executor's): the backend's profile plus namespaceCalls, and with
+// openat2, which the executor uses to resolve protected paths beneath the workspace without following links (its
+// commands still get ENOSYS for it from the local backend's own filter, stacked on this one).
+func buildNamespacesProfile() *seccomp.Seccomp {
+	nosysCalls := slices.DeleteFunc(slices.Clone(refused), func(n string) bool { return n == "openat2" })
+	p := tightenedProfile(nosysCalls)
+	// The default's rules for these calls are conditional on CAP_SYS_ADMIN (allowed with it; clone only without
+	// namespace flags, clone3 ENOSYS without it): drop them all, and allow the calls outright.
+	kept := p.Syscalls[:0]
+	for _, s := range p.Syscalls {
+		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return slices.Contains(namespaceCalls, n) })
+		if slices.Contains(namespaceCalls, s.Name) {
+			s.Name = ""
+		}
+		if len(s.Names) > 0 || s.Name != "" {
+			kept = append(kept, s)
+		}
+	}
+	p.Syscalls = append(kept, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
+		Names: namespaceCalls, Action: specs.ActAllow}})
 	return p
 }
 
@@ -114,10 +156,16 @@ func buildSeccompProfile() *seccomp.Seccomp {
 const seccompText = "the backend's own: the Engine's default allow-list (github.com/moby/profiles/seccomp) without " +
 	"set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs"
 
-// SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's containers
-// (TestSeccompProfileFile keeps the file current).
-func SeccompProfileJSON() ([]byte, error) {
-	b, err := json.MarshalIndent(buildSeccompProfile(), "", "  ")
+// SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's filesystem
+// container (TestSeccompProfileFile keeps the file current).
+func SeccompProfileJSON() ([]byte, error) { return indented(buildSeccompProfile()) }
+
+// NamespacesSeccompProfileJSON is the profile of a container running the local backend's namespace mode, indented,
+// as deploy/seccomp-executor.json holds it for the compose stack's executor.
+func NamespacesSeccompProfileJSON() ([]byte, error) { return indented(buildNamespacesProfile()) }
+
+func indented(p *seccomp.Seccomp) ([]byte, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // The backend's state on the host, per instance: StateBase/<instance>/ holds the lock (one executor per instance at
-// a time) and ctl/, the control folders of its containers (docker_container.go). The caches live in
+// a time) and ctl/, the control folders of its containers (container.go). The caches live in
 // CacheBase/<instance>/cache-<workspace identity>. All of it is reached and made as safedir_unix.go describes.
 
 // prepareState opens (making it) the instance's state folder, takes the instance's lock, removes the control
@@ -27,7 +27,7 @@ func (b *dockerBackend) prepareState() error {
 		}
 	}
 	dir := filepath.Join(base, b.cfg.Instance)
-	f, err := openSafeDir(dir, true)
+	f, err := openSafeDir(dir)
 	if err != nil {
 		return fmt.Errorf("docker backend: state folder: %w", err)
 	}
@@ -57,7 +57,7 @@ func (b *dockerBackend) prepareState() error {
 // prepareCache makes this workspace's cache in dir, given to the command user, and removes the caches of earlier
 // workspaces of the instance (the same path, another identity or user).
 func (b *dockerBackend) prepareCache(dir string) error {
-	f, err := openSafeDir(dir, true)
+	f, err := openSafeDir(dir)
 	if err != nil {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}

@@ -21,11 +21,9 @@ func defaultStateBase() (string, error) {
 	return filepath.Join(dir, "goalbox", "docker"), nil
 }
 
-func openSafeDir(p string, create bool) (*os.File, error) {
-	if create {
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, err
-		}
+func openSafeDir(p string) (*os.File, error) {
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return nil, err
 	}
 	return os.Open(p)
 }

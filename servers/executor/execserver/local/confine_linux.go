@@ -1,8 +1,9 @@
 package local
 
-// Confinement primitives of the local backend, applied to one OS thread (Landlock before ABI 8, capabilities and
-// no_new_privs are per thread) and inherited by every process forked from it. Both the launcher thread (namespace
-// mode) and the child init (fallback) use them.
+// Confinement primitives of the local backend. The child init of the fallback applies them to one OS thread
+// (Landlock before ABI 8, capabilities and no_new_privs are per thread), and every process forked from it inherits
+// them. The namespace mode builds its Landlock ruleset with the same rules (nsrun_linux.go) and its PID 1 applies
+// it with raw system calls (nsfork_linux.go); its holder brings up loopback with loopbackUp.
 
 import (
 	"cmp"

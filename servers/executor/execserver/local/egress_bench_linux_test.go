@@ -26,7 +26,7 @@ import (
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
-	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress/egresstest"
 )
 
 // sideBySide runs a and b alternately, each iteration one of each (after wait, off the timer), and reports both
@@ -92,7 +92,7 @@ func BenchmarkEgressDownload(bm *testing.B) {
 }
 
 func egressDownload(bm *testing.B, size int, rate string) {
-	up := sandboxtest.NewUpstream(bm, "allowed.test")
+	up := egresstest.NewUpstream(bm, "allowed.test")
 	if rate != "" {
 		ipCmdTC(bm, up.Name, "qdisc", "add", "dev", up.NSIf, "root", "tbf", "rate", rate, "burst", "256kb", "latency", "50ms")
 	}

@@ -3,8 +3,6 @@
 package local
 
 import (
-	"archive/zip"
-	"bytes"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
@@ -23,13 +21,14 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress/egresstest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
 // egressFixture is an upstream with its servers, a hosts file naming them, and an executor over the local backend
 // whose -net-allow names some of them.
 type egressFixture struct {
-	up        *sandboxtest.Upstream
+	up        *egresstest.Upstream
 	hosts     string
 	srv       *sandboxtest.Server
 	ws        string
@@ -39,77 +38,6 @@ type egressFixture struct {
 }
 
 const upstreamBody = "hello from the upstream\n"
-
-// goModule is a one-file module the upstream's static GOPROXY serves.
-const goModule = "example.test/hello"
-
-func moduleZip(t testing.TB) []byte {
-	var buf bytes.Buffer
-	z := zip.NewWriter(&buf)
-	for name, body := range map[string]string{"go.mod": "module " + goModule + "\n\ngo 1.21\n", "hello.go": "package hello\n\nconst Hello = \"hi\"\n"} {
-		w, err := z.Create(goModule + "@v1.0.0/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(w, body)
-	}
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// pypiIndex serves a one-wheel package index as a static PEP 503 "simple" index would.
-func pypiIndex(t testing.TB) http.Handler {
-	var buf bytes.Buffer
-	z := zip.NewWriter(&buf)
-	files := map[string]string{
-		"goalbox_hello/__init__.py":            "HELLO = 'hi'\n",
-		"goalbox_hello-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: goalbox-hello\nVersion: 1.0\n",
-		"goalbox_hello-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: goalbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-	}
-	var record strings.Builder
-	for _, name := range []string{"goalbox_hello/__init__.py", "goalbox_hello-1.0.dist-info/METADATA", "goalbox_hello-1.0.dist-info/WHEEL"} {
-		w, _ := z.Create(name)
-		io.WriteString(w, files[name])
-		fmt.Fprintf(&record, "%s,,\n", name)
-	}
-	w, _ := z.Create("goalbox_hello-1.0.dist-info/RECORD")
-	io.WriteString(w, record.String()+"goalbox_hello-1.0.dist-info/RECORD,,\n")
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wheel := buf.Bytes()
-	const file = "goalbox_hello-1.0-py3-none-any.whl"
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/simple/goalbox-hello/":
-			fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, file, file)
-		case "/files/" + file:
-			w.Write(wheel)
-		default:
-			http.NotFound(w, r)
-		}
-	})
-}
-
-// goproxy serves the module as a static GOPROXY would (the files of $GOPROXY/<module>/@v/).
-func goproxy(t testing.TB) http.Handler {
-	files := map[string][]byte{
-		"/" + goModule + "/@v/list":        []byte("v1.0.0\n"),
-		"/" + goModule + "/@v/v1.0.0.info": []byte(`{"Version":"v1.0.0","Time":"2025-01-01T00:00:00Z"}`),
-		"/" + goModule + "/@v/v1.0.0.mod":  []byte("module " + goModule + "\n\ngo 1.21\n"),
-		"/" + goModule + "/@v/v1.0.0.zip":  moduleZip(t),
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(b)
-	})
-}
 
 // egressSpec is what a copy of the test binary running as an ordinary user needs of the upstreams its root
 // parent made and serves (TestEgressAsOrdinaryUser), as JSON in egressSpecEnv.
@@ -126,13 +54,13 @@ const egressSpecEnv = "GOALBOX_TEST_EGRESS_SPEC"
 // newEgressUpstreams starts the upstreams and the host's own servers, and writes the hosts file.
 func newEgressUpstreams(t *testing.T, dir string) egressSpec {
 	t.Helper()
-	up := sandboxtest.NewUpstream(t, "allowed.test", "other.test")
+	up := egresstest.NewUpstream(t, "allowed.test", "other.test")
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, upstreamBody) })
 	up.Serve(t, 80, false, hello)
 	up.Serve(t, 443, true, hello)
 	up.Serve(t, 8080, false, hello)
-	up.Serve(t, 8081, false, goproxy(t))
-	up.Serve(t, 8082, false, pypiIndex(t))
+	up.Serve(t, 8081, false, egresstest.GoProxy(t))
+	up.Serve(t, 8082, false, egresstest.PyPIIndex(t))
 	spec := egressSpec{Subnet: up.Subnet, HostIP: up.HostIP, IP: up.IP, CAPEM: up.CAPEM, Hosts: filepath.Join(dir, "hosts")}
 	// Servers on addresses of the host itself, reachable from the host: the proxy must refuse names leading there.
 	for _, c := range []struct {
@@ -165,7 +93,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	} else {
 		spec = newEgressUpstreams(t, t.TempDir())
 	}
-	up := &sandboxtest.Upstream{Subnet: spec.Subnet, HostIP: spec.HostIP, IP: spec.IP, CAPEM: spec.CAPEM, CertPool: x509.NewCertPool()}
+	up := &egresstest.Upstream{Subnet: spec.Subnet, HostIP: spec.HostIP, IP: spec.IP, CAPEM: spec.CAPEM, CertPool: x509.NewCertPool()}
 	up.CertPool.AppendCertsFromPEM(spec.CAPEM)
 	f := &egressFixture{up: up, hosts: spec.Hosts, loopPort: spec.LoopPort, selfPort: spec.SelfPort}
 	f.allowList = fmt.Sprintf("allowed.test,gomod.test:8081,pypi.test:8082,loop.test:%d,meta.test,meta6.test,self.test:%d,%s", f.loopPort, f.selfPort, up.Subnet)
@@ -191,7 +119,7 @@ func TestEgressAsOrdinaryUser(t *testing.T) {
 	if os.Getenv(egressSpecEnv) != "" || os.Getenv(asUserEnv) != "" {
 		t.Skip("already the ordinary user")
 	}
-	sandboxtest.NeedNetRoot(t)
+	egresstest.NeedNetRoot(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -321,14 +249,14 @@ func TestEgressAllowList(t *testing.T) {
 	t.Run("go-mod-download", func(t *testing.T) {
 		// Positive control: the host fetches the module from the same static GOPROXY.
 		cache := t.TempDir()
-		cmd := exec.Command("go", "mod", "download", "-json", goModule+"@v1.0.0")
+		cmd := exec.Command("go", "mod", "download", "-json", egresstest.GoModule+"@v1.0.0")
 		cmd.Dir = cache
 		cmd.Env = append(os.Environ(), "GOPROXY=http://"+up.IP+":8081", "GOSUMDB=off", "GOMODCACHE="+filepath.Join(cache, "mod"),
 			"GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "HTTP_PROXY=", "http_proxy=")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("positive control: go mod download on the host: %v\n%s", err, b)
 		}
-		out := f.run(t, "cd $TMPDIR && GOPROXY=http://gomod.test:8081 GOSUMDB=off GOFLAGS=-modcacherw go mod download -json "+goModule+"@v1.0.0")
+		out := f.run(t, "cd $TMPDIR && GOPROXY=http://gomod.test:8081 GOSUMDB=off GOFLAGS=-modcacherw go mod download -json "+egresstest.GoModule+"@v1.0.0")
 		if out.ExitCode != 0 || !strings.Contains(out.Stdout, `"Version": "v1.0.0"`) || strings.Contains(out.Stdout, `"Error"`) {
 			t.Fatalf("go mod download in the sandbox: exit %d\n%s\n%s", out.ExitCode, out.Stdout, out.Stderr)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/egress/egresstest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -57,14 +58,14 @@ func TestEgressSecrets(t *testing.T) {
 	const real = "real-value-7d1f3c"
 	t.Setenv("GOALBOX_TEST_SECRET_TOKEN", real)
 	t.Setenv("GOALBOX_TEST_SECRET_OTHER", "other-real-value-91")
-	up := sandboxtest.NewUpstream(t, "secret.test", "allowed.test")
+	up := egresstest.NewUpstream(t, "secret.test", "allowed.test")
 	repos := t.TempDir()
 	gitRepo(t, repos)
 	git := &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}
 	if _, err := os.Stat(git.Path); err != nil {
 		t.Skipf("no git-http-backend: %v", err)
 	}
-	mods := goproxy(t)
+	mods := egresstest.GoProxy(t)
 	var mu sync.Mutex
 	var seen []string
 	authorized := func(r *http.Request) bool {
@@ -149,7 +150,7 @@ func TestEgressSecrets(t *testing.T) {
 	if out.ExitCode != 0 || out.Stdout != "cloned through the proxy\n" {
 		t.Errorf("git clone with the token in the URL: exit %d %q %q", out.ExitCode, out.Stdout, out.Stderr)
 	}
-	out = run(`cd $TMPDIR && GOPROXY="https://u:$TOKEN@secret.test/goproxy" GOSUMDB=off GOFLAGS=-modcacherw go mod download -json ` + goModule + `@v1.0.0`)
+	out = run(`cd $TMPDIR && GOPROXY="https://u:$TOKEN@secret.test/goproxy" GOSUMDB=off GOFLAGS=-modcacherw go mod download -json ` + egresstest.GoModule + `@v1.0.0`)
 	if out.ExitCode != 0 || !strings.Contains(out.Stdout, `"Version": "v1.0.0"`) {
 		t.Errorf("go mod download from a GOPROXY with credentials: exit %d %q %q", out.ExitCode, out.Stdout, out.Stderr)
 	}

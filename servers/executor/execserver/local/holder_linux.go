@@ -198,7 +198,8 @@ func holderMain() int {
 	var warnings []string
 	sources := map[string]*os.File{}
 	for _, op := range ops {
-		if op.Source == "" || sources[op.Source] != nil {
+		// Only a bind opens its Source; a symlink's Source is the link's text.
+		if op.Kind != "bind" || sources[op.Source] != nil {
 			continue
 		}
 		f, err := os.OpenFile(op.Source, unix.O_PATH|unix.O_CLOEXEC, 0)

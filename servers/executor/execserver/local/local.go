@@ -7,7 +7,8 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 )
 
-// Config configures the local backend.
+// Config configures the local backend. The tags are the executor command's flags for the fields it takes as they
+// are (package envflag); servers/executor/assemble fills in the workspace and the settings both backends share.
 type Config struct {
 	// Workspace is the workspace's real host path (pathguard.Guard.Dir()).
 	Workspace string
@@ -23,10 +24,10 @@ type Config struct {
 	// RunAs is the numeric "uid[:gid]" commands run as on the host; root is refused. Default: the workspace's
 	// owner when that is not root; else DefaultRunAsUID, and the workspace is given to that user. A server that is
 	// not root always runs commands as its own user.
-	RunAs string
+	RunAs string `env:"RUN_AS" flag:"run-as" usage:"local backend, root server: numeric uid[:gid] commands run as; default the workspace's owner, else 65532 (the workspace is given to it); never root"`
 	// NoNamespaces forces the fallback without PID, mount and network namespaces (a process group, a subreaper
 	// and Landlock's network rules), as when the server runs where namespaces are not permitted.
-	NoNamespaces bool
+	NoNamespaces bool `env:"NO_NAMESPACES" flag:"no-namespaces" usage:"local backend: do not use PID/mount/network namespaces"`
 	// NoLandlock turns Landlock off (for comparison and debugging only; the server warns).
 	NoLandlock bool
 	// ExtraReadDirs are more folders commands may read and execute from, besides the system and the toolchains

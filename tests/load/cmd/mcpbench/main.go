@@ -2,7 +2,7 @@
 // "the anchor") in one run, with a lean raw JSON-RPC client whose own cost per call is a few microseconds: 16 KiB
 // reads over stdio with one caller and over streamable HTTP with several, 1-byte reads over stdio (the floor under
 // any call), 4 KiB writes over stdio beside what the kernel alone takes for the same durable write, and the server's
-// CPU time per call from /proc. It prints the figures as a table with ratios and the targets of issue 11, and writes
+// CPU time per call from /proc. It prints the figures as a table with ratios and the targets of docs/BENCHMARKS.md, and writes
 // results.json and chart.svg. scripts/bench.sh builds the server, installs the anchor and runs it; see
 // docs/BENCHMARKS.md.
 //

@@ -74,7 +74,7 @@ func (r report) find(server, workload, transport string) (figure, bool) {
 	return figure{}, false
 }
 
-// markdown is the table, the ratios and the targets of issue 11, met or not.
+// markdown is the table, the ratios and the targets of docs/BENCHMARKS.md, met or not.
 func (r report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s\n\n", r.Machine)
@@ -96,7 +96,7 @@ func (r report) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s |\n", a.Name, strings.Join(parts, ", "))
 		}
 	}
-	b.WriteString("\nTargets (issue 11):\n")
+	b.WriteString("\nTargets:\n")
 	check := func(ok bool, format string, args ...any) {
 		mark := "MISSED"
 		if ok {

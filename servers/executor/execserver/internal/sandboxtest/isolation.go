@@ -3,7 +3,7 @@
 package sandboxtest
 
 // Isolation attacks: one per way out that an outsider found on the local backend when commands ran as root with
-// only capabilities dropped (issue: host keyring, raw block devices, other processes' command lines, writing into
+// only capabilities dropped (host keyring, raw block devices, other processes' command lines, writing into
 // another command's output, setuid files, homes shared between workspaces, inherited descriptors, the x32 ABI).
 //
 // Each attack has a positive control: the same command run directly on the host (or the same mechanism used
@@ -62,7 +62,7 @@ for ring in (-4, -3):
 EOF`, desc, planted)
 }
 
-// isolationAttacks are the attacks of the isolation issue, as rows of the containment table.
+// isolationAttacks are those attacks, as rows of the containment table.
 func isolationAttacks(e *containmentEnv, target Target) []attack {
 	t := e.t
 	n := e.nonce

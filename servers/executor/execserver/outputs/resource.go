@@ -1,0 +1,159 @@
+package outputs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Pages of a full output: resources/read returns at most maxOutputPage bytes at a time, defaultOutputPage unless
+// the URI asks for another length. A page is text when its bytes are UTF-8 (its end moved back off a split
+// character), else a base64 blob; its _meta says where the next page starts.
+const (
+	defaultOutputPage = 256 << 10
+	maxOutputPage     = 4 << 20
+)
+
+// outputTemplate is the resource template the full outputs are served under.
+const outputTemplate = protocol.OutputResourceScheme + "://{id}/{stream}{?offset,length}"
+
+// outputID is the host and path of an output's URI: the ID newOutputID makes (a session's) or a handle (a
+// stateless request's, 26 characters), and the stream's name.
+var outputID = regexp.MustCompile(`^([a-z2-7]{16}|[a-z2-7]{26})/[a-z][a-z0-9_-]{0,31}$`)
+
+// AddResources registers on srv the template that serves the full outputs; readerOf says whom a read is made for (a
+// session, or the stateless era): the caller's decision, as when it keeps a stream.
+func (o *Store) AddResources(srv *mcp.Server, readerOf func(context.Context, *mcp.ServerSession) Owner) {
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:  "command-output",
+		Title: "Full output of a command or process",
+		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail, or of a process "+
+			"whose stream outgrew its buffer: the result's stdout_resource or stderr_resource names it. Readable only by the session that ran "+
+			"the command or process, until the session ends (one made without a session, under MCP "+mcpserve.StatelessVersion+", by whoever "+
+			"holds its URI, until unread for "+o.statelessIdle.String()+") "+
+			"or newer outputs evict it (each session keeps at most %d bytes, oldest evicted first). A read returns one page: "+
+			"offset is its first byte (default 0), length its most bytes (default %d, at most %d); _meta gives offset, length, "+
+			"next_offset, size and complete.", o.budget, defaultOutputPage, maxOutputPage),
+		URITemplate: outputTemplate,
+		MIMEType:    "text/plain",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return o.readResource(readerOf(ctx, req.Session), req)
+	})
+}
+
+// readResource serves one page of a full output to reader when it is the session that made it; a stateless one
+// to whoever names its handle.
+func (o *Store) readResource(reader Owner, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, offset, length, err := parseOutputURI(uri)
+	if err != nil {
+		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
+	}
+	stateless, ow := reader.Stateless, reader
+	if host, _, _ := strings.Cut(id, "/"); len(host) == handleLen {
+		// A stateless output: its URI is the capability, whoever holds it.
+		ow = StatelessOwner
+	} else if stateless {
+		// A session's output asked for without a session: it is that session's only.
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoStatelessOutput)
+	}
+	missing := errNoSuchOutput
+	if stateless {
+		missing = errNoStatelessOutput
+	}
+	s := o.owned(ow, false)
+	if s == nil {
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+	}
+	p, err := s.read(id, offset, length)
+	var gone *outputGone
+	switch {
+	case errors.Is(err, errNoSuchOutput):
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+	case errors.As(err, &gone):
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, err)
+	case err != nil:
+		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
+	}
+	c := &mcp.ResourceContents{URI: uri}
+	atEnd := offset+int64(len(p.data)) == p.size && p.complete
+	if n := textPrefix(p.data, atEnd); n > 0 {
+		c.Text, c.MIMEType = string(p.data[:n]), "text/plain; charset=utf-8"
+		p.data = p.data[:n]
+	} else {
+		c.Blob, c.MIMEType = p.data, "application/octet-stream"
+	}
+	next := offset + int64(len(p.data))
+	c.Meta = mcp.Meta{"offset": offset, "length": len(p.data), "next_offset": next, "size": p.size, "complete": p.complete}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+// textPrefix is how many leading bytes of data to send as text: all of it when it is UTF-8, all but a character
+// split at its end (unless the stream ends there), or 0 when it is not text (then it goes as a blob).
+func textPrefix(data []byte, atEnd bool) int {
+	if utf8.Valid(data) {
+		return len(data)
+	}
+	if atEnd {
+		return 0
+	}
+	for cut := 1; cut <= utf8.UTFMax-1 && cut < len(data); cut++ {
+		if utf8.Valid(data[:len(data)-cut]) && !utf8.FullRune(data[len(data)-cut:]) {
+			return len(data) - cut
+		}
+	}
+	return 0
+}
+
+// parseOutputURI reads an output's URI: its ID, and the page it asks for.
+func parseOutputURI(uri string) (id string, offset, length int64, err error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != protocol.OutputResourceScheme || u.Opaque != "" || u.User != nil || u.Fragment != "" ||
+		!outputID.MatchString(u.Host+u.Path) {
+		return "", 0, 0, fmt.Errorf("not the URI of an output: give the stdout_resource or stderr_resource of a result, "+
+			"optionally with ?offset=N&length=M (it has the form %s)", outputTemplate)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("query %q: %v; give ?offset=N&length=M", u.RawQuery, err)
+	}
+	length = defaultOutputPage
+	for k, v := range q {
+		if len(v) != 1 {
+			return "", 0, 0, fmt.Errorf("%s is given %d times: give it once", k, len(v))
+		}
+		n, perr := strconv.ParseInt(v[0], 10, 64)
+		switch k {
+		case "offset":
+			if perr != nil || n < 0 {
+				return "", 0, 0, fmt.Errorf("offset %q: give the byte to start from, a whole number from 0", v[0])
+			}
+			offset = n
+		case "length":
+			if perr != nil || n < 1 || n > maxOutputPage {
+				return "", 0, 0, fmt.Errorf("length %q: give the most bytes to return, from 1 to %d (default %d)", v[0], maxOutputPage, defaultOutputPage)
+			}
+			length = n
+		default:
+			return "", 0, 0, fmt.Errorf("unknown query parameter %q: an output's URI takes offset and length only", k)
+		}
+	}
+	return u.Host + u.Path, offset, length, nil
+}
+
+// resourceError is a JSON-RPC error for a read of uri, saying why.
+func resourceError(code int64, uri string, err error) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: code, Message: "output " + uri + ": " + err.Error(), Data: data}
+}

@@ -1,0 +1,54 @@
+package execserver
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// runner runs requests on the backend between a scan and a sweep of the protected paths: the one way both the
+// commands (server.go) and the processes (process.go) reach the backend.
+type runner struct {
+	backend   Backend
+	protect   *protector // nil when no path is protected
+	workspace string     // the workspace's real host path, the one host path a client may see in an error
+}
+
+// run runs r and returns what the sweep undid.
+func (rn runner) run(ctx context.Context, r Request) (Result, []string, error) {
+	if rn.protect == nil {
+		res, err := rn.backend.Run(ctx, r)
+		return res, nil, err
+	}
+	before := rn.protect.scan()
+	r.Protected = before.outermost
+	res, err := rn.backend.Run(ctx, r)
+	undone := rn.protect.sweep(before)
+	return res, undone, err
+}
+
+// failure says, for a client, that the backend could not run the command: err without the host paths outside the
+// workspace.
+func (rn runner) failure(err error) string {
+	return fmt.Sprintf("could not be run by the %s backend: %s", rn.backend.Name(), hideHostPaths(err.Error(), rn.workspace))
+}
+
+// absPath finds absolute paths in a message.
+var absPath = regexp.MustCompile(`/[^\s:'"()\[\]{},;]+`)
+
+// hideHostPaths replaces the host paths in a backend's error that are not in the workspace, which a client may not
+// learn, by "<host path>".
+func hideHostPaths(msg, workspace string) string {
+	return absPath.ReplaceAllStringFunc(msg, func(p string) string {
+		if within(p, workspace) {
+			return p
+		}
+		return "<host path>"
+	})
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
