@@ -24,6 +24,9 @@ import (
 // ErrUnknownTool is returned by Call for a name no server offers.
 var ErrUnknownTool = errors.New("unknown tool")
 
+// sessionProtocol is the MCP version the agent speaks to its servers: the newest with sessions.
+const sessionProtocol = "2025-11-25"
+
 // codeRejectedByTransport is the go-sdk's JSON-RPC code for a request that did not reach the server or whose
 // answer was lost on the way (its internal jsonrpc2.ErrRejected): the server is gone or refusing connections. It
 // is the sandbox failing, not an answer about the call, so Call returns it as an error.
@@ -92,7 +95,12 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 			hc.Transport = bearerTransport{token: ep.Token, next: watch}
 		}
 		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		// The agent keeps a session (MCP 2025-11-25), though the servers also serve 2026-07-28 statelessly: a
+		// session is what kills the model's background processes when the agent dies or its connection drops,
+		// and what lets the agent list them before a verification; without one a dead agent's dev server would
+		// run until the executor's idle expiry (docs/serving.md, "Protocol eras").
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 		if err != nil {
 			s.Close()
 			if watch.unauthorized.Load() {

@@ -12,9 +12,13 @@ import (
 
 // AuditRecord is one line of the audit log: a tool call and how it ended.
 type AuditRecord struct {
-	Time       time.Time       `json:"time"`
-	Server     string          `json:"server"`
-	Session    string          `json:"session,omitempty"`
+	Time   time.Time `json:"time"`
+	Server string    `json:"server"`
+	// Session is the MCP session's ID; empty on stdio and for stateless requests (MCP 2026-07-28 over HTTP),
+	// which have none.
+	Session string `json:"session,omitempty"`
+	// Protocol is the MCP version the call was made in: the session's, or the request's own under 2026-07-28.
+	Protocol   string          `json:"protocol,omitempty"`
 	Tool       string          `json:"tool"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 	Outcome    string          `json:"outcome"` // ok, tool_error or protocol_error
@@ -40,6 +44,9 @@ func Audit(srv *mcp.Server, name string, w io.Writer) {
 			rec := AuditRecord{Time: start.UTC(), Server: name, Tool: call.Params.Name, DurationMs: time.Since(start).Milliseconds(), Outcome: "ok"}
 			if call.Session != nil {
 				rec.Session = call.Session.ID()
+				if p := call.Session.InitializeParams(); p != nil {
+					rec.Protocol = p.ProtocolVersion
+				}
 			}
 			rec.Arguments = clipArgs(call.Params.Arguments)
 			switch r, _ := res.(*mcp.CallToolResult); {

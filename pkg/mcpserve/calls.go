@@ -28,6 +28,9 @@ type httpCall struct {
 	client  string                  // the client's address
 	res     *reservation            // the session place reserved for this POST's initialize, if any
 	created atomic.Pointer[session] // the session this POST's initialize created, if any
+	// stateless: the POST speaks 2026-07-28 or later (stateless.go): it has no session, and its calls are tied to
+	// the POST and to shutdown only.
+	stateless bool
 }
 
 // callTable maps the tokens of POSTs in flight to their requests.
@@ -112,6 +115,11 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		} else {
 			stop := context.AfterFunc(call.ctx, func() { cancel(ErrClientGone) })
 			defer stop()
+		}
+		if call != nil && call.stateless {
+			stop := context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })
+			defer stop()
+			return next(context.WithValue(ctx, statelessKey{}, true), method, req)
 		}
 		if method == "initialize" {
 			stop := context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })

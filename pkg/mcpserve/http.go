@@ -55,7 +55,8 @@ type serving struct {
 	cfg        Config
 	logger     *slog.Logger
 	mux        *http.ServeMux
-	streamable *mcp.StreamableHTTPHandler
+	streamable *mcp.StreamableHTTPHandler // 2025-11-25 and earlier: sessions
+	stateless  *mcp.StreamableHTTPHandler // 2026-07-28 and later: no sessions (stateless.go)
 	sessions   *sessions
 	calls      *callTable
 	base       context.Context
@@ -81,6 +82,14 @@ func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, 
 			DisableLocalhostProtection: true,
 			// Idle sessions are expired by the session table, which cancels their calls first: the SDK's own
 			// SessionTimeout closes a session by waiting for its calls to return.
+		}),
+		stateless: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless:                  true,
+			Logger:                     logger,
+			MaxRequestBodyBytes:        cfg.MaxRequestBytes,
+			DisableLocalhostProtection: true,
+			// Under 2026-07-28 the POST is the request's whole life: a client that drops it has given up the call.
+			PropagateRequestCancellation: true,
 		}),
 		sessions: newSessions(base, cfg, logger),
 		calls:    newCallTable(),
@@ -155,6 +164,10 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Del(callHeader)
+	if statelessRequest(r) {
+		s.serveStateless(w, r)
+		return
+	}
 	sid := r.Header.Get(sessionHeader)
 	client := clientAddr(r)
 	var sess *session

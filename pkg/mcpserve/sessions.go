@@ -50,7 +50,8 @@ type sessionKey struct{}
 // SessionContext is the context of the MCP session a tool call belongs to: it ends when the session does (deleted
 // by the client, expired, closed to make room, or at server shutdown), with one of the Err values above as its
 // cause. Work that outlives the call but belongs to its session (a background process) should run under it. For
-// a context not made by this package's middleware it returns ctx itself.
+// a context not made by this package's middleware, and for a stateless request (Stateless: MCP 2026-07-28, no
+// session), it returns ctx itself: work of a stateless call that must outlive it needs a scope of the tool's own.
 func SessionContext(ctx context.Context) context.Context {
 	if s, ok := ctx.Value(sessionKey{}).(context.Context); ok {
 		return s

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"io"
 	"net/http"
 	"strings"
@@ -24,7 +25,8 @@ func TestMainSessionFloodSparesRunningProcess(t *testing.T) {
 		"-max-sessions", "8", "-max-sessions-per-client", "8", "-session-keep-active", "1s")
 	url := "http://" + addr + protocol.EndpointPath
 	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "victim"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "victim"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true},
+		mcptest.ClientOptions(mcptest.SessionEra)) // a session: the flood is of sessions, and the victim holds one
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// outputIDPattern finds the random ID in a full output's URI.
-var outputIDPattern = regexp.MustCompile(`^(goalbox-output://)[a-z2-7]{16}(/)`)
+// outputIDPattern finds the random ID in a full output's URI: a session's (16 characters) or a stateless
+// request's handle (26).
+var outputIDPattern = regexp.MustCompile(`^(goalbox-output://)(?:[a-z2-7]{16}|[a-z2-7]{26})(/)`)
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from what the server does now")
 
@@ -32,16 +33,24 @@ const (
 )
 
 // goldenTransports connect a client to an executor over the local backend: in-process over loopback HTTP, as the
-// agent embeds it, and as its own process on stdio, as an MCP client launches it.
-var goldenTransports = []struct {
+// agent embeds it, and as its own process on stdio, as an MCP client launches it; each in both protocol eras
+// (2025-11-25 with a session, 2026-07-28 without), which must all give the same archive.
+var goldenTransports = func() []goldenTransport {
+	var ts []goldenTransport
+	for _, v := range mcptest.Eras {
+		ts = append(ts,
+			goldenTransport{"http/" + v, func(t *testing.T, ws string) *mcp.ClientSession { return goldenHTTP(t, ws, v) }},
+			goldenTransport{"stdio/" + v, func(t *testing.T, ws string) *mcp.ClientSession { return goldenStdio(t, ws, v) }})
+	}
+	return ts
+}()
+
+type goldenTransport struct {
 	name    string
 	connect func(t *testing.T, ws string) *mcp.ClientSession
-}{
-	{"http", goldenHTTP},
-	{"stdio", goldenStdio},
 }
 
-func goldenHTTP(t *testing.T, ws string) *mcp.ClientSession {
+func goldenHTTP(t *testing.T, ws string, version string) *mcp.ClientSession {
 	g, err := pathguard.Open(ws, pathguard.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,16 +69,19 @@ func goldenHTTP(t *testing.T, ws string) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcptest.Serve(t, ex.Server(), ex.Health)
+	return mcptest.ServeVersion(t, ex.Server(), ex.Health, version)
 }
 
-func goldenStdio(t *testing.T, ws string) *mcp.ClientSession {
+func goldenStdio(t *testing.T, ws string, version string) *mcp.ClientSession {
 	cmd := executor(t, nil, "-stdio", "-workspace", ws, "-cache-dir", t.TempDir(), "-log-level", "error",
 		"-deny", goldenDeny, "-output-cap", "1024")
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "golden", Version: "0"}, nil).Connect(context.Background(),
-		&mcp.CommandTransport{Command: cmd}, nil)
+		&mcp.CommandTransport{Command: cmd}, mcptest.ClientOptions(version))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("stdio: asked for protocol %s, got %s", version, got)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -174,6 +174,13 @@ const scenarios = {
     // A stdout past the output cap: the result keeps head and tail and names the whole stream, read back in pages.
     r = await call("sandbox_run_command", { command: "seq 1 100000" });
     check(r.stdout_truncated === true && typeof r.stdout_resource === "string", `truncated run: ${show(r)}`);
+    // The era the library settled on decides the scope (docs/executor.md): a session (2025-11-25, or either era over
+    // stdio, whose one client is the session) owns its outputs and processes, and its list shows them; a request
+    // without a session (2026-07-28 over HTTP) gets handles, 26 base32 characters, which no list shows.
+    const stateless = statelessCase(conn);
+    const host = new URL(r.stdout_resource).host;
+    check(/^[a-z2-7]+$/.test(host) && (host.length === 26) === stateless,
+      `the output's URI in ${stateless ? "a request without a session" : "a session"}: ${r.stdout_resource}`);
     let want = "";
     for (let i = 1; i <= 100000; i++) want += `${i}\n`;
     const whole = await readWhole(conn, r.stdout_resource);
@@ -182,6 +189,8 @@ const scenarios = {
     // A process from start to stop: stdin open, a line in, the line out, listed, stopped, seen ended.
     const p = await call("sandbox_start_process", { command: "cat", stdin: "open" });
     check(typeof p.process_id === "string" && p.process_id !== "", `start: ${show(p)}`);
+    check(/^proc-[a-z2-7]{26}$/.test(p.process_id) === stateless,
+      `the process_id in ${stateless ? "a request without a session" : "a session"}: ${show(p)}`);
     r = await call("sandbox_write_process_input", { process_id: p.process_id, data: "ping\n" });
     check(r.bytes_written === 5, `write input: ${show(r)}`);
     let out = "";
@@ -191,7 +200,8 @@ const scenarios = {
     }
     check(out === "ping\n" && r.running === true, `read output: ${show(r)}`);
     r = await call("sandbox_list_processes", {});
-    check((r.processes ?? []).some((q) => q.process_id === p.process_id && q.running), `list processes: ${show(r)}`);
+    if (stateless) check(Array.isArray(r.processes) && r.processes.length === 0, `list processes without a session: ${show(r)}`);
+    else check((r.processes ?? []).some((q) => q.process_id === p.process_id && q.running), `list processes: ${show(r)}`);
     r = await call("sandbox_stop_process", { process_id: p.process_id, grace_seconds: 2 });
     check(r.process_id === p.process_id && typeof r.exit_code === "number", `stop: ${show(r)}`);
     r = await call("sandbox_read_process_output", { process_id: p.process_id });
@@ -208,6 +218,12 @@ const scenarios = {
     check(r.stdout_truncated === true && typeof r.stdout_resource === "string", `truncated run: ${show(r)}`);
   },
 };
+
+// statelessCase says whether conn's calls go without a session: over HTTP, in 2026-07-28 or later, as the library
+// reports the version it negotiated (conn.protocolVersion; a library without it speaks 2025-11-25 only).
+function statelessCase(conn) {
+  return conn.http !== undefined && (conn.protocolVersion?.() ?? "") >= "2026-07-28";
+}
 
 // readWhole follows an output URI page by page through the library's resource read, with the _meta each page carries
 // (next_offset, size, complete) telling where the next page starts and when it is the end.

@@ -30,6 +30,8 @@ function adapter(server) {
       const c = (await server.readResource(uri)).contents[0];
       return { text: c.text, meta: c._meta };
     },
+    // The SDK's MCP servers run the v2 client in auto mode; the version it settled on is its underlying client's.
+    protocolVersion: () => (server.underlying ?? server).session?.getNegotiatedProtocolVersion?.(),
     close: () => server.close(),
   };
 }

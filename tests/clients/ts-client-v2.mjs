@@ -3,7 +3,7 @@
 // request's _meta), and in auto mode (probe, then the era the server speaks), over streamable HTTP and stdio.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { check, issue, matrix, run } from "./lib.mjs";
+import { check, matrix, run } from "./lib.mjs";
 
 function adapter(client, close) {
   return {
@@ -20,24 +20,25 @@ function adapter(client, close) {
       const c = (await client.readResource({ uri })).contents[0];
       return { text: c.text, meta: c._meta };
     },
+    protocolVersion: () => client.getNegotiatedProtocolVersion(),
     close,
   };
 }
 
 // The era each mode must settle on per transport. "auto" probes with server/discover and falls back to initialize
-// on a legacy answer: over HTTP that is 2025-11-25 today (a known issue below).
+// only on a legacy answer: both servers answer it on both transports (over HTTP one /mcp serves both eras, routed
+// by the MCP-Protocol-Version header), so auto settles on 2026-07-28 everywhere.
 const eras = {
   "2025-11-25": { options: {}, want: { http: "2025-11-25", stdio: "2025-11-25" } },
   "2026-07-28": { options: { versionNegotiation: { mode: { pin: "2026-07-28" } } }, want: { http: "2026-07-28", stdio: "2026-07-28" } },
   auto: { options: { versionNegotiation: { mode: "auto" } }, want: { http: "2026-07-28", stdio: "2026-07-28" } },
 };
 const cases = [];
-// negotiated checks the version the client settled on; auto over HTTP falling back is the known issue.
+// negotiated checks the version the client settled on.
 function negotiated(client, era, transport) {
   const got = client.getNegotiatedProtocolVersion();
   const want = eras[era].want[transport];
-  if (era === "auto" && transport === "http") issue("auto-http-legacy-fallback", got !== want, `auto over HTTP negotiated ${got}`);
-  else check(got === want, `negotiated ${got}, want ${want}`);
+  check(got === want, `negotiated ${got}, want ${want}`);
 }
 for (const era of Object.keys(eras)) {
   const newClient = () => new Client({ name: "goalbox-matrix-ts-client-v2", version: "0" }, eras[era].options);
@@ -63,20 +64,4 @@ for (const era of Object.keys(eras)) {
   }
 }
 
-// The servers are stateful over streamable HTTP: a 2026-07-28 client gets -32022 from initialize-less requests
-// (the stateless era is being added to pkg/mcpserve). Each entry must fail with this message; when the era is served
-// the cases pass and this list must be emptied.
-const stateless = {
-  reason: "streamable HTTP serves 2025-11-25 sessions only, no stateless 2026-07-28 era yet",
-  message: "Unsupported protocol version: 2026-07-28",
-};
-await run(
-  "ts-client v2",
-  cases,
-  { "2026-07-28 http filesystem": stateless, "2026-07-28 http executor": stateless },
-  {
-    "auto-http-legacy-fallback":
-      "in auto mode the client probes with server/discover; over streamable HTTP the servers answer as 2025-11-25 " +
-      "servers, so it falls back to initialize (over stdio it settles on 2026-07-28)",
-  },
-);
+await run("ts-client v2", cases);

@@ -42,6 +42,12 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // stdHeaders is what a well-behaved client sends on a POST.
 const stdHeaders = "Content-Type: application/json\nAccept: application/json, text/event-stream\nMcp-Protocol-Version: 2025-06-18\nMcp-Session-Id: " + SessionPlaceholder
 
+// stateless is the header block of a 2026-07-28 request, and statelessMeta the _meta its params carry.
+const (
+	stateless     = "Content-Type: application/json\nAccept: application/json, text/event-stream\nMcp-Protocol-Version: 2026-07-28"
+	statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+)
+
 // HTTPSeeds are the generic seeds of FuzzHTTP: the shapes a client sends, well-formed and not.
 func HTTPSeeds() []struct {
 	Method string
@@ -100,6 +106,18 @@ func HTTPSeeds() []struct {
 		{"GET", 2, "", nil},
 		{"GET", 3, "", nil},
 		{"POST", 4, stdHeaders, []byte(`{"jsonrpc":"2.0","id":26,"method":"ping"}`)},
+		// The stateless era (2026-07-28): no session, the version in the header and the _meta; well-formed, with a
+		// mismatched _meta, without the Mcp-Method header, a batch, a big id, and GET/DELETE it removed.
+		{"POST", 0, stateless + "\nMcp-Method: server/discover", []byte(`{"jsonrpc":"2.0","id":27,"method":"server/discover","params":{` + statelessMeta + `}}`)},
+		{"POST", 0, stateless + "\nMcp-Method: tools/list", []byte(`{"jsonrpc":"2.0","id":28,"method":"tools/list","params":{` + statelessMeta + `}}`)},
+		{"POST", 0, stateless + "\nMcp-Method: tools/call\nMcp-Name: nope", []byte(`{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"nope","arguments":{},` + statelessMeta + `}}`)},
+		{"POST", 0, stateless + "\nMcp-Method: tools/list", []byte(`{"jsonrpc":"2.0","id":30,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`)},
+		{"POST", 0, stateless, []byte(`{"jsonrpc":"2.0","id":31,"method":"tools/list","params":{` + statelessMeta + `}}`)},
+		{"POST", 0, stateless + "\nMcp-Method: tools/list", []byte(`[{"jsonrpc":"2.0","id":32,"method":"tools/list","params":{` + statelessMeta + `}}]`)},
+		{"POST", 0, stateless + "\nMcp-Method: tools/list", []byte(`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list","params":{` + statelessMeta + `}}`)},
+		{"POST", 0, stateless + "\nMcp-Method: initialize", []byte(`{"jsonrpc":"2.0","id":33,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"f","version":"1"},` + statelessMeta + `}}`)},
+		{"GET", 0, "Accept: text/event-stream\nMcp-Protocol-Version: 2026-07-28", nil},
+		{"DELETE", 0, "Mcp-Protocol-Version: 2026-07-28\nMcp-Session-Id: " + SessionPlaceholder, nil},
 	}
 }
 

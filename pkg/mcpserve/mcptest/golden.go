@@ -6,12 +6,14 @@ package mcptest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -121,7 +123,14 @@ func CallSection(t testing.TB, n int, tool string, args map[string]any, res *mcp
 	var body string
 	switch {
 	case err != nil:
-		body = "protocol error: " + err.Error()
+		// The JSON-RPC error as the server sent it: the go-sdk client wraps it in words that differ by transport
+		// and era (under 2026-07-28 an invalid-params error also comes with HTTP 400).
+		var jerr *jsonrpc.Error
+		if errors.As(err, &jerr) {
+			body = fmt.Sprintf("protocol error %d: %s", jerr.Code, jerr.Message)
+		} else {
+			body = "protocol error: " + err.Error()
+		}
 	case res.IsError:
 		body = "tool error: " + res.Content[0].(*mcp.TextContent).Text
 	default:

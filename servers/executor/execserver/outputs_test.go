@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -56,11 +57,19 @@ func startOutputsServerAs(t *testing.T, cfg execserver.Config) outputsServer {
 	return outputsServer{ex: ex, url: r.URL, ws: g.Dir()}
 }
 
-// connect opens a new MCP session.
+// connect opens a new MCP session (2025-11-25: these tests are about what a session scopes; stateless_test.go
+// tests the stateless era's scope).
 func (s outputsServer) connect(t *testing.T) *mcp.ClientSession {
 	t.Helper()
+	return s.connectVersion(t, mcptest.SessionEra)
+}
+
+// connectVersion connects a client pinned to a protocol version: a session under 2025-11-25, none under
+// 2026-07-28.
+func (s outputsServer) connectVersion(t *testing.T, version string) *mcp.ClientSession {
+	t.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "outputs-test", Version: "0"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, nil)
+		&mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, mcptest.ClientOptions(version))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@ package execserver
 // read, write to, stop and list. Each is an ordinary backend Run in a goroutine of its own — the same confinement,
 // user, limits and totals as sandbox_run_command — with its output in ring buffers, its stdin an open pipe when
 // asked for, and the backend's Terminate channel for a stop. A process belongs to the MCP session that started it:
-// when the session ends (closed, expired, deleted, the server stopping), its processes are killed.
+// when the session ends (closed, expired, deleted, the server stopping), its processes are killed. A process a
+// stateless request started (MCP 2026-07-28 over HTTP) belongs to no session: its process_id is a handle
+// (scope.go), and it ends when stopped, when no call has named it for the stateless idle timeout, or at shutdown.
 
 import (
 	"context"
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,7 +49,7 @@ type process struct {
 	started     time.Time
 	stdout      *ringBuffer
 	stderr      *ringBuffer
-	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (outputs_process.go);
+	// stdoutKept and stderrKept keep each stream whole once it outgrows its ring buffer (process_outputs.go);
 	// nil when the executor keeps no full outputs.
 	stdoutKept, stderrKept *outputs.Stream
 
@@ -57,11 +60,16 @@ type process struct {
 
 	terminate     chan struct{}
 	terminateOnce sync.Once
+	runCtx        context.Context // the backend's Run's; kill ends it
 	kill          context.CancelFunc
 
 	done   chan struct{} // closed when the backend's Run returned
 	result Result        // valid once done
 	ended  time.Time
+
+	// named is when a call last named the process (started, read, written, stopped), for the stateless era's idle
+	// expiry; guarded by processTable.mu.
+	named time.Time
 }
 
 func (p *process) running() bool {
@@ -102,30 +110,54 @@ var errProcessEnded = errors.New("the process has ended")
 
 // processSettings are what every process is made with.
 type processSettings struct {
-	max      int           // processes one session may run at once (Config.MaxProcesses)
-	lifetime time.Duration // a process running longer is killed (Config.ProcessLifetime)
-	buffer   int           // each stream's ring buffer (Config.ProcessBuffer)
-	buffers  *bufferPool   // the ring buffers of all processes together
-	outputs  *outputs.Store
-	run      runner
-	logger   *slog.Logger
+	max int // processes one session may run at once (Config.MaxProcesses)
+	// statelessMax is how many processes the stateless era runs at once, all its clients together
+	// (Config.StatelessProcesses); statelessIdle and statelessUnused forget a stateless process no call named for
+	// that long, running or ended (Config.StatelessIdleTimeout, StatelessUnusedTimeout).
+	statelessMax                   int
+	statelessIdle, statelessUnused time.Duration
+	lifetime                       time.Duration // a process running longer is killed (Config.ProcessLifetime)
+	buffer                         int           // each stream's ring buffer (Config.ProcessBuffer)
+	buffers                        *bufferPool   // the ring buffers of all processes together
+	outputs                        *outputs.Store
+	run                            runner
+	logger                         *slog.Logger
 }
 
-// processTable is the executor's processes, by session. It is below the process tools (process_tools.go), which
-// call it, and knows nothing of them.
+// processTable is the executor's processes: a session's by session, a stateless request's by handle. It is below
+// the process tools (process_tools.go), which call it, and knows nothing of them.
 type processTable struct {
 	processSettings
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession][]*process
 	seq       int
+	byHandle  map[string]*process // the stateless era's, by process_id
+	reaping   sync.Once           // the stateless era's reaper, started with its first process
+	stop      chan struct{}       // closed by endAll: the reaper ends
+	closed    bool
 }
 
 func newProcessTable(s processSettings) *processTable {
-	return &processTable{processSettings: s, bySession: map[*mcp.ServerSession][]*process{}}
+	return &processTable{processSettings: s, bySession: map[*mcp.ServerSession][]*process{}, byHandle: map[string]*process{}, stop: make(chan struct{})}
 }
 
-// start runs r in the background as a process of session ss, within the session's cap.
-func (t *processTable) start(ss *mcp.ServerSession, r Request, openStdin bool) (*process, error) {
+// newProcess is a process of r that has not started yet.
+func (t *processTable) newProcess(id string, r Request) *process {
+	now := time.Now()
+	// The kill exists before the process is in a table: a shutdown or expiry that finds it there may call it at once.
+	ctx, kill := context.WithCancel(context.Background())
+	return &process{id: id, command: r.Command, started: now, named: now, runCtx: ctx, kill: kill,
+		stdout: newRingBuffer(t.buffer, t.buffers), stderr: newRingBuffer(t.buffer, t.buffers),
+		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
+}
+
+// start runs r in the background as a process of sc, within its cap: a session's (max), or all stateless
+// requests' together (statelessMax).
+func (t *processTable) start(sc scope, r Request, openStdin bool) (*process, error) {
+	if sc.stateless {
+		return t.startStateless(r, openStdin)
+	}
+	ss := sc.ss
 	t.mu.Lock()
 	running := 0
 	for _, p := range t.bySession[ss] {
@@ -140,9 +172,7 @@ func (t *processTable) start(ss *mcp.ServerSession, r Request, openStdin bool) (
 	}
 	first := len(t.bySession[ss]) == 0
 	t.seq++
-	p := &process{id: "p" + strconv.Itoa(t.seq), command: r.Command, started: time.Now(),
-		stdout: newRingBuffer(t.buffer, t.buffers), stderr: newRingBuffer(t.buffer, t.buffers),
-		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1)}
+	p := t.newProcess("p"+strconv.Itoa(t.seq), r)
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
 	t.mu.Unlock()
@@ -153,10 +183,14 @@ func (t *processTable) start(ss *mcp.ServerSession, r Request, openStdin bool) (
 		}()
 	}
 
-	t.keepStreams(ss, p)
+	t.keepStreams(sc, p)
+	t.launch(p, r, openStdin)
+	return p, nil
+}
 
-	ctx, kill := context.WithCancel(context.Background())
-	p.kill = kill
+// launch starts p's command in the background.
+func (t *processTable) launch(p *process, r Request, openStdin bool) {
+	ctx, kill := p.runCtx, p.kill
 	r.Timeout = t.lifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
 	if openStdin {
@@ -184,7 +218,6 @@ func (t *processTable) start(ss *mcp.ServerSession, r Request, openStdin bool) (
 		p.result, p.ended = res, time.Now()
 		t.logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
-	return p, nil
 }
 
 // forgetEnded drops a session's oldest ended processes past endedProcessesPerSession (t.mu held).
@@ -209,11 +242,22 @@ func (t *processTable) forgetEnded(ss *mcp.ServerSession) {
 	t.bySession[ss] = kept
 }
 
-// lookup finds a process of session ss; another session's process is not found.
-func (t *processTable) lookup(ss *mcp.ServerSession, id string) (*process, error) {
+// lookup finds the process id for a call of sc: a stateless process by its handle, from any scope (the handle is
+// the capability); else a process of sc's own session. Another session's process is not found, nor is a session's
+// process id sent statelessly.
+func (t *processTable) lookup(sc scope, id string) (*process, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, p := range t.bySession[ss] {
+	if p := t.byHandle[id]; p != nil {
+		p.named = time.Now()
+		return p, nil
+	}
+	if sc.stateless {
+		return nil, fmt.Errorf("no process %q: a request without a session (MCP %s) reaches a process only by the process_id its %s returned "+
+			"(a session's ids such as p1 mean nothing here); it may have been stopped, or forgotten after %v unread (%v once ended)",
+			id, mcpserve.StatelessVersion, protocol.ToolStartProcess, t.statelessIdle, t.statelessUnused)
+	}
+	for _, p := range t.bySession[sc.ss] {
 		if p.id == id {
 			return p, nil
 		}
@@ -257,24 +301,34 @@ func (t *processTable) endSession(ss *mcp.ServerSession) {
 	}
 }
 
-// endAll kills every process of every session.
+// endAll kills every process of every session and of the stateless era, and stops the stateless reaper.
 func (t *processTable) endAll() {
 	t.mu.Lock()
 	sessions := make([]*mcp.ServerSession, 0, len(t.bySession))
 	for ss := range t.bySession {
 		sessions = append(sessions, ss)
 	}
+	if !t.closed {
+		t.closed = true
+		close(t.stop)
+	}
+	stateless := t.byHandle
+	t.byHandle = map[string]*process{}
 	t.mu.Unlock()
 	for _, ss := range sessions {
 		t.endSession(ss)
 	}
+	t.forget(stateless)
 }
 
-// list is a session's processes, oldest first.
-func (t *processTable) list(ss *mcp.ServerSession) []*process {
+// list is a session's processes, oldest first; a stateless request's list is empty (scope.go).
+func (t *processTable) list(sc scope) []*process {
+	if sc.stateless {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	procs := append([]*process(nil), t.bySession[ss]...)
+	procs := append([]*process(nil), t.bySession[sc.ss]...)
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].started.Before(procs[j].started) })
 	return procs
 }

@@ -14,14 +14,14 @@ import (
 // process costs the store nothing. The resource's byte offsets are the process's: what a read reports as dropped
 // at stdout_offset N is at ?offset=N of stdout_resource, while the budget keeps it.
 
-// keepStreams sets p's ring buffers to spill into the session's store once they drop a byte. Nothing is
-// kept without a session or with full outputs off.
-func (t *processTable) keepStreams(ss *mcp.ServerSession, p *process) {
-	if ss == nil || !t.outputs.Keeps() {
+// keepStreams sets p's ring buffers to spill into sc's store (its session's, or the stateless one) once they drop
+// a byte. Nothing is kept outside both or with full outputs off.
+func (t *processTable) keepStreams(sc scope, p *process) {
+	if !sc.keeps() || !t.outputs.Keeps() {
 		return
 	}
 	keep := func(name string, ring *ringBuffer) *outputs.Stream {
-		k := t.outputs.KeepPartial(ss, name, fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max))
+		k := t.outputs.KeepPartial(sc.owner(), name, fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max))
 		ring.overflow = k
 		return k
 	}

@@ -16,8 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Close kills every process of every session. The server calls it at shutdown, before the backend closes.
-func (e *Executor) Close() { e.procs.endAll() }
+// Close kills every process of every session and of the stateless era, and frees the stateless era's outputs (a
+// session's end with it). The server calls it at shutdown, before the backend closes.
+func (e *Executor) Close() {
+	e.procs.endAll()
+	e.outputs.Close()
+}
 
 func (e *Executor) addProcessTools() {
 	whole := ""
@@ -30,9 +34,11 @@ func (e *Executor) addProcessTools() {
 		Description: fmt.Sprintf("Start a shell command (sh -c) in the background, for a dev server, a watcher or a REPL: it runs confined exactly as "+
 			"%s does and shares the sandbox's loopback with later commands (a server started here answers curl 127.0.0.1:PORT from %s). "+
 			"Read its output with %s, write to its stdin (stdin: \"open\") with %s, stop it with %s. It belongs to this session: it is killed "+
-			"when the session ends, and after %v at the latest. At most %d run at once per session.",
+			"when the session ends, and after %v at the latest. At most %d run at once per session. Without a session (MCP %s) process_id is "+
+			"an unguessable handle, the only way to the process: keep it; a process no call names for %v is killed, and at most %d run at once "+
+			"for all such clients together.",
 			protocol.ToolRunCommand, protocol.ToolRunCommand, protocol.ToolReadProcessOutput, protocol.ToolWriteProcessInput, protocol.ToolStopProcess,
-			e.cfg.ProcessLifetime, e.cfg.MaxProcesses),
+			e.cfg.ProcessLifetime, e.cfg.MaxProcesses, mcpserve.StatelessVersion, e.cfg.StatelessIdleTimeout, e.cfg.StatelessProcesses),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Start a background process", Destructive: true}),
 	}, e.startProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
@@ -57,8 +63,9 @@ func (e *Executor) addProcessTools() {
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Stop a process", Destructive: true, Idempotent: true}),
 	}, e.stopProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
-		Name:        protocol.ToolListProcesses,
-		Description: "This session's processes, running and ended, oldest first.",
+		Name: protocol.ToolListProcesses,
+		Description: fmt.Sprintf("This session's processes, running and ended, oldest first. A request without a session (MCP %s) lists none: "+
+			"no client may list another's, so keep the process_id %s returned.", mcpserve.StatelessVersion, protocol.ToolStartProcess),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "List processes", ReadOnly: true, Idempotent: true}),
 	}, e.listProcessesTool)
 }
@@ -73,7 +80,7 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
-	p, err := e.procs.start(req.Session, r, in.Stdin == "open")
+	p, err := e.procs.start(scopeOf(ctx, req.Session), r, in.Stdin == "open")
 	if err != nil {
 		return out, err
 	}
@@ -94,7 +101,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	case in.StdoutOffset < 0 || in.StderrOffset < 0:
 		return out, fmt.Errorf("offsets count bytes from the process's start: give 0 or more (the offsets a read returned)")
 	}
-	p, err := e.procs.lookup(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -127,7 +134,7 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
 	var out protocol.WriteProcessInputOutput
-	p, err := e.procs.lookup(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -216,7 +223,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 				int(maxStopGrace.Seconds()), int(defaultStopGrace.Seconds()))
 		}
 	}
-	p, err := e.procs.lookup(req.Session, in.ProcessID)
+	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
@@ -228,7 +235,7 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {
 	out := protocol.ListProcessesOutput{Processes: []protocol.ProcessInfo{}}
-	for _, p := range e.procs.list(req.Session) {
+	for _, p := range e.procs.list(scopeOf(ctx, req.Session)) {
 		out.Processes = append(out.Processes, protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(),
 			ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()})
 	}

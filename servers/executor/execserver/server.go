@@ -49,6 +49,15 @@ type Config struct {
 	MaxConcurrent int `env:"MAX_CONCURRENT" flag:"max-concurrent" usage:"commands run at once; a call past it waits for a free slot within its own timeout, then is refused (default 2 per CPU, at least 4)"`
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
 	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
+	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
+	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
+	StatelessProcesses int
+	// StatelessIdleTimeout kills and forgets a stateless process, and drops a stateless kept output, that no call
+	// has named for this long; 0 means mcpserve.DefaultSessionIdleTimeout, a session's idle timeout.
+	StatelessIdleTimeout time.Duration
+	// StatelessUnusedTimeout forgets an ended stateless process unread for this long; 0 means
+	// mcpserve.DefaultSessionUnusedTimeout, the timeout of a session that runs nothing.
+	StatelessUnusedTimeout time.Duration
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
 	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
 	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that
@@ -110,6 +119,15 @@ func (c *Config) fill() error {
 	if c.MaxProcesses == 0 {
 		c.MaxProcesses = DefaultMaxProcesses
 	}
+	if c.StatelessProcesses == 0 {
+		c.StatelessProcesses = DefaultStatelessProcessesPerMax * c.MaxProcesses
+	}
+	if c.StatelessIdleTimeout == 0 {
+		c.StatelessIdleTimeout = mcpserve.DefaultSessionIdleTimeout
+	}
+	if c.StatelessUnusedTimeout == 0 {
+		c.StatelessUnusedTimeout = mcpserve.DefaultSessionUnusedTimeout
+	}
 	if c.ProcessLifetime == 0 {
 		c.ProcessLifetime = DefaultProcessLifetime
 	}
@@ -137,6 +155,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("max concurrent commands %d: must be at least 1", c.MaxConcurrent)
 	case c.MaxProcesses < 1:
 		return fmt.Errorf("max processes per session %d: must be at least 1", c.MaxProcesses)
+	case c.StatelessProcesses < 1:
+		return fmt.Errorf("max stateless processes %d: must be at least 1", c.StatelessProcesses)
+	case c.StatelessIdleTimeout <= 0 || c.StatelessUnusedTimeout <= 0:
+		return fmt.Errorf("stateless idle timeout %v and unused timeout %v: must be positive", c.StatelessIdleTimeout, c.StatelessUnusedTimeout)
 	case c.ProcessLifetime < time.Second:
 		return fmt.Errorf("process lifetime %v: must be at least 1s", c.ProcessLifetime)
 	case c.ProcessBuffer < 4<<10 || c.ProcessBuffer > 64<<20:
@@ -174,7 +196,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
-		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, logger)}
+		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := backend.(ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
@@ -184,7 +206,8 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 		e.protect = p
 	}
 	e.run = runner{backend: backend, protect: e.protect, workspace: g.Dir()}
-	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
+	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, statelessMax: cfg.StatelessProcesses,
+		statelessIdle: cfg.StatelessIdleTimeout, statelessUnused: cfg.StatelessUnusedTimeout, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
 		buffers: newBufferPool(cfg.ProcessBufferTotal), outputs: e.outputs, run: e.run, logger: logger})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
@@ -205,7 +228,7 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 	}, e.runCommand)
 	e.addProcessTools()
 	if e.outputs.Keeps() {
-		e.outputs.AddResources(e.server)
+		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return scopeOf(ctx, ss).owner() })
 	}
 	return e, nil
 }
@@ -275,7 +298,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
-	kept := e.keepRunOutputs(req.Session, &r)
+	kept := e.keepRunOutputs(scopeOf(ctx, req.Session), &r)
 	defer kept.close()
 
 	start := time.Now()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -214,12 +215,19 @@ func TestStdioMalformed(t *testing.T) {
 	expect("5", `hello`)
 }
 
-// TestAudit checks that every tool call, success or refusal, leaves one JSON line in the audit log.
+// TestAudit checks that every tool call, success or refusal, leaves one JSON line in the audit log, in both
+// protocol eras: a session's calls name their session, stateless ones their protocol version only.
 func TestAudit(t *testing.T) {
+	for _, era := range mcptest.Eras {
+		t.Run(era, func(t *testing.T) { testAudit(t, era) })
+	}
+}
+
+func testAudit(t *testing.T, era string) {
 	ws := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	_, run := startHTTP(t, ws, setup{}, mcpserve.Config{AuditLog: logPath})
-	cs := connectURL(t, run.URL)
+	cs := connectURLVersion(t, run.URL, era)
 	ok[protocol.WriteFileOutput](t, cs, protocol.ToolWriteFile, map[string]any{"path": "a.txt", "content": "x"})
 	fails(t, cs, protocol.ToolReadFile, map[string]any{"path": "../etc/passwd"})
 	ok[listOut](t, cs, protocol.ToolListFiles, map[string]any{})
@@ -239,7 +247,8 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("%d audit records, want %d: %s", len(recs), len(want), data)
 	}
 	for i, w := range want {
-		if recs[i].Tool != w.tool || recs[i].Outcome != w.outcome || recs[i].Server != "goalbox-filesystem" || recs[i].Session == "" {
+		if recs[i].Tool != w.tool || recs[i].Outcome != w.outcome || recs[i].Server != "goalbox-filesystem" || recs[i].Protocol != era ||
+			(recs[i].Session == "") != (era == mcptest.StatelessEra) {
 			t.Errorf("record %d: %+v, want %s %s", i, recs[i], w.tool, w.outcome)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -107,10 +108,23 @@ type transport struct {
 	connect func(t testing.TB, workspace string, s setup) *mcp.ClientSession
 }
 
-var transports = []transport{
-	{"http", connectHTTP},
-	{"stdio", connectStdio},
-}
+// transports are both transports in both protocol eras (mcptest.Eras): every test that runs on each transport runs
+// against a 2025-11-25 client (initialize, a session) and a 2026-07-28 one (stateless over HTTP).
+var transports = func() []transport {
+	var ts []transport
+	for _, v := range mcptest.Eras {
+		ts = append(ts,
+			transport{"http/" + v, func(t testing.TB, ws string, s setup) *mcp.ClientSession {
+				_, run := startHTTP(t, ws, s, mcpserve.Config{})
+				return connectURLVersion(t, run.URL, v)
+			}},
+			transport{"stdio/" + v, func(t testing.TB, ws string, s setup) *mcp.ClientSession {
+				cs, _ := startStdioVersion(t, ws, s, v)
+				return cs
+			}})
+	}
+	return ts
+}()
 
 // startHTTP serves the workspace over streamable HTTP on a free loopback port, as the agent embeds it.
 func startHTTP(t testing.TB, workspace string, s setup, cfg mcpserve.Config) (*mcp.Server, *mcpserve.Running) {
@@ -155,7 +169,14 @@ func connectHTTP(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 	return connectURL(t, run.URL)
 }
 
+// connectURL connects a client speaking the go-sdk's newest protocol (2026-07-28: stateless).
 func connectURL(t testing.TB, url string) *mcp.ClientSession {
+	t.Helper()
+	return connectURLVersion(t, url, "")
+}
+
+// connectURLVersion connects a client pinned to a protocol version ("" for the SDK's newest).
+func connectURLVersion(t testing.TB, url, version string) *mcp.ClientSession {
 	t.Helper()
 	// Each session gets its own connection pool, as separate client processes would have: sharing
 	// http.DefaultTransport (two idle connections per host) would make concurrent clients reconnect on every call.
@@ -163,7 +184,8 @@ func connectURL(t testing.TB, url string) *mcp.ClientSession {
 	tr.MaxIdleConnsPerHost = 8
 	t.Cleanup(tr.CloseIdleConnections)
 	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}},
+		mcptest.ClientOptions(version))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,11 +202,17 @@ func connectStdio(t testing.TB, workspace string, s setup) *mcp.ClientSession {
 // startStdio starts the server binary over stdio and returns the connected session and the server's pid.
 func startStdio(t testing.TB, workspace string, s setup) (*mcp.ClientSession, int) {
 	t.Helper()
+	return startStdioVersion(t, workspace, s, "")
+}
+
+// startStdioVersion is startStdio with the client pinned to a protocol version ("" for the SDK's newest).
+func startStdioVersion(t testing.TB, workspace string, s setup, version string) (*mcp.ClientSession, int) {
+	t.Helper()
 	cmd := exec.Command(serverBin(t), s.flags(workspace)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "fsserver-test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, mcptest.ClientOptions(version))
 	if err != nil {
 		t.Fatalf("start %v: %v; stderr: %s", cmd.Args, err, stderr.String())
 	}

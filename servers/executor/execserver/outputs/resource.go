@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,40 +28,60 @@ const (
 // outputTemplate is the resource template the full outputs are served under.
 const outputTemplate = protocol.OutputResourceScheme + "://{id}/{stream}{?offset,length}"
 
-// outputID is the host and path of an output's URI: the ID newOutputID makes and the stream's name.
-var outputID = regexp.MustCompile(`^[a-z2-7]{16}/[a-z][a-z0-9_-]{0,31}$`)
+// outputID is the host and path of an output's URI: the ID newOutputID makes (a session's) or a handle (a
+// stateless request's, 26 characters), and the stream's name.
+var outputID = regexp.MustCompile(`^([a-z2-7]{16}|[a-z2-7]{26})/[a-z][a-z0-9_-]{0,31}$`)
 
-// AddResources registers on srv the template that serves the full outputs.
-func (o *Store) AddResources(srv *mcp.Server) {
+// AddResources registers on srv the template that serves the full outputs; readerOf says whom a read is made for (a
+// session, or the stateless era): the caller's decision, as when it keeps a stream.
+func (o *Store) AddResources(srv *mcp.Server, readerOf func(context.Context, *mcp.ServerSession) Owner) {
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:  "command-output",
 		Title: "Full output of a command or process",
 		Description: fmt.Sprintf("The whole stdout or stderr of a command whose tool result showed only its head and tail, or of a process "+
 			"whose stream outgrew its buffer: the result's stdout_resource or stderr_resource names it. Readable only by the session that ran "+
-			"the command or process, until the session ends "+
+			"the command or process, until the session ends (one made without a session, under MCP "+mcpserve.StatelessVersion+", by whoever "+
+			"holds its URI, until unread for "+o.statelessIdle.String()+") "+
 			"or newer outputs evict it (each session keeps at most %d bytes, oldest evicted first). A read returns one page: "+
 			"offset is its first byte (default 0), length its most bytes (default %d, at most %d); _meta gives offset, length, "+
 			"next_offset, size and complete.", o.budget, defaultOutputPage, maxOutputPage),
 		URITemplate: outputTemplate,
 		MIMEType:    "text/plain",
-	}, o.readResource)
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return o.readResource(readerOf(ctx, req.Session), req)
+	})
 }
 
-// readResource serves one page of a full output to the session that made it.
-func (o *Store) readResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+// readResource serves one page of a full output to reader when it is the session that made it; a stateless one
+// to whoever names its handle.
+func (o *Store) readResource(reader Owner, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, offset, length, err := parseOutputURI(uri)
 	if err != nil {
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
 	}
-	s := o.session(req.Session, false)
+	stateless, ow := reader.Stateless, reader
+	if host, _, _ := strings.Cut(id, "/"); len(host) == handleLen {
+		// A stateless output: its URI is the capability, whoever holds it.
+		ow = StatelessOwner
+	} else if stateless {
+		// A session's output asked for without a session: it is that session's only.
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoStatelessOutput)
+	}
+	missing := errNoSuchOutput
+	if stateless {
+		missing = errNoStatelessOutput
+	}
+	s := o.owned(ow, false)
 	if s == nil {
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoSuchOutput)
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
 	}
 	p, err := s.read(id, offset, length)
 	var gone *outputGone
 	switch {
-	case errors.As(err, &gone), errors.Is(err, errNoSuchOutput):
+	case errors.Is(err, errNoSuchOutput):
+		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+	case errors.As(err, &gone):
 		return nil, resourceError(mcp.CodeResourceNotFound, uri, err)
 	case err != nil:
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)

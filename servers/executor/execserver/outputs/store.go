@@ -1,6 +1,7 @@
 package outputs
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,6 +29,11 @@ import (
 // budget times the session cap (256 by default) would be the bound on the server's temporary folder. A session
 // that needs a block while the total is full evicts its own oldest outputs, never another session's: one client
 // cannot push out another's outputs, and the total frees as sessions end.
+//
+// Requests without a session (MCP 2026-07-28 over HTTP) keep their outputs in one more store of the same kind, the
+// stateless store (Owner): an output there is named by a 130-bit handle, read by whoever holds its URI, evicted
+// oldest first within a budget of half the total (every stateless client shares it: there is no client to tell
+// apart), and dropped when no call has read or written it for the stateless idle timeout.
 
 // Defaults and bounds of the per-session budget.
 const (
@@ -43,21 +50,50 @@ const (
 // Store is the store of full outputs, per MCP session. Keep starts keeping a stream; the session's outputs are
 // freed when the session ends.
 type Store struct {
-	budget int64 // per session; 0: keep nothing
-	total  *outputTotal
-	logger *slog.Logger
+	budget        int64 // per session; 0: keep nothing
+	total         *outputTotal
+	statelessIdle time.Duration // a stateless output unread and unwritten this long is dropped
+	logger        *slog.Logger
 
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession]*sessionOutputs
+	stateless *sessionOutputs // nil until a stateless request keeps an output
+	stop      chan struct{}   // closed by Close: the stateless store's reaper ends
+	closed    bool
 }
 
-// New keeps up to budget bytes per session, total bytes in all (total is at least budget).
-func New(budget, total int64, logger *slog.Logger) *Store {
+// Owner is whom a kept output belongs to: an MCP session (Session; nil keeps nothing), whose outputs are its own
+// and end with it, or, for requests without a session (Stateless), the one stateless store, whose outputs are
+// reached by their URI alone. Which one a call gets is its caller's decision; the store only keeps them apart.
+type Owner struct {
+	Session   *mcp.ServerSession
+	Stateless bool
+}
+
+// SessionOwner is the owner of the outputs of the session ss.
+func SessionOwner(ss *mcp.ServerSession) Owner { return Owner{Session: ss} }
+
+// StatelessOwner is the owner of the outputs of every request without a session.
+var StatelessOwner = Owner{Stateless: true}
+
+// keeps says whether an output of ow can be kept at all: a session's, or the stateless store's.
+func (ow Owner) keeps() bool { return ow.Stateless || ow.Session != nil }
+
+// New keeps up to budget bytes per session, total bytes in all (total is at least budget); a stateless output
+// unused for statelessIdle (0: mcpserve's session idle timeout) is dropped.
+func New(budget, total int64, statelessIdle time.Duration, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{budget: budget, total: &outputTotal{limit: max(total, budget)}, logger: logger, bySession: map[*mcp.ServerSession]*sessionOutputs{}}
+	if statelessIdle <= 0 {
+		statelessIdle = mcpserve.DefaultSessionIdleTimeout
+	}
+	return &Store{budget: budget, total: &outputTotal{limit: max(total, budget)}, statelessIdle: statelessIdle, logger: logger,
+		bySession: map[*mcp.ServerSession]*sessionOutputs{}, stop: make(chan struct{})}
 }
+
+// statelessBudget is the stateless store's budget: half the total, and at least a session's budget.
+func (o *Store) statelessBudget() int64 { return max(o.total.limit/2, o.budget) }
 
 // outputTotal counts the blocks all sessions hold, against the executor's total.
 type outputTotal struct {
@@ -103,10 +139,84 @@ type keptOutput struct {
 	id       string // the resource's URI path, e.g. "3f9c…/stdout"
 	blocks   []int64
 	size     int64
-	complete bool // the stream ended
+	complete bool      // the stream ended
+	used     time.Time // made, written or read last, for the stateless store's expiry
 }
 
-// session is ss's outputs, made (and set to be freed when ss ends) on first use; nil when the store keeps nothing.
+// owned is ow's outputs: a session's, made (and set to be freed when the session ends) on first use, or the
+// stateless store; nil when the store keeps nothing.
+func (o *Store) owned(ow Owner, create bool) *sessionOutputs {
+	if o == nil || o.budget <= 0 {
+		return nil
+	}
+	if ow.Stateless {
+		return o.statelessStore(create)
+	}
+	return o.session(ow.Session, create)
+}
+
+// statelessStore is the stateless era's outputs, made on first use.
+func (o *Store) statelessStore(create bool) *sessionOutputs {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stateless == nil && create && !o.closed {
+		o.stateless = &sessionOutputs{budget: o.statelessBudget(), total: o.total, logger: o.logger, live: map[string]*keptOutput{}, evicted: map[string]string{}}
+		go o.reapStateless(o.stateless)
+	}
+	return o.stateless
+}
+
+// reapEvery is how often the stateless store looks for idle outputs: a quarter of the timeout, within 25 ms and
+// 30 s (as mcpserve reaps sessions).
+func reapEvery(idle time.Duration) time.Duration {
+	return min(max(idle/4, 25*time.Millisecond), 30*time.Second)
+}
+
+// reapStateless drops the outputs of s no call has used for the idle timeout, until Close.
+func (o *Store) reapStateless(s *sessionOutputs) {
+	tick := time.NewTicker(reapEvery(o.statelessIdle))
+	defer tick.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case now := <-tick.C:
+			s.expire(now, o.statelessIdle)
+		}
+	}
+}
+
+// expire evicts the outputs unused for idle.
+func (s *sessionOutputs) expire(now time.Time, idle time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, out := range append([]*keptOutput(nil), s.order...) {
+		if now.Sub(out.used) >= idle {
+			s.evict(out, fmt.Sprintf("no call read it for %v (a request without a session keeps an output until it goes unread that long)", idle))
+		}
+	}
+}
+
+// Close frees the stateless store and stops its reaper (the sessions' outputs end with their sessions).
+func (o *Store) Close() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	s := o.stateless
+	o.stateless = nil
+	if !o.closed {
+		o.closed = true
+		close(o.stop)
+	}
+	o.mu.Unlock()
+	if s != nil {
+		s.end()
+	}
+}
+
+// session is ss's outputs, made (and set to be freed when ss ends) on first use; nil without a session or when the
+// store keeps nothing.
 func (o *Store) session(ss *mcp.ServerSession, create bool) *sessionOutputs {
 	if o == nil || o.budget <= 0 || ss == nil {
 		return nil
@@ -133,9 +243,13 @@ func (o *Store) end(ss *mcp.ServerSession) {
 	s := o.bySession[ss]
 	delete(o.bySession, ss)
 	o.mu.Unlock()
-	if s == nil {
-		return
+	if s != nil {
+		s.end()
 	}
+}
+
+// end frees every output of s and its file.
+func (s *sessionOutputs) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
@@ -147,12 +261,17 @@ func (o *Store) end(ss *mcp.ServerSession) {
 	s.live, s.order, s.free, s.used, s.evicted, s.evictedKeys = nil, nil, nil, 0, nil, nil
 }
 
-// health is the store's state for the health endpoint.
+// Health is the store's state for the health endpoint.
 func (o *Store) Health() protocol.FullOutputsHealth {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := protocol.FullOutputsHealth{Budget: o.budget, Total: o.total.limit, Sessions: len(o.bySession)}
 	for _, s := range o.bySession {
+		s.mu.Lock()
+		h.Bytes += s.used
+		s.mu.Unlock()
+	}
+	if s := o.stateless; s != nil {
 		s.mu.Lock()
 		h.Bytes += s.used
 		s.mu.Unlock()
@@ -167,7 +286,7 @@ func (s *sessionOutputs) add(id string) *keptOutput {
 	if s.ended {
 		return nil
 	}
-	out := &keptOutput{id: id}
+	out := &keptOutput{id: id, used: time.Now()}
 	s.live[id] = out
 	s.order = append(s.order, out)
 	return out
@@ -199,6 +318,7 @@ func (s *sessionOutputs) write(out *keptOutput, p []byte) {
 		out.size += n
 		p = p[n:]
 	}
+	out.used = time.Now()
 }
 
 // allocate gives out a free block, evicting the session's oldest outputs while its budget, or the executor's total,
@@ -319,6 +439,7 @@ func (s *sessionOutputs) read(id string, offset, length int64) (page, error) {
 	case offset == out.size:
 		return page{}, fmt.Errorf("no output past offset %d yet: the stream is still being written; read again later", offset)
 	}
+	out.used = time.Now()
 	n := min(length, out.size-offset)
 	data := make([]byte, n)
 	for done := int64(0); done < n; {
@@ -339,5 +460,11 @@ type outputGone struct{ why string }
 
 func (e *outputGone) Error() string { return e.why }
 
-// errNoSuchOutput is a read of an output this session does not have.
-var errNoSuchOutput = fmt.Errorf("this session has no such output: an output is readable only by the MCP session whose command made it, until that session ends")
+// errNoSuchOutput is a session's read of an output it cannot reach: none of its own, and no stateless one by that
+// exact URI.
+var errNoSuchOutput = errors.New("this session has no such output: an output is readable only by the MCP session whose command made it, " +
+	"until that session ends (one made by a request without a session, MCP 2026-07-28, by its exact URI)")
+
+// errNoStatelessOutput is a stateless request's read of an output it cannot reach.
+var errNoStatelessOutput = errors.New("no such output: a request without a session (MCP 2026-07-28) reads an output only by the exact URI " +
+	"its result named (a session's outputs are that session's only); it may have been evicted by newer outputs, or dropped unread")

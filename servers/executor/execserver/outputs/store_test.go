@@ -32,13 +32,13 @@ func memorySession(t *testing.T) *mcp.ServerSession {
 // TestKeptStreamMemoryStaysSmall: keeping 48 MiB of output holds it on disk, not in the heap: the heap grows by
 // far less than what was kept. (Measured here: well under 1 MiB for 48 MiB kept.)
 func TestKeptStreamMemoryStaysSmall(t *testing.T) {
-	o := New(DefaultBudget, DefaultTotal, nil)
+	o := New(DefaultBudget, DefaultTotal, 0, nil)
 	ss := memorySession(t)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	const threshold = 256 << 10 // the executor's default output cap, as its commands keep their streams
-	k := o.Keep(ss, "stdout", threshold)
+	k := o.Keep(SessionOwner(ss), "stdout", threshold)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2048) // 32 KiB
 	for range 48 << 20 / len(chunk) {
 		k.Write(chunk)
@@ -64,14 +64,14 @@ func TestKeptStreamMemoryStaysSmall(t *testing.T) {
 // TestKeptStreamWhileRunning: a stream still being written (a process's) is readable as far as it goes, says it is
 // not complete, and becomes complete when closed; under its threshold it costs no store at all.
 func TestKeptStreamWhileRunning(t *testing.T) {
-	o := New(DefaultBudget, DefaultTotal, nil)
+	o := New(DefaultBudget, DefaultTotal, 0, nil)
 	ss := memorySession(t)
-	small := o.Keep(ss, "stdout", 10)
+	small := o.Keep(SessionOwner(ss), "stdout", 10)
 	small.Write([]byte("0123456789"))
 	if small.URI() != "" || o.Health().Sessions != 0 {
 		t.Fatalf("a stream within its threshold is kept: %q, %+v", small.URI(), o.Health())
 	}
-	k := o.Keep(ss, "stderr", 0)
+	k := o.Keep(SessionOwner(ss), "stderr", 0)
 	k.Write([]byte("first"))
 	id := strings.TrimPrefix(k.URI(), "goalbox-output://")
 	s := o.session(ss, false)
@@ -141,10 +141,10 @@ func TestOutputTotalAcrossSessions(t *testing.T) {
 		if control {
 			total = 8 * block
 		}
-		o := New(4*block, total, nil)
+		o := New(4*block, total, 0, nil)
 		a, b := memorySession(t), memorySession(t)
 		keep := func(ss *mcp.ServerSession, n int) (*Stream, string) {
-			k := o.Keep(ss, "stdout", 0)
+			k := o.Keep(SessionOwner(ss), "stdout", 0)
 			k.Write(blocks(n))
 			k.Close()
 			return k, idOf(k)

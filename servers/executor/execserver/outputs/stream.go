@@ -11,22 +11,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Stream is an io.Writer that keeps a whole stream for an MCP session once it passes a threshold: until then
+// Stream is an io.Writer that keeps a whole stream for its Owner once it passes a threshold: until then
 // the bytes wait in memory (at most threshold of them), and most streams end there, costing no file. Past it they
 // go to the session's store, oldest outputs evicted first when its budget is full. Write never fails and never
 // blocks on anything but the store's file, so a command is never slowed or killed for talking.
 //
 // Use, for any stream a tool shows only part of (sandbox_run_command's capped output, a process's ring buffer):
 //
-//	k := store.Keep(req.Session, "stdout", threshold) // threshold: bytes the tool result shows whole
+//	k := store.Keep(outputs.SessionOwner(req.Session), "stdout", threshold) // threshold: bytes the tool result shows whole
 //	... write every byte of the stream to k as well ...
-//	k.Close()                                           // the stream ended (a read then says complete)
+//	k.Close() // the stream ended (a read then says complete)
 //	if uri := k.URI(); uri != "" { ... put uri and k.Link() in the result ... }
 //
 // A process whose stream is still running can give URI and Link before Close: reads see what was written so far.
 type Stream struct {
 	store     *Store
-	ss        *mcp.ServerSession
+	owner     Owner
 	name      string
 	threshold int
 	// partial says, in the resource_link's description, what the tool result shows of the stream; "" for a
@@ -44,20 +44,20 @@ type Stream struct {
 // streamName is what Keep accepts as a stream's name: it is the last part of the resource's URI.
 var streamName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
-// Keep starts keeping a stream named name ("stdout", "stderr") for the session ss, once it is longer than
-// threshold bytes (0: from the first byte). With no session (ss nil) or a store that keeps nothing, the writer
-// only counts.
-func (o *Store) Keep(ss *mcp.ServerSession, name string, threshold int) *Stream {
+// Keep starts keeping a stream named name ("stdout", "stderr") for ow (a session, or the stateless store), once it
+// is longer than threshold bytes (0: from the first byte). With no session or a store that keeps nothing, the
+// writer only counts.
+func (o *Store) Keep(ow Owner, name string, threshold int) *Stream {
 	if !streamName.MatchString(name) {
 		panic(fmt.Sprintf("outputs.Keep: stream name %q: want lower-case letters, digits, - or _", name))
 	}
-	return &Stream{store: o, ss: ss, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || ss == nil}
+	return &Stream{store: o, owner: ow, name: name, threshold: max(threshold, 0), off: o == nil || o.budget <= 0 || !ow.keeps()}
 }
 
 // KeepPartial starts keeping, from its first byte, a stream of which the tool shows only a part that partial
 // describes in the resource_link ("of which process p1's buffer holds only the last 1048576 bytes at most").
-func (o *Store) KeepPartial(ss *mcp.ServerSession, name, partial string) *Stream {
-	k := o.Keep(ss, name, 0)
+func (o *Store) KeepPartial(ow Owner, name, partial string) *Stream {
+	k := o.Keep(ow, name, 0)
 	k.partial = partial
 	return k
 }
@@ -100,9 +100,13 @@ func (k *Stream) hold(p []byte) {
 
 // start makes the output in the session's store.
 func (k *Stream) start() bool {
-	k.session = k.store.session(k.ss, true)
+	k.session = k.store.owned(k.owner, true)
 	if k.session != nil {
-		k.out = k.session.add(newOutputID() + "/" + k.name)
+		id := newOutputID()
+		if k.owner.Stateless {
+			id = newHandle() // the URI is the only way to it: 130 bits
+		}
+		k.out = k.session.add(id + "/" + k.name)
 	}
 	if k.out == nil {
 		k.off, k.pending = true, nil
@@ -161,6 +165,12 @@ func (k *Stream) Link() *mcp.ResourceLink {
 		Size:     &size,
 	}
 }
+
+// handleLen is the length of a handle: rand.Text's 26 base32 characters, 130 bits.
+const handleLen = 26
+
+// newHandle is the unguessable name of a stateless output, whose URI is the only way to it.
+func newHandle() string { return strings.ToLower(rand.Text()) }
 
 // newOutputID is 80 random bits in lower-case base32: an output's URI names no session and cannot be guessed.
 func newOutputID() string { return strings.ToLower(rand.Text()[:16]) }

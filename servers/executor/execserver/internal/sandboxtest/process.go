@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -56,7 +57,7 @@ func MustCall[Out any](t testing.TB, cs *mcp.ClientSession, tool string, in any)
 func Connect(t testing.TB, srv *Server) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "execserver-test-2", Version: "0"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, mcptest.ClientOptions(mcptest.SessionEra))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -8,6 +8,7 @@ package sandboxtest
 import (
 	"context"
 	"encoding/json"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +51,9 @@ func StartServer(t testing.TB, b execserver.Backend, ws string, cfg execserver.C
 	}
 	t.Cleanup(func() { _ = run.Close() })
 	client := mcp.NewClient(&mcp.Implementation{Name: "execserver-test", Version: "0"}, opts)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: run.URL, MaxRetries: -1}, nil)
+	// A 2025-11-25 session: these suites test what a session scopes (its processes, their caps and end); the
+	// stateless era's scope is tested in execserver's stateless_test.go.
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: run.URL, MaxRetries: -1}, mcptest.ClientOptions(mcptest.SessionEra))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
