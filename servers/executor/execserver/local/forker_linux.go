@@ -50,8 +50,9 @@ type forkerConfig struct {
 // forker is the server's end of a running forker.
 type forker struct {
 	cmd  *exec.Cmd
-	mu   sync.Mutex // one request at a time
+	mu   sync.Mutex // one request at a time; close takes it too, so the socket is not closed under a request
 	sock *os.File
+	fd   int // sock's descriptor, taken once: os.File.Fd is not safe beside Close
 }
 
 // startForker starts the forker on t, the thread whose end must end every sandbox.
@@ -84,7 +85,7 @@ func startForker(t *forkThread, h *holder, cfg forkerConfig) (*forker, error) {
 		ours.Close()
 		return nil, fmt.Errorf("start the forker: %w", startErr)
 	}
-	return &forker{cmd: cmd, sock: ours}, nil
+	return &forker{cmd: cmd, sock: ours, fd: int(ours.Fd())}, nil
 }
 
 // fork asks for a keeper with these descriptors (stdin, stdout, stderr, go-ahead, report, and the Landlock ruleset
@@ -92,7 +93,10 @@ func startForker(t *forkThread, h *holder, cfg forkerConfig) (*forker, error) {
 func (f *forker) fork(fds []int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sock := int(f.sock.Fd())
+	sock := f.fd
+	if f.sock == nil {
+		return 0, errors.New("the forker is closed")
+	}
 	if err := unix.Sendmsg(sock, []byte{'f'}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return 0, fmt.Errorf("ask the forker: %w", err)
 	}
@@ -110,9 +114,16 @@ func (f *forker) fork(fds []int) (int, error) {
 	return int(binary.NativeEndian.Uint32(rep[:4])), nil
 }
 
-// close ends the forker: it exits when its socket closes.
+// close ends the forker: it exits when its socket closes. The shutdown first ends a request waiting for its reply
+// (its Recvmsg returns), so the lock is free soon whatever the forker does; the socket is then closed under it.
 func (f *forker) close() {
-	f.sock.Close()
+	_ = unix.Shutdown(f.fd, unix.SHUT_RDWR)
+	f.mu.Lock()
+	if f.sock != nil {
+		f.sock.Close()
+		f.sock = nil
+	}
+	f.mu.Unlock()
 	_ = f.cmd.Wait()
 }
 
