@@ -51,13 +51,13 @@ type Config struct {
 	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
 	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
-	StatelessProcesses int
+	StatelessProcesses int `env:"STATELESS_PROCESSES" flag:"stateless-processes" usage:"background processes requests without a session (MCP 2026-07-28 over HTTP) may run at once, all together (default 8 times -max-processes)"`
 	// StatelessIdleTimeout kills and forgets a stateless process, and drops a stateless kept output, that no call
 	// has named for this long; 0 means mcpserve.DefaultSessionIdleTimeout, a session's idle timeout.
-	StatelessIdleTimeout time.Duration
+	StatelessIdleTimeout time.Duration `env:"STATELESS_IDLE_TIMEOUT" flag:"stateless-idle-timeout" usage:"a process or kept output made without a session that no call names for this long is killed or dropped (default 30m)"`
 	// StatelessUnusedTimeout forgets an ended stateless process unread for this long; 0 means
 	// mcpserve.DefaultSessionUnusedTimeout, the timeout of a session that runs nothing.
-	StatelessUnusedTimeout time.Duration
+	StatelessUnusedTimeout time.Duration `env:"STATELESS_UNUSED_TIMEOUT" flag:"stateless-unused-timeout" usage:"an ended process made without a session, unread this long, is forgotten (default 5m)"`
 	// ProcessLifetime kills a process that runs longer; 0 means DefaultProcessLifetime.
 	ProcessLifetime time.Duration `env:"PROCESS_LIFETIME" flag:"process-lifetime" usage:"a background process running longer is killed (default 1h)"`
 	// StdinWriteTimeout bounds how long sandbox_write_process_input waits for a process to take its input (one that

@@ -92,6 +92,11 @@ func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if handOver {
+		if err := refuseHandOver(cfg.Workspace); err != nil {
+			return nil, fmt.Errorf("local backend: %w", err)
+		}
+	}
 	// Descriptors the server inherited (a shell's `exec 7<secret`, a supervisor's sockets) must not reach a
 	// command. Go opens its own close-on-exec; this marks the inherited ones too, for every child the server starts.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {

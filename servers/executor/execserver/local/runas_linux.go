@@ -56,6 +56,34 @@ func chooseRunAs(cfg Config) (uid, gid int, handOver bool, err error) {
 	return DefaultRunAsUID, DefaultRunAsUID, true, nil
 }
 
+// refuseHandOver says why a root-owned workspace must not be given to the run-as user, or returns nil: the
+// filesystem's root and its top-level folders are the system's (sudo executor -workspace /tmp would hand over
+// every root-owned file of every program's temporary folder), and so is a folder every user may write in (sticky or
+// world-writable: /var/tmp, /dev/shm). The hand-over changes what it finds; these hold what is not the workspace's.
+func refuseHandOver(workspace string) error {
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return err
+	}
+	why := ""
+	switch {
+	case filepath.Dir(abs) == abs || filepath.Dir(abs) == "/":
+		why = "the filesystem's root or one of its top-level folders"
+	case fi.Mode()&os.ModeSticky != 0 || fi.Mode().Perm()&0o002 != 0:
+		why = "a folder every user may write in (" + fi.Mode().String() + ")"
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("the workspace %s belongs to root and is %s: a root server runs commands as another user and "+
+		"would have to give it, and every root-owned file in it, to that user; use a folder of the workspace's own "+
+		"(mkdir /srv/goalbox-ws), owned by the user commands should run as, or by root for the server to hand over", abs, why)
+}
+
 // handOverTree gives dir and everything in it that root owns to uid:gid, so that commands running as that user
 // can use it. Only entries owned by root change: files of other users keep their owner.
 func handOverTree(dir string, uid, gid int) error {
