@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestStdioOnPipesUsesThePoller(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestStdioChild$")
 			cmd.Env = append(os.Environ(), stdioChildEnv+"=1", "GOMAXPROCS="+tc.gomaxprocs)
 			cmd.Stdin = inR
-			var stderr bytes.Buffer
+			var stderr lockedBuffer // written by the copier of the child's stderr while the test reads it
 			cmd.Stderr = &stderr
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -114,4 +115,22 @@ func TestStdioOnPipesUsesThePoller(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from one goroutine while another reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
