@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,6 +108,9 @@ func TestKeepTheBetterTryWhenTheSecondRegresses(t *testing.T) {
 	data, err := os.ReadFile(ResultPath(opts.RunDir, r.ID))
 	must(t, err)
 	wants(t, "the result file", string(data), `"kept_try": 1,`, `"kept_grade": {`)
+	if s := Summarize([]ExerciseResult{r}); !slices.Equal(s.KeptEarlier, []string{r.ID}) || len(s.KeepErrors) != 0 {
+		t.Errorf("the summary's kept_earlier %v, keep_errors %v; want [%s] and none", s.KeptEarlier, s.KeepErrors, r.ID)
+	}
 }
 
 // checkKeptFirst: try 1 passed first of 8, try 2 fewer, and the result keeps try 1 with a grade of its own that
@@ -147,6 +151,9 @@ func TestKeepTheLaterTryUnlessItIsWorse(t *testing.T) {
 			}
 			if got := solutionLeft(t, WorkspaceRoot(opts.RunDir, runnerExercises(t)[3])); got != c.left {
 				t.Errorf("the workspace holds\n%s\nwant\n%s", got, c.left)
+			}
+			if s := Summarize([]ExerciseResult{r}); (len(s.KeptEarlier) == 1) != (c.keptTry < len(r.Tries)) {
+				t.Errorf("the summary's kept_earlier %v with kept try %d of %d", s.KeptEarlier, c.keptTry, len(r.Tries))
 			}
 		})
 	}

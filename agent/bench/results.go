@@ -183,6 +183,10 @@ type Summary struct {
 	SuspectCases           []string  `json:"suspect_cases"` // their ids
 	Languages              []LangRow `json:"languages"`
 	Failures               []string  `json:"failures"` // ids of graded cases that no try passed
+	// KeptEarlier are the graded cases whose last try did worse than an earlier one, which the runner put back
+	// (kept_try before the last try); KeepErrors those where putting it back failed (keep_error).
+	KeptEarlier []string `json:"kept_earlier"`
+	KeepErrors  []string `json:"keep_errors"`
 }
 
 // Summarize computes the summary of a run's results.
@@ -231,6 +235,12 @@ func Summarize(results []ExerciseResult) Summary {
 			row.Suspect++
 			s.SuspectCases = append(s.SuspectCases, r.ID)
 		}
+		if r.KeptTry != 0 && r.KeptTry < len(r.Tries) {
+			s.KeptEarlier = append(s.KeptEarlier, r.ID)
+		}
+		if r.KeepError != "" {
+			s.KeepErrors = append(s.KeepErrors, r.ID)
+		}
 		switch r.PassedOnTry() {
 		case 1:
 			row.Passed1++
@@ -262,6 +272,12 @@ func Summarize(results []ExerciseResult) Summary {
 	}
 	if s.SuspectCases == nil {
 		s.SuspectCases = []string{}
+	}
+	if s.KeptEarlier == nil {
+		s.KeptEarlier = []string{}
+	}
+	if s.KeepErrors == nil {
+		s.KeepErrors = []string{}
 	}
 	return s
 }
