@@ -612,7 +612,7 @@ func TestIdleTunnelCloses(t *testing.T) {
 		}
 	}()
 	a, _ := ParseAllowList("ok.test:7,198.51.100.0/24")
-	p, err := New(Config{Allow: a, Resolver: hostsFile(t, "198.51.100.7 ok.test"), IdleTimeout: time.Second})
+	p, err := New(Config{Allow: a, Resolver: hostsFile(t, "198.51.100.7 ok.test"), IdleTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,16 +638,19 @@ func TestIdleTunnelCloses(t *testing.T) {
 	defer busy.Close()
 	defer idle.Close()
 	buf := make([]byte, 8)
-	for range 6 { // 3 s of traffic every half second: never idle for 1 s
+	// Traffic every 100 ms for 3 s against a 2 s idle timeout: twenty times the gap, so that a loaded machine's
+	// scheduling (a CI run on 2 busy cores once stretched a half-second gap past a 1 s timeout) cannot make it idle.
+	for start := time.Now(); time.Since(start) < 3*time.Second; {
 		io.WriteString(busy, "ping")
 		_ = busy.SetReadDeadline(time.Now().Add(2 * time.Second))
 		if _, err := io.ReadFull(busy, buf[:4]); err != nil {
 			t.Fatalf("the busy tunnel was closed: %v", err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// By now the idle tunnel has had no traffic for 3 s; it must be closed within a few more.
+	_ = idle.SetReadDeadline(time.Now().Add(8 * time.Second))
 	if _, err := idle.Read(buf); err == nil || strings.Contains(err.Error(), "timeout") {
-		t.Errorf("the idle tunnel is still open after 3 s with a 1 s idle timeout: %v", err)
+		t.Errorf("the idle tunnel is still open 11 s after its last byte with a 2 s idle timeout: %v", err)
 	}
 }
