@@ -17,12 +17,7 @@ import (
 func TestMCPBenchRuns(t *testing.T) {
 	dir := t.TempDir()
 	fsBin, _ := binaries(t, dir)
-	bench := filepath.Join(dir, "mcpbench")
-	build := exec.Command("go", "build", "-o", bench, "./tests/load/cmd/mcpbench")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build mcpbench: %v\n%s", err, out)
-	}
+	bench := buildMCPBench(t, dir)
 	outDir := filepath.Join(dir, "out")
 	out, err := exec.Command(bench, "-fs", fsBin, "-rounds", "1", "-calls", "60", "-http-calls", "80", "-http-callers", "2", "-out", outDir).CombinedOutput()
 	if err != nil {
@@ -64,12 +59,7 @@ func TestMCPBenchRuns(t *testing.T) {
 func TestMCPBenchVariant(t *testing.T) {
 	dir := t.TempDir()
 	fsBin, _ := binaries(t, dir)
-	bench := filepath.Join(dir, "mcpbench")
-	build := exec.Command("go", "build", "-o", bench, "./tests/load/cmd/mcpbench")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build mcpbench: %v\n%s", err, out)
-	}
+	bench := buildMCPBench(t, dir)
 	wrapper := filepath.Join(dir, "fs-sdk-encoder")
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nGOALBOX_ENCODE_ONCE=0 exec "+fsBin+" \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -89,4 +79,16 @@ func TestMCPBenchVariant(t *testing.T) {
 		!strings.Contains(string(out), "want NAME=BIN, NAME not goalbox") {
 		t.Errorf("-variant goalbox=...: %v %s", err, out)
 	}
+}
+
+// buildMCPBench builds the benchmark command into dir.
+func buildMCPBench(t *testing.T, dir string) string {
+	t.Helper()
+	bench := filepath.Join(dir, "mcpbench")
+	build := exec.Command("go", "build", "-o", bench, "./tests/load/cmd/mcpbench")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build mcpbench: %v\n%s", err, out)
+	}
+	return bench
 }

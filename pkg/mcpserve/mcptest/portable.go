@@ -20,12 +20,10 @@ func RequirePortableTools(t testing.TB, tools []*mcp.Tool) {
 	t.Helper()
 	strict := 0
 	for _, tool := range tools {
-		if ok := requireRuleSets(t, tool); ok {
-			strict++
-		}
 		if tool.Title == "" {
 			t.Errorf("tool %s has no top-level title", tool.Name)
 		}
+		inputStrict := true
 		for which, schema := range map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema} {
 			if schema == nil {
 				continue
@@ -47,38 +45,20 @@ func RequirePortableTools(t testing.TB, tools []*mcp.Tool) {
 			if strings.Contains(string(raw), `"type":[`) {
 				t.Errorf("tool %s: its %s schema has a type array: %s", tool.Name, which, raw)
 			}
+			for _, v := range GeminiJSONSchema.Check(top) {
+				t.Errorf("tool %s: its %s schema breaks %s: %s", tool.Name, which, GeminiJSONSchema.Name, v)
+			}
+			for _, v := range OpenAIStrict.Check(top) {
+				if v.Rule != "optional" {
+					t.Errorf("tool %s: its %s schema breaks %s: %s", tool.Name, which, OpenAIStrict.Name, v)
+				} else if which == "input" {
+					inputStrict = false
+				}
+			}
+		}
+		if inputStrict {
+			strict++
 		}
 	}
 	t.Logf("%d of %d tools are OpenAI-strict as listed; every one meets Gemini's parametersJsonSchema", strict, len(tools))
-}
-
-// requireRuleSets holds tool's input and output schemas to Gemini's JSON Schema rules and to OpenAI's strict mode
-// but for optional properties, and reports whether its input schema is strict as it is.
-func requireRuleSets(t testing.TB, tool *mcp.Tool) (strict bool) {
-	t.Helper()
-	strict = true
-	for which, schema := range map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema} {
-		if schema == nil {
-			continue
-		}
-		raw, err := json.Marshal(schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s map[string]any
-		if err := json.Unmarshal(raw, &s); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range GeminiJSONSchema.Check(s) {
-			t.Errorf("tool %s: its %s schema breaks %s: %s", tool.Name, which, GeminiJSONSchema.Name, v)
-		}
-		for _, v := range OpenAIStrict.Check(s) {
-			if v.Rule != "optional" {
-				t.Errorf("tool %s: its %s schema breaks %s: %s", tool.Name, which, OpenAIStrict.Name, v)
-			} else if which == "input" {
-				strict = false
-			}
-		}
-	}
-	return strict
 }

@@ -19,8 +19,6 @@ type RuleSet struct {
 	// strictObjects: every object must say additionalProperties false and list every property as required
 	// (OpenAI's strict mode, where optional means required and nullable).
 	strictObjects bool
-	// rootCombinator: the root may be an anyOf/oneOf instead of an object.
-	rootCombinator bool
 	// enumValues: the kinds an enum's values may be ("string", "number").
 	enumValues []string
 }
@@ -66,9 +64,7 @@ func (r RuleSet) Check(schema map[string]any) []Violation {
 		out = append(out, Violation{Path: path, Rule: rule, Text: fmt.Sprintf(format, a...)})
 	}
 	if schema["type"] != "object" {
-		if _, combinator := schema["anyOf"]; !(r.rootCombinator && combinator) {
-			add("#", "root", "the root is not an object schema (type %v)", schema["type"])
-		}
+		add("#", "root", "the root is not an object schema (type %v)", schema["type"])
 	}
 	var walk func(path string, s map[string]any)
 	walk = func(path string, s map[string]any) {
