@@ -36,6 +36,7 @@ packages=(
 	librust-time-dev librust-rand-dev librust-anyhow-dev librust-thiserror-dev
 	bubblewrap # the anchor of the executor's per-command cost (BenchmarkBwrapTrue)
 	git        # the protected-files attacks run the host's git after each (sandboxtest.RunProtectedFiles)
+	iproute2   # ip(8): the egress tests' upstream network namespaces and veth pairs (egresstest.NewUpstream)
 )
 if ! command -v cargo >/dev/null 2>&1; then
 	packages+=(cargo)
