@@ -1,7 +1,7 @@
 package pathguard
 
 import (
-	"errors"
+	"context"
 	"io/fs"
 	"net"
 	"os"
@@ -74,9 +74,6 @@ func remove(p string, recursive bool) func(*fixture) ([]byte, error) {
 }
 func move(src, dst string) func(*fixture) ([]byte, error) {
 	return func(f *fixture) ([]byte, error) { _, _, err := f.g.Rename(src, dst, true); return nil, err }
-}
-func symlink(target, link string) func(*fixture) ([]byte, error) {
-	return func(f *fixture) ([]byte, error) { _, err := f.g.symlink(target, link); return nil, err }
 }
 
 // edit is the filesystem server's edit: read, change, write back. Both halves must refuse.
@@ -176,7 +173,7 @@ var escapeCorpus = []attack{
 	{name: "rename through the link", run: move("out_dir/secret.txt", "stolen.txt")},
 	{name: "rename into the link", run: move("file.txt", "out_dir/file.txt")},
 	{name: "chained symlinks", run: all(read("chain1"), write("chain1"), stat("chain1"))},
-	{name: "symlink loop", run: all(read("loop1"), write("loop1"), list("loop1"), symlink("loop1", "l"))},
+	{name: "symlink loop", run: all(read("loop1"), write("loop1"), list("loop1"))},
 	{name: "symlink to /", run: all(read("root_link/etc/passwd"), list("root_link"), list("root_link/"))},
 	{
 		name: "write under symlink to /", run: write("root_link/tmp/pathguard-escape-probe"),
@@ -194,32 +191,12 @@ var escapeCorpus = []attack{
 	{name: "symlink to sibling", run: all(read("evil/secret.txt"), list("evil"))},
 	{name: "absolute symlink into the workspace", run: all(read("ws_abs_link"), write("ws_abs_link"))},
 	// Creating symlinks that point out.
-	{name: "create relative link out", run: symlink("../outside/secret.txt", "l"), check: noLink("l")},
-	{name: "create absolute link out", run: withBase(func(b string) func(*fixture) ([]byte, error) { return symlink(b+"/outside/secret.txt", "l") }), check: noLink("l"), echo: echoBase},
-	{name: "create link to /etc/passwd", run: symlink("/etc/passwd", "l"), check: noLink("l")},
-	{name: "create link advertised dotdot", run: symlink("/workspace/../etc", "l"), check: noLink("l")},
-	{name: "create link name then dotdots", run: symlink("sub/../../outside", "l"), check: noLink("l")},
-	{name: "create link in a linked folder", run: symlink("../x", "self/l"), check: noLink("l")},
-	{name: "create link through an escaping link", run: all(symlink("out_dir/secret.txt", "l"), symlink("chain1", "l")), check: noLink("l")},
-	{name: "create link to the sibling", run: all(symlink("../ws_evil", "l"), withBase(func(b string) func(*fixture) ([]byte, error) { return symlink(b+"/ws_evil", "l") })), check: noLink("l"), echo: echoBase},
-	{name: "create link outside", run: all(symlink("file.txt", "out_dir/l"), symlink("file.txt", "../outside/l"))},
-	{
-		// "self/../outside" climbs out for the kernel (self is "."), but it is stored clean as "outside": inside.
-		name: "create link with dotdot after a linked name", run: symlink("self/../outside", "l"), allowed: true,
-		check: func(t *testing.T, f *fixture) {
-			if got, _ := os.Readlink(filepath.Join(f.ws, "l")); got != "outside" {
-				t.Fatalf("stored target %q, want the clean form %q", got, "outside")
-			}
-		},
-	},
 	// Moving links so that they lead out.
 	{name: "move link up", run: move("sub/up", "up2")},
 	{name: "move folder holding a link up", run: move("sub/deep", "d2")},
 	{name: "move link into a linked folder", run: move("sub/up", "self/up3"), check: noLink("up3")},
 	// Things that are not files or folders.
-	{name: "FIFO", setup: mkfifo("fifo"), run: all(read("fifo"), write("fifo"), list("fifo"), edit("fifo"),
-		func(f *fixture) ([]byte, error) { return fs.ReadFile(f.g.FS(), "fifo") },
-		func(f *fixture) ([]byte, error) { _, err := f.g.FS().Open("fifo"); return nil, err })},
+	{name: "FIFO", setup: mkfifo("fifo"), run: all(read("fifo"), write("fifo"), list("fifo"), edit("fifo"))},
 	{name: "FIFO behind a link", setup: func(t *testing.T, f *fixture) { mkfifo("sub/fifo")(t, f); f.link(t, "sub/fifo", "to_fifo") },
 		run: all(read("to_fifo"), write("to_fifo"))},
 	{
@@ -241,7 +218,7 @@ var escapeCorpus = []attack{
 		},
 	},
 	// Names the file system or the guard must refuse.
-	{name: "NUL byte", run: all(read("file.txt\x00../../secret.txt"), write("a\x00b"), symlink("x\x00y", "l"), symlink("x", "l\x00"), mkdir("d\x00"))},
+	{name: "NUL byte", run: all(read("file.txt\x00../../secret.txt"), write("a\x00b"), mkdir("d\x00"))},
 	{name: "very long name", run: all(write(strings.Repeat("n", 300)), read(strings.Repeat("n", 300)), mkdir(strings.Repeat("n", 300)))},
 	{name: "very long path", run: all(read(strings.Repeat("../", 2000)+"secret.txt"), write(strings.Repeat("a/", 3000)+"../"+strings.Repeat("../", 3001)+"x"))},
 }
@@ -308,15 +285,13 @@ func TestEscapeLinksHarmlessOps(t *testing.T) {
 	if _, fi, err := f.g.Lstat("root_link"); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatalf("Lstat(root_link) = %v, %v", fi, err)
 	}
-	err := fs.WalkDir(f.g.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err := f.g.Walk(context.Background(), ".", WalkOptions{}, func(e *Entry) error {
+		p := e.Path()
 		if strings.Contains(p, "secret") || strings.HasPrefix(p, "root_link/") {
 			t.Errorf("walk reached %s", p)
 		}
-		if d.Type().IsRegular() {
-			b, err := fs.ReadFile(f.g.FS(), p)
+		if e.Type.IsRegular() {
+			_, b, err := f.g.ReadFile(p)
 			if err != nil {
 				t.Errorf("read %s during walk: %v", p, err)
 			}
@@ -385,9 +360,5 @@ func TestEscapeMessageHidesTarget(t *testing.T) {
 				t.Errorf("%s: message shows the link's target: %q", p, err)
 			}
 		}
-	}
-	var pe *fs.PathError
-	if _, err := f.g.FS().Open("../x"); !errors.As(err, &pe) && !IsReason(err, ReasonOutside) {
-		t.Errorf("FS().Open(../x) = %v", err)
 	}
 }

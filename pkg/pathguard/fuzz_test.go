@@ -89,13 +89,6 @@ func FuzzGuard(f *testing.F) {
 				}
 			},
 			func(g *Guard) {
-				if rel, err := g.symlink(q, p); err == nil {
-					checkRel("Symlink", rel)
-				} else {
-					fx.checkMessage(t, err, p, q)
-				}
-			},
-			func(g *Guard) {
 				if rs, rd, err := g.Rename(q, p, true); err == nil {
 					checkRel("Rename", rs)
 					checkRel("Rename", rd)

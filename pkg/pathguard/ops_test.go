@@ -364,36 +364,6 @@ func TestReadDir(t *testing.T) {
 	}
 }
 
-func TestFS(t *testing.T) {
-	f := newFixture(t)
-	var seen []string
-	err := fs.WalkDir(f.g.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		seen = append(seen, p)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(seen, ","); got != ".,file.txt,sub,sub/deep,sub/deep/x.txt,sub/inner.txt" {
-		t.Fatalf("walk saw %s", got)
-	}
-	if b, err := fs.ReadFile(f.g.FS(), "sub/inner.txt"); err != nil || string(b) != "inner\n" {
-		t.Fatalf("fs.ReadFile = %q, %v", b, err)
-	}
-	if _, err := f.g.FS().Open("../secret.txt"); err == nil {
-		t.Fatal("FS opened ../secret.txt")
-	}
-	if _, err := f.g.FS().Open("/etc/passwd"); err == nil {
-		t.Fatal("FS opened /etc/passwd")
-	}
-	if fi, err := fs.Stat(f.g.FS(), "sub"); err != nil || !fi.IsDir() {
-		t.Fatalf("fs.Stat = %v, %v", fi, err)
-	}
-}
-
 func TestRemove(t *testing.T) {
 	f := newFixture(t)
 	rel, deleted, err := f.g.Remove("/workspace/file.txt", false)
@@ -473,45 +443,6 @@ func TestRename(t *testing.T) {
 	}
 }
 
-func TestSymlink(t *testing.T) {
-	f := newFixture(t)
-	cases := []struct{ target, link, stored, reads string }{
-		{"file.txt", "l1", "file.txt", "hello\n"},
-		{"../file.txt", "sub/l2", "../file.txt", "hello\n"},
-		{"./sub/../file.txt", "l3", "file.txt", "hello\n"},
-		{"/workspace/sub/inner.txt", "sub/deep/l4", "../inner.txt", "inner\n"},
-		{f.ws + "/file.txt", "made/for/l5", "../../file.txt", "hello\n"},
-		{"not-yet.txt", "l6", "not-yet.txt", ""},
-		{"sub", "l7", "sub", ""},
-	}
-	for _, c := range cases {
-		rel, err := f.g.symlink(c.target, c.link)
-		if err != nil || rel != c.link {
-			t.Errorf("Symlink(%q, %q) = %q, %v", c.target, c.link, rel, err)
-			continue
-		}
-		got, err := os.Readlink(filepath.Join(f.ws, c.link))
-		if err != nil || got != c.stored {
-			t.Errorf("Symlink(%q, %q) stored %q, want %q", c.target, c.link, got, c.stored)
-		}
-		if c.reads != "" {
-			if _, b, err := f.g.ReadFile(c.link); err != nil || string(b) != c.reads {
-				t.Errorf("reading %s = %q, %v", c.link, b, err)
-			}
-		}
-	}
-	if _, err := f.g.symlink("file.txt", "l1"); !IsReason(err, ReasonExists) {
-		t.Errorf("Symlink over an existing name = %v", err)
-	}
-	if _, err := f.g.symlink("", "l8"); !IsReason(err, ReasonInvalid) {
-		t.Errorf("Symlink with an empty target = %v", err)
-	}
-	_, err := f.g.symlink("../secret.txt", "l9")
-	if !IsReason(err, ReasonOutside) || !strings.Contains(err.Error(), "must stay inside the workspace") {
-		t.Errorf("Symlink out = %v", err)
-	}
-}
-
 func TestErrorMessages(t *testing.T) {
 	e := &Error{Op: "read", Path: "a.txt", Reason: ReasonTooLarge, Detail: "the limit is 1"}
 	if e.Error() != `read "a.txt": too large (the limit is 1)` {
@@ -543,7 +474,6 @@ func TestSymlinkChainLimit(t *testing.T) {
 	for _, err := range []error{
 		func() error { _, _, err := f.g.ReadFile("c9"); return err }(),
 		func() error { _, _, err := f.g.WriteFile("c9", nil); return err }(),
-		func() error { _, err := f.g.symlink("c9", "l"); return err }(),
 	} {
 		if !IsReason(err, ReasonInvalid) || !strings.Contains(err.Error(), "more than 8 symlinks") {
 			t.Errorf("past the chain limit: %v", err)

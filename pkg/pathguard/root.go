@@ -64,11 +64,6 @@ func (r root) Lchown(name string, uid, gid int) error {
 	return r.r.Lchown(name, uid, gid)
 }
 
-func (r root) Symlink(oldname, newname string) error {
-	r.count(newname)
-	return r.r.Symlink(oldname, newname)
-}
-
 // allocated is what the folder name itself takes on disk, 0 when it cannot be told.
 func (r root) allocated(name string) int64 {
 	fi, err := r.Lstat(name)
