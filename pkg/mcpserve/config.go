@@ -7,6 +7,7 @@
 package mcpserve
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,44 +156,18 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 // withDefaults fills the fields a zero Config leaves unset, so that a Config built in code (tests, the agent's
 // in-process servers) behaves as one loaded from flags.
 func (c Config) withDefaults() Config {
-	if c.LogLevel == "" {
-		c.LogLevel = "info"
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.SessionIdleTimeout == 0 {
-		c.SessionIdleTimeout = DefaultSessionIdleTimeout
-	}
-	if c.SessionUnusedTimeout == 0 {
-		c.SessionUnusedTimeout = min(DefaultSessionUnusedTimeout, c.SessionIdleTimeout)
-	}
-	if c.MaxSessions == 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.SessionKeepActive == 0 {
-		c.SessionKeepActive = DefaultSessionKeepActive
-	}
-	if c.MaxSessionsPerClient == 0 {
-		c.MaxSessionsPerClient = max(1, c.MaxSessions/2)
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.ReadHeaderTimeout == 0 {
-		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.WriteStallTimeout == 0 {
-		c.WriteStallTimeout = DefaultWriteStallTimeout
-	}
-	if c.MaxHeaderBytes == 0 {
-		c.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
+	c.LogLevel = cmp.Or(c.LogLevel, "info")
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, DefaultMaxRequestBytes)
+	c.SessionIdleTimeout = cmp.Or(c.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	c.SessionUnusedTimeout = cmp.Or(c.SessionUnusedTimeout, min(DefaultSessionUnusedTimeout, c.SessionIdleTimeout))
+	c.MaxSessions = cmp.Or(c.MaxSessions, DefaultMaxSessions)
+	c.SessionKeepActive = cmp.Or(c.SessionKeepActive, DefaultSessionKeepActive)
+	c.MaxSessionsPerClient = cmp.Or(c.MaxSessionsPerClient, max(1, c.MaxSessions/2))
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.WriteStallTimeout = cmp.Or(c.WriteStallTimeout, DefaultWriteStallTimeout)
+	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	return c
 }

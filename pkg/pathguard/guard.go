@@ -11,6 +11,7 @@
 package pathguard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -69,9 +70,7 @@ type Guard struct {
 
 // Open opens dir as a workspace, creating it if it is missing.
 func Open(dir string, opts Options) (*Guard, error) {
-	if opts.AdvertisedRoot == "" {
-		opts.AdvertisedRoot = DefaultAdvertisedRoot
-	}
+	opts.AdvertisedRoot = cmp.Or(opts.AdvertisedRoot, DefaultAdvertisedRoot)
 	opts.AdvertisedRoot = path.Clean(opts.AdvertisedRoot)
 	if !path.IsAbs(opts.AdvertisedRoot) {
 		return nil, fmt.Errorf("advertised root %q must be an absolute path", opts.AdvertisedRoot)

@@ -2,6 +2,7 @@ package fsserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,9 +53,7 @@ func (s *Filesystem) search(ctx context.Context, in protocol.SearchFilesInput) (
 		return out, fmt.Errorf("max_results %d must not be negative: use 1 to %d (default %d)", in.MaxResults, s.opts.MaxSearchResults, s.opts.DefaultSearchResults)
 	}
 	limit := in.MaxResults
-	if limit == 0 {
-		limit = s.opts.DefaultSearchResults
-	}
+	limit = cmp.Or(limit, s.opts.DefaultSearchResults)
 	limit = min(limit, s.opts.MaxSearchResults)
 	if err := checkGlob("include", in.Include); err != nil {
 		return out, err
