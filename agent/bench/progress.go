@@ -96,13 +96,6 @@ func suspectTry(r ExerciseResult) string {
 	return ""
 }
 
-// Line is the current progress line, without a line ending.
-func (p *Progress) Line() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.line()
-}
-
 func (p *Progress) line() string {
 	rate := 0.0
 	if p.graded > 0 {
