@@ -305,7 +305,7 @@ func (b *remoteBox) unharness(ctx context.Context, ws Workspace, h harness) erro
 	if err := b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: path.Join(ws.Rel, harnessDir), Recursive: true}, nil); err != nil && !errors.Is(err, errTool) {
 		return err
 	}
-	for _, f := range sortedFileKeys(h.files) {
+	for _, f := range sortedKeys(h.files) {
 		if strings.HasPrefix(f, harnessDir+"/") {
 			continue
 		}
