@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // Grader grades workspaces with each track's own test command. One Grader serves many exercises and workers at
@@ -110,7 +111,7 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	}
 	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(run.Stdout)
 	code := run.ExitCode
-	out := loop.CommandOutput(protocolOutput(testOut, run.Stderr))
+	out := loop.CommandOutput(protocol.RunCommandOutput{Stdout: testOut, Stderr: run.Stderr})
 	res := GradeResult{
 		Command:  cmd,
 		ExitCode: code,
