@@ -13,6 +13,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/bench"
 	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
@@ -119,7 +120,7 @@ func selectExercises(b ExerciseOptions) (string, []bench.Exercise, error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return "", nil, fmt.Errorf("-benchmarks-dir %s is not a folder", dir)
 	}
-	exercises, err := bench.Discover(dir, bench.Filter{Languages: list(b.Languages), Keywords: list(b.Keywords), Limit: b.BenchLimit, Seed: b.Seed})
+	exercises, err := bench.Discover(dir, bench.Filter{Languages: envflag.SplitList(b.Languages), Keywords: envflag.SplitList(b.Keywords), Limit: b.BenchLimit, Seed: b.Seed})
 	if err != nil {
 		return "", nil, err
 	}
