@@ -35,25 +35,11 @@ func Run(ctx context.Context, cfg Config, model Model, sb Sandbox) (Result, erro
 // converse is the loop itself; it returns why it stopped.
 func (r *runner) converse(ctx context.Context) (string, error) {
 	for {
-		if stop := r.limitReached(ctx); stop != "" {
-			return stop, nil
-		}
-		r.fit()
-		reply, err := r.ask(ctx)
-		if err != nil {
-			// The request may be changed to suit the server, or the model told of its mistake.
-			switch again, stop := r.recover(ctx, err); {
-			case again:
-				continue
-			case stop != "":
-				return stop, nil
-			}
-			return stopFor(ctx, StopModelError), err
-		}
-		if reply.problem != "" { // the model was told what was wrong with its reply; it tries again
-			if r.formatError(reply.problem) {
-				return StopFormatErrors, nil
-			}
+		reply, stop, err := r.nextReply(ctx)
+		switch {
+		case stop != "":
+			return stop, err
+		case reply == nil:
 			continue
 		}
 		if len(reply.Message.ToolCalls) == 0 {
