@@ -243,7 +243,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 			runErr = verr
 		}
 	}
-	if modelStop && r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty {
+	if modelStop && r.checked() {
 		runErr, err = err, nil // the goal is met; the server's failure stays in the result, not in the exit status
 	} else if runErr != nil && err == nil {
 		err = runErr
@@ -266,7 +266,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 	switch {
 	case err != nil && stop != StopTimeout && stop != StopCanceled:
 		res.Outcome, res.Error = OutcomeError, err.Error()
-	case r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty:
+	case r.checked():
 		res.Outcome = OutcomeMet
 	case r.outcome != "":
 		res.Outcome = r.outcome
