@@ -203,7 +203,7 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 		r.turns++ // the model wrote a reply, one the server could not parse: a turn, counted against the limits
 		problem := "the server could not read your tool call: " + me.Message
 		if me.Generation != "" {
-			problem += " You wrote: " + shortenMiddle(me.Generation, 2000)
+			problem += " You wrote: " + keepEnds(me.Generation, 2000)
 		}
 		text, err := prompts.Render("format_error.md", prompts.Data{Output: problem, TextTools: r.toolDocs()})
 		if err != nil {
