@@ -163,7 +163,7 @@ var goTestFunc = regexp.MustCompile(`(?m)^func (Test|Example|Fuzz)\w*\(`)
 
 // hasGoTests says whether ex's Go test files define any test; go/counter's do not (the model is to write them).
 func hasGoTests(ex Exercise) bool {
-	for _, f := range append(append([]string{}, ex.Test...), ex.Editor...) {
+	for _, f := range slices.Concat(ex.Test, ex.Editor) {
 		data, err := os.ReadFile(filepath.Join(ex.Dir, filepath.FromSlash(f)))
 		if err == nil && goTestFunc.Match(data) {
 			return true

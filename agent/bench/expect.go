@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ func expectedTests(ex Exercise) ([]string, error) {
 	var names []string
 	files := ex.Test
 	if ex.Lang == "go" {
-		files = append(append([]string{}, ex.Test...), ex.Editor...)
+		files = slices.Concat(ex.Test, ex.Editor)
 	}
 	for _, f := range files {
 		data, _, err := sourceContent(ex, f)
