@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -155,9 +156,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 	default:
 		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
 	}
-	for f, data := range h.files {
-		h.checked[f] = data
-	}
+	maps.Copy(h.checked, h.files)
 	return h, nil
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -153,14 +154,13 @@ func (p *Progress) tick(interval time.Duration) (stop func()) {
 	if p == nil || !p.tty {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var once sync.Once
+	ctx, stop := context.WithCancel(context.Background())
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 				p.mu.Lock()
@@ -169,7 +169,7 @@ func (p *Progress) tick(interval time.Duration) (stop func()) {
 			}
 		}
 	}()
-	return func() { once.Do(func() { close(done) }) }
+	return stop
 }
 
 // finish ends the line on a terminal.
