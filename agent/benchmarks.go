@@ -13,23 +13,20 @@ import (
 
 	"github.com/goalbox/goalbox/agent/bench"
 	"github.com/goalbox/goalbox/agent/openaichat"
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // runBenchmarks runs the Aider Polyglot benchmark with the model and returns the exit status: 0 when every
 // selected exercise was run and graded (whatever the pass rate), 2 for a configuration or infrastructure error,
 // an interrupted run, or exercises whose result records an infrastructure error (-resume runs those again).
 func runBenchmarks(ctx context.Context, o BenchmarkOptions, args []string, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
-		return exitError
-	}
 	dir, exercises, err := selectExercises(o.ExerciseOptions)
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	model, err := openaichat.New(o.client())
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	results := o.Results
 	if results == "" {
@@ -37,7 +34,7 @@ func runBenchmarks(ctx context.Context, o BenchmarkOptions, args []string, stdou
 	}
 	results, err = filepath.Abs(results)
 	if err != nil {
-		return fail("results folder: %v", err)
+		return failed(stderr, "results folder: %v", err)
 	}
 	grader := bench.NewGrader()
 	grader.Timeout = o.GradeTimeout
@@ -51,7 +48,7 @@ func runBenchmarks(ctx context.Context, o BenchmarkOptions, args []string, stdou
 	}
 	pool, threads, err := benchPool(o.PoolOptions, stderr, graderSandbox(grader.Toolchains), modelSandbox(grader.Toolchains, results))
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	progress := bench.NewProgress(stderr, len(exercises), isTerminal(stderr))
 	fmt.Fprintf(stderr, "agent: benchmark %s: %d exercises, model %s, %d tries, %d threads, %s, results in %s\n",
@@ -71,11 +68,11 @@ func runBenchmarks(ctx context.Context, o BenchmarkOptions, args []string, stdou
 	}
 	switch {
 	case runErr != nil && ctx.Err() != nil:
-		return fail("interrupted after %d of %d exercises; continue with -resume -results %s", len(report.Results), len(exercises), results)
+		return failed(stderr, "interrupted after %d of %d exercises; continue with -resume -results %s", len(report.Results), len(exercises), results)
 	case runErr != nil:
-		return fail("%v", runErr)
+		return failed(stderr, "%v", runErr)
 	case len(report.Errors) > 0:
-		return fail("%d exercise(s) ended in an infrastructure error (%s); see their result files, then run again with -resume -results %s",
+		return failed(stderr, "%d exercise(s) ended in an infrastructure error (%s); see their result files, then run again with -resume -results %s",
 			len(report.Errors), strings.Join(report.Errors, " "), results)
 	}
 	return exitMet
@@ -111,13 +108,6 @@ func poolNote(o PoolOptions, pool *bench.Pool) string {
 	return fmt.Sprintf("a pool of %d sandboxes from %s", pool.Size(), o.SandboxPool)
 }
 
-func writeReport(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeJSON(path, v)
-}
-
 // selectExercises finds the benchmark folder and the exercises the flags select.
 func selectExercises(b ExerciseOptions) (string, []bench.Exercise, error) {
 	dir := b.BenchDir
@@ -130,7 +120,7 @@ func selectExercises(b ExerciseOptions) (string, []bench.Exercise, error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return "", nil, fmt.Errorf("-benchmarks-dir %s is not a folder", dir)
 	}
-	exercises, err := bench.Discover(dir, bench.Filter{Languages: list(b.Languages), Keywords: list(b.Keywords), Limit: b.BenchLimit, Seed: b.Seed})
+	exercises, err := bench.Discover(dir, bench.Filter{Languages: envflag.SplitList(b.Languages), Keywords: envflag.SplitList(b.Keywords), Limit: b.BenchLimit, Seed: b.Seed})
 	if err != nil {
 		return "", nil, err
 	}

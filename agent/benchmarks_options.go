@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
-	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // BenchmarkOptions are the benchmark's (-benchmarks): the exercises, the model, and the limits of each try.
@@ -116,6 +115,3 @@ func (p PoolOptions) check() error {
 func (p *PoolOptions) noteThreads(given map[string]bool, environ map[string]string) {
 	p.threadsGiven = given["threads"] || environ["GOALBOX_THREADS"] != ""
 }
-
-// list splits a comma-separated flag value, dropping empty items.
-func list(s string) []string { return envflag.SplitList(s) }

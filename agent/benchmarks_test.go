@@ -13,6 +13,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/bench"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/pkg/envflag"
 
 	"github.com/goalbox/goalbox/agent/bench/benchtest"
 )
@@ -125,7 +126,7 @@ func TestBenchmarkOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.Benchmarks || o.Tries != 3 || o.Threads != 2 || o.Seed != 7 || o.GradeTimeout != 90*time.Second || strings.Join(list(o.Languages), "|") != "go|python" {
+	if !o.Benchmarks || o.Tries != 3 || o.Threads != 2 || o.Seed != 7 || o.GradeTimeout != 90*time.Second || strings.Join(envflag.SplitList(o.Languages), "|") != "go|python" {
 		t.Errorf("options = %+v", o)
 	}
 	if o, err = parseBenchmarkOptions([]string{"-benchmarks"}, nil, io.Discard); err != nil || o.Tries != 2 || o.Threads != 1 {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/goalbox/goalbox/agent/loop"
@@ -30,8 +30,7 @@ func findRun(run, runsDir string) (transcript, summary string, err error) {
 		if len(dirs) == 0 {
 			return "", "", fmt.Errorf("-continue last: no run in %s (give the run folder)", runsDir)
 		}
-		sort.Strings(dirs) // folders are named by their UTC start time
-		run = filepath.Dir(dirs[len(dirs)-1])
+		run = filepath.Dir(slices.Max(dirs)) // folders are named by their UTC start time
 	}
 	st, err := os.Stat(run)
 	if err != nil {

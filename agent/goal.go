@@ -30,17 +30,13 @@ type summary struct {
 
 // runGoal pursues o.Goal and returns the exit status.
 func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
-		return exitError
-	}
 	client := o.client()
 	client.MaxOutputTokens = o.MaxOutputTokens
-	client.OnFailedAttempt = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }
-	client.OnProgress, client.ProgressEvery = func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }, 15*time.Second
+	note := func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }
+	client.OnFailedAttempt, client.OnProgress, client.ProgressEvery = note, note, 15*time.Second
 	model, err := openaichat.New(client)
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	var history *loop.History
 	var transcriptPath, summaryPath string
@@ -48,7 +44,7 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	if o.Continue != "" {
 		c, err := loadRun(o)
 		if err != nil {
-			return fail("%v", err)
+			return failed(stderr, "%v", err)
 		}
 		history, transcriptPath, summaryPath, flags = c.history, c.transcript, c.summary, os.O_WRONLY|os.O_APPEND
 		o.Goal = history.Goal
@@ -60,17 +56,17 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 		}
 		fmt.Fprintf(stderr, "agent: continuing %s after %d turn(s) in %s\n", transcriptPath, history.Turns, o.Workspace)
 	} else if transcriptPath, summaryPath, err = runFiles(o); err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	tf, err := os.OpenFile(transcriptPath, flags, 0o600)
 	if err != nil {
-		return fail("transcript: %v", err)
+		return failed(stderr, "transcript: %v", err)
 	}
 	defer tf.Close()
 
 	sb, workspace, closeSandbox, err := openSandbox(ctx, o, stderr)
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	defer closeSandbox()
 
@@ -85,7 +81,7 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 		err = mem.configure(ctx, &cfg, sb, stderr)
 	}
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	fmt.Fprintf(stderr, "agent: model %s, transcript %s\n", o.Model, transcriptPath)
 	res, runErr := loop.Run(ctx, cfg, model, sb)
@@ -173,9 +169,13 @@ func runFiles(o GoalOptions) (transcript, summary string, err error) {
 	}
 }
 
+// writeJSON writes v indented to path, making its folder when it is missing.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)

@@ -104,6 +104,11 @@ func usageFailed(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitMet
 	}
-	fmt.Fprintf(stderr, "agent: %v\n", err)
+	return failed(stderr, "%v", err)
+}
+
+// failed says on stderr what went wrong and returns exitError.
+func failed(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
 	return exitError
 }

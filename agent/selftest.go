@@ -15,17 +15,13 @@ import (
 // stub must fail. Exit status: 0 when no exercise shows a problem (ungradable ones are listed, not counted), 1 when
 // the grader is wrong about some exercise, 2 for a configuration or infrastructure error.
 func runSelfTest(ctx context.Context, o SelfTestOptions, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agent: "+format+"\n", a...)
-		return exitError
-	}
 	_, exercises, err := selectExercises(o.ExerciseOptions)
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	runDir, err := os.MkdirTemp("", "goalbox-selftest-")
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	defer os.RemoveAll(runDir)
 	grader := bench.NewGrader()
@@ -36,7 +32,7 @@ func runSelfTest(ctx context.Context, o SelfTestOptions, stdout, stderr io.Write
 	grader.Toolchains.CompilerCache = true // no model runs: nothing can poison the cache
 	pool, threads, err := benchPool(o.PoolOptions, stderr, graderSandbox(grader.Toolchains), nil)
 	if err != nil {
-		return fail("%v", err)
+		return failed(stderr, "%v", err)
 	}
 	if o.SandboxPool != "" {
 		fmt.Fprintf(stderr, "agent: selftest of %d exercises, %d threads, %s\n", len(exercises), threads, poolNote(o.PoolOptions, pool))
@@ -51,12 +47,12 @@ func runSelfTest(ctx context.Context, o SelfTestOptions, stdout, stderr io.Write
 	sums := bench.SummarizeSelfTest(results)
 	fmt.Fprint(stdout, bench.SelfTestTable(sums, time.Since(start)))
 	if o.Results != "" {
-		if err := writeReport(filepath.Join(o.Results, "selftest.json"), results); err != nil {
-			return fail("selftest report: %v", err)
+		if err := writeJSON(filepath.Join(o.Results, "selftest.json"), results); err != nil {
+			return failed(stderr, "selftest report: %v", err)
 		}
 	}
 	if err != nil {
-		return fail("selftest: %v", err)
+		return failed(stderr, "selftest: %v", err)
 	}
 	for _, s := range sums {
 		if len(s.Problems) > 0 {

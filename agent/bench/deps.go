@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,14 +59,15 @@ func missingCrates(manifest string, registry []string) []string {
 			continue
 		}
 		name, req := m[1], m[2]+m[3]
-		if !crateAvailable(name, req, registry) {
-			have := availableVersions(name, registry)
-			msg := name + " " + req
-			if len(have) > 0 {
-				msg += " (offline registry has " + strings.Join(have, ", ") + ")"
-			}
-			missing = append(missing, msg)
+		have := availableVersions(name, registry)
+		if slices.ContainsFunc(have, func(v string) bool { return caretMatch(req, v) }) {
+			continue
 		}
+		msg := name + " " + req
+		if len(have) > 0 {
+			msg += " (offline registry has " + strings.Join(have, ", ") + ")"
+		}
+		missing = append(missing, msg)
 	}
 	return missing
 }
@@ -80,15 +82,6 @@ func availableVersions(name string, registry []string) []string {
 	return out
 }
 
-func crateAvailable(name, req string, registry []string) bool {
-	for _, v := range availableVersions(name, registry) {
-		if caretMatch(req, v) {
-			return true
-		}
-	}
-	return false
-}
-
 // caretMatch says whether version v satisfies Cargo's default (caret) requirement req: not lower than req, and
 // equal up to req's first non-zero component (or its last one when all are zero). "0.3" admits 0.3.9; "0.4.4"
 // refuses 0.4.3; "1.0" admits 1.0.69 and refuses 2.0.0.
@@ -97,24 +90,11 @@ func caretMatch(req, v string) bool {
 	if r == nil || have == nil {
 		return false
 	}
-	k := len(r) - 1
-	for i, n := range r {
-		if n != 0 {
-			k = i
-			break
-		}
+	k := slices.IndexFunc(r, func(n int) bool { return n != 0 })
+	if k < 0 {
+		k = len(r) - 1
 	}
-	for i := 0; i <= k; i++ {
-		if have[i] != r[i] {
-			return false
-		}
-	}
-	for i := k + 1; i < len(r); i++ {
-		if have[i] != r[i] {
-			return have[i] > r[i]
-		}
-	}
-	return true
+	return slices.Equal(have[:k+1], r[:k+1]) && slices.Compare(have[k+1:], r[k+1:]) >= 0
 }
 
 // parseVersion reads "1", "1.2" or "1.2.3" (a pre-release or build suffix is dropped).
@@ -183,7 +163,7 @@ var goTestFunc = regexp.MustCompile(`(?m)^func (Test|Example|Fuzz)\w*\(`)
 
 // hasGoTests says whether ex's Go test files define any test; go/counter's do not (the model is to write them).
 func hasGoTests(ex Exercise) bool {
-	for _, f := range append(append([]string{}, ex.Test...), ex.Editor...) {
+	for _, f := range slices.Concat(ex.Test, ex.Editor) {
 		data, err := os.ReadFile(filepath.Join(ex.Dir, filepath.FromSlash(f)))
 		if err == nil && goTestFunc.Match(data) {
 			return true

@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -86,11 +86,8 @@ func Discover(dir string, f Filter) ([]Exercise, error) {
 			out = append(out, ex)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Lang != out[j].Lang {
-			return slices.Index(Languages, out[i].Lang) < slices.Index(Languages, out[j].Lang)
-		}
-		return out[i].Slug < out[j].Slug
+	slices.SortFunc(out, func(a, b Exercise) int {
+		return cmp.Or(cmp.Compare(slices.Index(Languages, a.Lang), slices.Index(Languages, b.Lang)), strings.Compare(a.Slug, b.Slug))
 	})
 	if f.Seed != 0 {
 		r := rand.New(rand.NewPCG(uint64(f.Seed), 0x9e3779b97f4a7c15))
@@ -103,15 +100,7 @@ func Discover(dir string, f Filter) ([]Exercise, error) {
 }
 
 func matchesKeywords(slug string, keywords []string) bool {
-	if len(keywords) == 0 {
-		return true
-	}
-	for _, k := range keywords {
-		if k != "" && strings.Contains(slug, k) {
-			return true
-		}
-	}
-	return false
+	return len(keywords) == 0 || slices.ContainsFunc(keywords, func(k string) bool { return k != "" && strings.Contains(slug, k) })
 }
 
 // LoadExercise reads one exercise folder's .meta/config.json. Every listed path must be relative and stay inside

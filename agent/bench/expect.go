@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ func expectedTests(ex Exercise) ([]string, error) {
 	var names []string
 	files := ex.Test
 	if ex.Lang == "go" {
-		files = append(append([]string{}, ex.Test...), ex.Editor...)
+		files = slices.Concat(ex.Test, ex.Editor)
 	}
 	for _, f := range files {
 		data, _, err := sourceContent(ex, f)
@@ -267,44 +268,34 @@ func cppActive(src []byte) func(off int) bool {
 		active bool
 	}
 	var stack []frame
+	// closeTop ends the innermost branch at end, recording it when the preprocessor drops it.
+	closeTop := func(end int) frame {
+		top := stack[len(stack)-1]
+		if !top.active {
+			inactive = append(inactive, span{top.start, end})
+		}
+		return top
+	}
 	for _, m := range cppDirective.FindAllSubmatchIndex(src, -1) {
 		kind, cond := string(src[m[2]:m[3]]), string(src[m[4]:m[5]])
-		switch kind {
-		case "if", "ifdef", "ifndef", "elif":
-			on := true
-			for _, off := range []string{"EXERCISM_TEST_SUITE", "EXERCISM_INCLUDE_BENCHMARK"} {
-				if strings.Contains(cond, off) {
-					on = false
-				}
-			}
+		switch {
+		case kind == "if" || kind == "ifdef" || kind == "ifndef" || kind == "elif":
+			on := !strings.Contains(cond, "EXERCISM_TEST_SUITE") && !strings.Contains(cond, "EXERCISM_INCLUDE_BENCHMARK")
 			if kind == "ifndef" || strings.Contains(cond, "!") {
 				on = !on
 			}
 			if kind == "elif" && len(stack) > 0 {
-				top := &stack[len(stack)-1]
-				if !top.active {
-					inactive = append(inactive, span{top.start, m[0]})
-				}
-				top.start, top.active = m[1], on
+				closeTop(m[0])
+				stack[len(stack)-1] = frame{m[1], on}
 				continue
 			}
 			stack = append(stack, frame{m[1], on})
-		case "else":
-			if len(stack) > 0 {
-				top := &stack[len(stack)-1]
-				if !top.active {
-					inactive = append(inactive, span{top.start, m[0]})
-				}
-				top.start, top.active = m[1], !top.active
-			}
-		case "endif":
-			if len(stack) > 0 {
-				top := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if !top.active {
-					inactive = append(inactive, span{top.start, m[0]})
-				}
-			}
+		case len(stack) == 0: // an else or endif without its if
+		case kind == "else":
+			stack[len(stack)-1] = frame{m[1], !closeTop(m[0]).active}
+		case kind == "endif":
+			closeTop(m[0])
+			stack = stack[:len(stack)-1]
 		}
 	}
 	return func(off int) bool {

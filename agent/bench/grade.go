@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // Grader grades workspaces with each track's own test command. One Grader serves many exercises and workers at
@@ -110,7 +111,7 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	}
 	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(run.Stdout)
 	code := run.ExitCode
-	out := loop.CommandOutput(protocolOutput(testOut, run.Stderr))
+	out := loop.CommandOutput(protocol.RunCommandOutput{Stdout: testOut, Stderr: run.Stderr})
 	res := GradeResult{
 		Command:  cmd,
 		ExitCode: code,
@@ -230,17 +231,28 @@ func (g *Grader) command(ctx context.Context, sb loop.Sandbox, ex Exercise, refe
 // cannot stand in for one of JUnit's or AssertJ's. Both JVMs stop at the C1 compiler and use the serial
 // collector: these runs last seconds, and that more than halves their CPU time.
 func javaCommand(libs string, extra []string) string {
-	lib := []string{path.Join(libs, "junit-platform-console-standalone.jar"), path.Join(libs, "assertj-core.jar")}
+	lib, compile := javaCompile(libs, extra, "")
+	return compile + "java " + javaFlags + " -jar " + shellQuote(lib[0]) + " -cp " + shellQuote(strings.Join(lib[1:], ":")+":"+javaOut) +
+		" --scan-classpath " + javaOut + " --disable-banner --details=tree --fail-if-no-tests"
+}
+
+// javaOut is where the Java commands compile to; javaFlags are their JVMs' flags.
+const (
+	javaOut   = "build/goalbox"
+	javaFlags = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+)
+
+// javaCompile is the class path of the Java commands (JUnit's console launcher first, then AssertJ and the
+// exercise's extra jars) and the start of their command line: a fresh javaOut and one javac run over the main and
+// test sources and more.
+func javaCompile(libs string, extra []string, more string) (lib []string, compile string) {
+	lib = []string{path.Join(libs, "junit-platform-console-standalone.jar"), path.Join(libs, "assertj-core.jar")}
 	for _, j := range extra {
 		lib = append(lib, path.Join(libs, j))
 	}
-	const out = "build/goalbox"
-	jvm := "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-	return "rm -rf " + out + " && mkdir -p " + out + " && " +
-		"javac -J" + strings.ReplaceAll(jvm, " ", " -J") + " -nowarn -encoding UTF-8 -d " + out + " -cp " + shellQuote(strings.Join(lib, ":")) +
-		" $(find src/main/java src/test/java -name '*.java') && " +
-		"java " + jvm + " -jar " + shellQuote(lib[0]) + " -cp " + shellQuote(strings.Join(lib[1:], ":")+":"+out) +
-		" --scan-classpath " + out + " --disable-banner --details=tree --fail-if-no-tests"
+	return lib, "rm -rf " + javaOut + " && mkdir -p " + javaOut + " && " +
+		"javac -J" + strings.ReplaceAll(javaFlags, " ", " -J") + " -nowarn -encoding UTF-8 -d " + javaOut + " -cp " + shellQuote(strings.Join(lib, ":")) +
+		" $(find src/main/java src/test/java -name '*.java')" + more + " && "
 }
 
 // checkEpilogues says whether every epilogue h expects is there with this grade's nonce, and if not, why.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -155,9 +156,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 	default:
 		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
 	}
-	for f, data := range h.files {
-		h.checked[f] = data
-	}
+	maps.Copy(h.checked, h.files)
 	return h, nil
 }
 
@@ -194,17 +193,8 @@ func goTestPackage(ex Exercise) (string, error) {
 // the console launcher: the same class path, the same JVM flags. Attaching an agent to the JVM at run time is
 // turned off, so a solution cannot load one to read the launcher's locals.
 func javaHarnessCommand(libs string, extra []string) string {
-	lib := []string{path.Join(libs, "junit-platform-console-standalone.jar"), path.Join(libs, "assertj-core.jar")}
-	for _, j := range extra {
-		lib = append(lib, path.Join(libs, j))
-	}
-	const out = "build/goalbox"
-	jvm := "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-	cp := strings.Join(lib, ":")
-	return "rm -rf " + out + " && mkdir -p " + out + " && " +
-		"javac -J" + strings.ReplaceAll(jvm, " ", " -J") + " -nowarn -encoding UTF-8 -d " + out + " -cp " + shellQuote(cp) +
-		" $(find src/main/java src/test/java -name '*.java') " + harnessDir + "/GoalboxLauncher.java && " +
-		"java " + jvm + " -XX:+DisableAttachMechanism -cp " + shellQuote(cp+":"+out) + " GoalboxLauncher " + out
+	lib, compile := javaCompile(libs, extra, " "+harnessDir+"/GoalboxLauncher.java")
+	return compile + "java " + javaFlags + " -XX:+DisableAttachMechanism -cp " + shellQuote(strings.Join(lib, ":")+":"+javaOut) + " GoalboxLauncher " + javaOut
 }
 
 // writeHarness writes h's files into ws after Restore, each as a fresh regular file (writeInto), and returns them
@@ -215,19 +205,10 @@ func writeHarness(ws Workspace, h harness) error {
 		return err
 	}
 	defer r.Close()
-	for _, f := range sortedFileKeys(h.files) {
+	for _, f := range sortedKeys(h.files) {
 		if err := writeInto(r, f, h.files[f], 0o644); err != nil {
 			return fmt.Errorf("writing the grader's %s: %w", f, err)
 		}
 	}
 	return nil
-}
-
-func sortedFileKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -46,11 +46,7 @@ type keeper struct {
 }
 
 func newKeeper(sb loop.Sandbox) *keeper {
-	have := map[string]bool{}
-	for _, t := range sb.Tools() {
-		have[t.Name] = true
-	}
-	return &keeper{sb: sb, on: have[protocol.ToolCheckpoint] && have[protocol.ToolDiff] && have[protocol.ToolRestore]}
+	return &keeper{sb: sb, on: loop.OffersCheckpoints(sb.Tools())}
 }
 
 // gradedCount is a try's grade as a test count: the tests the grader did not see pass are failing.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -96,13 +97,6 @@ func suspectTry(r ExerciseResult) string {
 	return ""
 }
 
-// Line is the current progress line, without a line ending.
-func (p *Progress) Line() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.line()
-}
-
 func (p *Progress) line() string {
 	rate := 0.0
 	if p.graded > 0 {
@@ -160,14 +154,13 @@ func (p *Progress) tick(interval time.Duration) (stop func()) {
 	if p == nil || !p.tty {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var once sync.Once
+	ctx, stop := context.WithCancel(context.Background())
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 				p.mu.Lock()
@@ -176,7 +169,7 @@ func (p *Progress) tick(interval time.Duration) (stop func()) {
 			}
 		}
 	}()
-	return func() { once.Do(func() { close(done) }) }
+	return stop
 }
 
 // finish ends the line on a terminal.

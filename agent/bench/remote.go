@@ -113,11 +113,6 @@ func (b *remoteBox) Call(ctx context.Context, name string, args json.RawMessage)
 // errTool is a tool's refusal (isError): during a transfer, or of a checkpoint tool (keep.go).
 var errTool = errors.New("tool error")
 
-// tool calls a filesystem tool with in and decodes its structured output into out (when not nil).
-func (b *remoteBox) tool(ctx context.Context, name string, in, out any) error {
-	return callTool(ctx, b, name, in, out)
-}
-
 // callTool calls a tool of sb's with in and decodes its structured output into out (when not nil). A tool's
 // refusal is an error wrapping errTool; any other error is the sandbox's.
 func callTool(ctx context.Context, sb loop.Sandbox, name string, in, out any) error {
@@ -143,7 +138,7 @@ func callTool(ctx context.Context, sb loop.Sandbox, name string, in, out any) er
 // list is a folder's own entries.
 func (b *remoteBox) list(ctx context.Context, dir string) ([]protocol.ListEntry, error) {
 	var out protocol.ListFilesOutput
-	if err := b.tool(ctx, protocol.ToolListFiles, protocol.ListFilesInput{Path: dir, Depth: 1}, &out); err != nil {
+	if err := callTool(ctx, b, protocol.ToolListFiles, protocol.ListFilesInput{Path: dir, Depth: 1}, &out); err != nil {
 		return nil, err
 	}
 	if out.Truncated {
@@ -159,7 +154,7 @@ func (b *remoteBox) reset(ctx context.Context) error {
 		return fmt.Errorf("resetting the workspace: %w", err)
 	}
 	for _, e := range entries {
-		if err := b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: e.Path, Recursive: true}, nil); err != nil {
+		if err := callTool(ctx, b, protocol.ToolDeletePath, protocol.DeletePathInput{Path: e.Path, Recursive: true}, nil); err != nil {
 			return fmt.Errorf("resetting the workspace: %w", err)
 		}
 	}
@@ -186,7 +181,7 @@ func (b *remoteBox) load(ctx context.Context, root string) error {
 			return err
 		}
 		in := protocol.WriteFileInput{Path: filepath.ToSlash(rel), Content: base64.StdEncoding.EncodeToString(data), Encoding: protocol.EncodingBase64}
-		if err := b.tool(ctx, protocol.ToolWriteFile, in, nil); err != nil {
+		if err := callTool(ctx, b, protocol.ToolWriteFile, in, nil); err != nil {
 			return fmt.Errorf("uploading %s: %w", filepath.ToSlash(rel), err)
 		}
 		return nil
@@ -229,7 +224,7 @@ func (b *remoteBox) pull(ctx context.Context, ex Exercise, ws Workspace) error {
 				}
 			case protocol.EntryFile:
 				var out protocol.ReadFileBase64Output
-				err := b.tool(ctx, protocol.ToolReadFile, protocol.ReadFileInput{Path: e.Path, Encoding: protocol.EncodingBase64}, &out)
+				err := callTool(ctx, b, protocol.ToolReadFile, protocol.ReadFileInput{Path: e.Path, Encoding: protocol.EncodingBase64}, &out)
 				if errors.Is(err, errTool) {
 					continue
 				}
@@ -302,19 +297,19 @@ func (l listedEntry) Info() (fs.FileInfo, error) { return nil, errors.New("no fi
 // trailer tries the same, but the commands' user may not write the files the filesystem server wrote. Files the
 // harness stood in for get the exercise's own content back.
 func (b *remoteBox) unharness(ctx context.Context, ws Workspace, h harness) error {
-	if err := b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: path.Join(ws.Rel, harnessDir), Recursive: true}, nil); err != nil && !errors.Is(err, errTool) {
+	if err := callTool(ctx, b, protocol.ToolDeletePath, protocol.DeletePathInput{Path: path.Join(ws.Rel, harnessDir), Recursive: true}, nil); err != nil && !errors.Is(err, errTool) {
 		return err
 	}
-	for _, f := range sortedFileKeys(h.files) {
+	for _, f := range sortedKeys(h.files) {
 		if strings.HasPrefix(f, harnessDir+"/") {
 			continue
 		}
 		p := path.Join(ws.Rel, f)
 		var err error
 		if own, ok := h.pristine[f]; ok {
-			err = b.tool(ctx, protocol.ToolWriteFile, protocol.WriteFileInput{Path: p, Content: base64.StdEncoding.EncodeToString(own), Encoding: protocol.EncodingBase64}, nil)
+			err = callTool(ctx, b, protocol.ToolWriteFile, protocol.WriteFileInput{Path: p, Content: base64.StdEncoding.EncodeToString(own), Encoding: protocol.EncodingBase64}, nil)
 		} else {
-			err = b.tool(ctx, protocol.ToolDeletePath, protocol.DeletePathInput{Path: p}, nil)
+			err = callTool(ctx, b, protocol.ToolDeletePath, protocol.DeletePathInput{Path: p}, nil)
 		}
 		if err != nil && !errors.Is(err, errTool) {
 			return err

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -125,28 +124,6 @@ func LoadResult(runDir, id string) (r ExerciseResult, ok bool, err error) {
 		return ExerciseResult{}, false, fmt.Errorf("results/%s.json is not a valid result: %v", id, err)
 	}
 	return r, true, nil
-}
-
-// LoadResults reads every result file in runDir, in language then slug order.
-func LoadResults(runDir string) ([]ExerciseResult, error) {
-	var out []ExerciseResult
-	for _, lang := range Languages {
-		matches, err := filepath.Glob(filepath.Join(runDir, "results", lang, "*.json"))
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(matches)
-		for _, m := range matches {
-			r, ok, err := LoadResult(runDir, lang+"/"+strings.TrimSuffix(filepath.Base(m), ".json"))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out = append(out, r)
-			}
-		}
-	}
-	return out, nil
 }
 
 // LangRow is one language's line of a summary.

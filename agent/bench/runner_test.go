@@ -397,7 +397,7 @@ func TestProgressLine(t *testing.T) {
 	p.add(ExerciseResult{ID: "go/a", Tries: []TryResult{{Try: 1, Passed: true, Cost: 0.25}}}, true)
 	p.add(ExerciseResult{ID: "go/b", Tries: []TryResult{{Try: 1}, {Try: 2, Passed: true, Cost: 0.5}}}, false)
 	p.add(ExerciseResult{ID: "rust/c", Ungradable: "no cargo"}, false)
-	line := p.Line()
+	line := p.line()
 	for _, want := range []string{"bench 3/4", "passed 2/2 (100.0%)", "ungradable 1", "$0.7500", "ETA ", "last: rust/c ungradable"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("progress line %q lacks %q", line, want)
@@ -407,7 +407,7 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("progress line %q shows suspects before any", line)
 	}
 	p.add(ExerciseResult{ID: "go/d", Tries: []TryResult{{Try: 1, Suspect: "calls the process's exit"}}}, false)
-	line = p.Line()
+	line = p.line()
 	for _, want := range []string{"bench 4/4", "passed 2/3", "SUSPECT 1", "last: go/d SUSPECT"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("progress line %q lacks %q", line, want)

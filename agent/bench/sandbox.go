@@ -20,8 +20,7 @@ type SandboxFactory func(ctx context.Context, root string) (sb loop.Sandbox, clo
 // was killed: a timeout, a cancellation) and its stdout followed by its stderr. err is for the sandbox failing or
 // refusing the command, not for a command that exits non-zero.
 func runCommand(ctx context.Context, sb loop.Sandbox, command, cwd string, timeout time.Duration) (exitCode int, output string, err error) {
-	in := protocol.RunCommandInput{Command: command, Cwd: cwd, TimeoutSeconds: int(math.Ceil(timeout.Seconds()))}
-	out, _, err := loop.RunCommand(ctx, sb, in)
+	out, err := runCommandStdin(ctx, sb, command, cwd, "", timeout)
 	if err != nil {
 		return 0, "", err
 	}
@@ -52,9 +51,4 @@ func runCommandStdin(ctx context.Context, sb loop.Sandbox, command, cwd, stdin s
 	in := protocol.RunCommandInput{Command: command, Cwd: cwd, Stdin: stdin, TimeoutSeconds: int(math.Ceil(timeout.Seconds()))}
 	out, _, err := loop.RunCommand(ctx, sb, in)
 	return out, err
-}
-
-// protocolOutput is a command output of stdout and stderr, for loop.CommandOutput.
-func protocolOutput(stdout, stderr string) protocol.RunCommandOutput {
-	return protocol.RunCommandOutput{Stdout: stdout, Stderr: stderr}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -315,19 +316,12 @@ func SelfTestTable(sums []LangSummary, wall time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-11s %9s %8s %8s %9s %8s %10s %8s %9s\n", "language", "exercises", "gradable", "ref-pass", "stub-fail", "refactor", "ungradable", "problems", "seconds")
 	var t LangSummary
-	for _, s := range sums {
-		fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %8d %10d %8d %9.0f\n", s.Lang, s.Exercises, s.Gradable, s.RefPass, s.StubFail, s.Refactor, len(s.Ungradable), len(s.Problems), s.Seconds)
-		t.Exercises += s.Exercises
-		t.Gradable += s.Gradable
-		t.RefPass += s.RefPass
-		t.StubFail += s.StubFail
-		t.Refactor += s.Refactor
-		t.Seconds += s.Seconds
-	}
 	nu, np := 0, 0
 	for _, s := range sums {
-		nu += len(s.Ungradable)
-		np += len(s.Problems)
+		fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %8d %10d %8d %9.0f\n", s.Lang, s.Exercises, s.Gradable, s.RefPass, s.StubFail, s.Refactor, len(s.Ungradable), len(s.Problems), s.Seconds)
+		t.Exercises, t.Gradable, t.RefPass = t.Exercises+s.Exercises, t.Gradable+s.Gradable, t.RefPass+s.RefPass
+		t.StubFail, t.Refactor, t.Seconds = t.StubFail+s.StubFail, t.Refactor+s.Refactor, t.Seconds+s.Seconds
+		nu, np = nu+len(s.Ungradable), np+len(s.Problems)
 	}
 	fmt.Fprintf(&b, "%-11s %9d %8d %8d %9d %8d %10d %8d %9.0f\n", "total", t.Exercises, t.Gradable, t.RefPass, t.StubFail, t.Refactor, nu, np, t.Seconds)
 	fmt.Fprintf(&b, "wall time %s\n", wall.Round(time.Second))
@@ -344,14 +338,7 @@ func SelfTestTable(sums []LangSummary, wall time.Duration) string {
 	return b.String()
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // isRefactoring says whether ex is one of Exercism's refactoring exercises (ledger, markdown, tree-building):
 // their stub is working, ugly code that already passes the tests, and the task is to improve it. Such an exercise

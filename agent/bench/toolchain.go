@@ -56,11 +56,9 @@ func DefaultToolchains() Toolchains {
 // ImageToolchains is the layout inside the executor image (deploy/Dockerfile.exec: jest under
 // /var/cache/goalbox/js), which remote sandboxes run: their grader's paths are the sandbox's, not this machine's.
 func ImageToolchains() Toolchains {
-	return Toolchains{
-		JSModules:     "/var/cache/goalbox/js/node_modules",
-		CargoRegistry: "/usr/share/cargo/registry",
-		JavaLibs:      "/usr/share/java",
-	}
+	t := DefaultToolchains()
+	t.JSModules = "/var/cache/goalbox/js/node_modules"
+	return t
 }
 
 // toolchain is what a probe found out about one language in the sandbox.

@@ -40,7 +40,7 @@ func gradeCommand(h harness) string {
 	}
 	if len(h.checked) > 0 {
 		b.WriteString("sha256sum --")
-		for _, f := range sortedFileKeys(h.checked) {
+		for _, f := range sortedKeys(h.checked) {
 			b.WriteString(" " + shellQuote(f))
 		}
 		b.WriteString(" 2>/dev/null\n")
@@ -49,7 +49,7 @@ func gradeCommand(h harness) string {
 	// The grader's files go, and the exercise's own come back, so the next try finds the exercise as it was.
 	// (Where this user may not write them, the next Restore does it.)
 	b.WriteString(`rm -rf "$GOALBOX_DIR" ` + harnessDir + " 2>/dev/null")
-	for _, f := range sortedFileKeys(h.files) {
+	for _, f := range sortedKeys(h.files) {
 		if strings.HasPrefix(f, harnessDir+"/") {
 			continue
 		}
@@ -132,7 +132,7 @@ func gunzipBase64(enc string) ([]byte, error) {
 // that are gone).
 func changedFiles(want map[string][]byte, sums map[string]string) []string {
 	var changed []string
-	for _, f := range sortedFileKeys(want) {
+	for _, f := range sortedKeys(want) {
 		h := sha256.Sum256(want[f])
 		if sums[f] != hex.EncodeToString(h[:]) {
 			changed = append(changed, f)

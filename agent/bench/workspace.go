@@ -302,12 +302,7 @@ func intruder(lang, p string, d fs.DirEntry) bool {
 
 // holdsAny says whether folder dir holds any of files.
 func holdsAny(dir string, files []string) bool {
-	for _, f := range files {
-		if strings.HasPrefix(f, dir+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, dir+"/") })
 }
 
 var (

@@ -29,15 +29,6 @@ const (
 	requestOverhead  = 160
 )
 
-// requestSize is the size of the request that sends msgs with schemaBytes of tool definitions, as JSON.
-func requestSize(msgs []Message, schemaBytes int) int {
-	n := requestOverhead + schemaBytes
-	for _, m := range msgs {
-		n += messageSize(m)
-	}
-	return n
-}
-
 func messageSize(m Message) int {
 	n := messageOverhead + quotedLen(m.Content) + len(m.ToolCallID) + imagesSize(m.Images)
 	if m.Reasoning != "" {
@@ -64,8 +55,8 @@ func (r *runner) schemaBytes() int {
 	return r.schemaSize
 }
 
-// requestBytes is requestSize of the conversation, with each message's size counted once: messages are only
-// appended, except by elision, which updates its count (setMessage).
+// requestBytes is the size of the next request as JSON (tool schemas and the conversation), with each message's
+// size counted once: messages are only appended, except by elision, which updates its count (setMessage).
 func (r *runner) requestBytes() int {
 	n := requestOverhead + r.schemaBytes()
 	for i := len(r.sizes); i < len(r.msgs); i++ {

@@ -36,7 +36,7 @@ func TestElideOldOutputsFirst(t *testing.T) {
 		t.Errorf("an old check output should go too, the goal and system prompt stay: %.80s", msgs[4].Content)
 	}
 	// One large step: down to the low-water mark, not just under the budget.
-	if size := requestSize(msgs, 0); size > int(25_000*ContextLowWater) {
+	if size := budgetRunner(0, msgs...).requestBytes(); size > int(25_000*ContextLowWater) {
 		t.Errorf("size after the step %d, want at most %d", size, int(25_000*ContextLowWater))
 	}
 	if !json.Valid([]byte(msgs[2].ToolCalls[0].Arguments)) || !strings.Contains(msgs[2].ToolCalls[0].Arguments, "elided") {
@@ -54,7 +54,7 @@ func TestTheLatestTurnIsBoundedToo(t *testing.T) {
 	}
 	r := budgetRunner(90_000, msgs...)
 	r.fit()
-	if size := requestSize(r.msgs, 0); size > 90_000 {
+	if size := budgetRunner(0, r.msgs...).requestBytes(); size > 90_000 {
 		t.Errorf("request %d bytes, over the 90 000 budget", size)
 	}
 	for _, m := range r.msgs[3:] {

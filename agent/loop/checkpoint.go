@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/prompts"
@@ -51,8 +52,13 @@ type checkpoints struct {
 }
 
 // checkpointsOn says the sandbox can take checkpoints, diff and restore them.
-func (r *runner) checkpointsOn() bool {
-	return r.toolSet[protocol.ToolCheckpoint] && r.toolSet[protocol.ToolDiff] && r.toolSet[protocol.ToolRestore]
+func (r *runner) checkpointsOn() bool { return OffersCheckpoints(r.tools) }
+
+// OffersCheckpoints says tools include sandbox_checkpoint, sandbox_diff and sandbox_restore: the filesystem
+// server's checkpoints, which the loop and the benchmark's keeper use when they are there.
+func OffersCheckpoints(tools []Tool) bool {
+	offers := func(name string) bool { return slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == name }) }
+	return offers(protocol.ToolCheckpoint) && offers(protocol.ToolDiff) && offers(protocol.ToolRestore)
 }
 
 // callJSON calls a tool of the agent's own (not the model's) and decodes its structured result.

@@ -104,19 +104,13 @@ func jsonLen(v any) int {
 	case *string: // a string collectStrings took out: counted by the caller
 		return 2
 	case map[string]any:
-		n := 1 + len(t) // braces and the commas between entries
-		if len(t) == 0 {
-			n++
-		}
+		n := 1 + max(len(t), 1) // braces and the commas between entries
 		for k, e := range t {
 			n += quotedLen(k) + 1 + jsonLen(e)
 		}
 		return n
 	case []any:
-		n := 1 + len(t)
-		if len(t) == 0 {
-			n++
-		}
+		n := 1 + max(len(t), 1)
 		for _, e := range t {
 			n += jsonLen(e)
 		}

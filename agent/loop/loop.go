@@ -35,25 +35,11 @@ func Run(ctx context.Context, cfg Config, model Model, sb Sandbox) (Result, erro
 // converse is the loop itself; it returns why it stopped.
 func (r *runner) converse(ctx context.Context) (string, error) {
 	for {
-		if stop := r.limitReached(ctx); stop != "" {
-			return stop, nil
-		}
-		r.fit()
-		reply, err := r.ask(ctx)
-		if err != nil {
-			// The request may be changed to suit the server, or the model told of its mistake.
-			switch again, stop := r.recover(ctx, err); {
-			case again:
-				continue
-			case stop != "":
-				return stop, nil
-			}
-			return stopFor(ctx, StopModelError), err
-		}
-		if reply.problem != "" { // the model was told what was wrong with its reply; it tries again
-			if r.formatError(reply.problem) {
-				return StopFormatErrors, nil
-			}
+		reply, stop, err := r.nextReply(ctx)
+		switch {
+		case stop != "":
+			return stop, err
+		case reply == nil:
 			continue
 		}
 		if len(reply.Message.ToolCalls) == 0 {
@@ -257,7 +243,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 			runErr = verr
 		}
 	}
-	if modelStop && r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty {
+	if modelStop && r.checked() {
 		runErr, err = err, nil // the goal is met; the server's failure stays in the result, not in the exit status
 	} else if runErr != nil && err == nil {
 		err = runErr
@@ -280,7 +266,7 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 	switch {
 	case err != nil && stop != StopTimeout && stop != StopCanceled:
 		res.Outcome, res.Error = OutcomeError, err.Error()
-	case r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty:
+	case r.checked():
 		res.Outcome = OutcomeMet
 	case r.outcome != "":
 		res.Outcome = r.outcome

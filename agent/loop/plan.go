@@ -52,23 +52,11 @@ func (r *runner) plan(ctx context.Context) (string, error) {
 	r.planning = true
 	defer func() { r.planning = false }()
 	for {
-		if stop := r.limitReached(ctx); stop != "" {
-			return stop, nil
-		}
-		r.fit()
-		reply, err := r.ask(ctx)
-		if err != nil {
-			if again, stop := r.recover(ctx, err); again {
-				continue
-			} else if stop != "" {
-				return stop, nil
-			}
-			return stopFor(ctx, StopModelError), err
-		}
-		if reply.problem != "" { // empty or cut off: the model was told
-			if r.formatError(reply.problem) {
-				return StopFormatErrors, nil
-			}
+		reply, stop, err := r.nextReply(ctx)
+		switch {
+		case stop != "":
+			return stop, err
+		case reply == nil:
 			continue
 		}
 		r.formatErrors = 0

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -94,16 +95,9 @@ func (r *runner) review(ctx context.Context) (bool, error) {
 
 // workspaceDiff is a unified diff of the files in after against before, in path order.
 func workspaceDiff(before, after map[string]snapFile) string {
-	paths := make([]string, 0, len(before)+len(after))
-	for p := range before {
-		paths = append(paths, p)
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
+	either := maps.Clone(after)
+	maps.Copy(either, before)
+	paths := slices.Sorted(maps.Keys(either))
 	var b strings.Builder
 	for _, p := range paths {
 		old, hadOld := before[p]
@@ -186,8 +180,8 @@ func splitLines(b []byte) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// checked says the last check passed and nothing has changed since: a model that confirms after its review is not
-// checked again.
+// checked says the last check passed and nothing has changed since: the goal is met, and a model that confirms
+// after its review is not checked again.
 func (r *runner) checked() bool {
 	return r.lastVerify != nil && r.lastVerify.ExitCode == 0 && !r.dirty
 }

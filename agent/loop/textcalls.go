@@ -57,7 +57,7 @@ func parseTextCalls(content string, known map[string]bool) (calls []ToolCall, re
 		}
 		cs, err := decodeTextCalls(body)
 		if err != nil {
-			return nil, content, fmt.Sprintf("the <tool_call> block %q is not a call: %v", shortenMiddle(strings.TrimSpace(body), 200), err)
+			return nil, content, fmt.Sprintf("the <tool_call> block %q is not a call: %v", keepEnds(strings.TrimSpace(body), 200), err)
 		}
 		calls = append(calls, cs...)
 	}
@@ -131,11 +131,4 @@ func unfence(s string) string {
 		s = s[nl+1:] // the language tag
 	}
 	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
-}
-
-func shortenMiddle(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return keepEnds(s, n)
 }

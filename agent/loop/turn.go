@@ -16,6 +16,33 @@ import (
 // refuses duplicate tool-call IDs, DeepSeek a tool-calling turn without its reasoning), so each reply is mended
 // before it joins it.
 
+// nextReply asks the model once, within the limits, and deals with what went wrong: a refused request is changed
+// to suit the server (recover), an unusable reply was answered with a note to the model (ask). The reply is nil
+// when the model is to be asked again; stop, when set, ends the run (with err when something failed).
+func (r *runner) nextReply(ctx context.Context) (reply *Reply, stop string, err error) {
+	if stop := r.limitReached(ctx); stop != "" {
+		return nil, stop, nil
+	}
+	r.fit()
+	rep, err := r.ask(ctx)
+	if err != nil {
+		switch again, stop := r.recover(ctx, err); {
+		case again:
+			return nil, "", nil
+		case stop != "":
+			return nil, stop, nil
+		}
+		return nil, stopFor(ctx, StopModelError), err
+	}
+	if rep.problem != "" {
+		if r.formatError(rep.problem) {
+			return nil, StopFormatErrors, nil
+		}
+		return nil, "", nil
+	}
+	return &rep, "", nil
+}
+
 // ask makes one model call and records the reply. In the text tool mode no tools are sent: the system prompt
 // describes them.
 func (r *runner) ask(ctx context.Context) (Reply, error) {
@@ -176,7 +203,7 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 		r.turns++ // the model wrote a reply, one the server could not parse: a turn, counted against the limits
 		problem := "the server could not read your tool call: " + me.Message
 		if me.Generation != "" {
-			problem += " You wrote: " + shortenMiddle(me.Generation, 2000)
+			problem += " You wrote: " + keepEnds(me.Generation, 2000)
 		}
 		text, err := prompts.Render("format_error.md", prompts.Data{Output: problem, TextTools: r.toolDocs()})
 		if err != nil {

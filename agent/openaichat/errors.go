@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,12 +86,7 @@ func (m *Model) modelError(status int, body []byte) *loop.ModelError {
 // (the compatible servers mostly have no codes), then the status.
 func classify(status int, codes, msg string) string {
 	has := func(subs ...string) bool {
-		for _, s := range subs {
-			if strings.Contains(msg, s) || strings.Contains(codes, s) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(msg, s) || strings.Contains(codes, s) })
 	}
 	switch {
 	case has("tool_use_failed"):

@@ -25,10 +25,7 @@ var builtinPrices = map[string]loop.Price{
 // LookupPrice finds model in the built-in table. A dated snapshot name (gpt-4o-2024-08-06) takes its family's
 // price; the longest matching family wins, so gpt-4o-mini-... is not priced as gpt-4o.
 func LookupPrice(model string) (loop.Price, bool) {
-	model = strings.ToLower(model)
-	if i := strings.LastIndexByte(model, '/'); i >= 0 { // "openai/gpt-4o" on routers
-		model = model[i+1:]
-	}
+	model = bareName(model) // "openai/gpt-4o" on routers
 	best, found := "", false
 	for name := range builtinPrices {
 		if (model == name || strings.HasPrefix(model, name+"-")) && len(name) > len(best) {

@@ -116,8 +116,8 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 		switch {
 		case msg.Role == loop.RoleTool && text:
 			block := "<tool_response>\n" + msg.Content + "\n</tool_response>"
-			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == loop.RoleUser && strings.HasSuffix(req.Messages[n-1].Content, "</tool_response>") {
-				req.Messages[n-1].Content += "\n" + block
+			if lastIsToolResponse(req.Messages) {
+				req.Messages[len(req.Messages)-1].Content += "\n" + block
 				continue
 			}
 			w = wireMessage{Role: loop.RoleUser, Content: block}

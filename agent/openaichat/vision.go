@@ -1,6 +1,9 @@
 package openaichat
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Which models take images. No OpenAI-compatible API says whether a model reads images (a text model sent one
 // fails its request, or, on some local servers, silently ignores it), so -vision auto decides from the model's
@@ -27,21 +30,16 @@ var notVision = []string{"o1-mini", "o1-preview", "o3-mini", "gemma3:1b", "gemma
 
 // TakesImages says whether model is known to read images.
 func TakesImages(model string) bool {
+	name := bareName(model)
+	of := func(family string) bool { return familyOf(name, family) }
+	return !slices.ContainsFunc(notVision, of) && slices.ContainsFunc(visionFamilies, of)
+}
+
+// bareName is a model's name in lower case without a router's or registry's prefix ("openai/gpt-4o" on
+// OpenRouter, "library/llava" from Ollama), as the built-in lists name models.
+func bareName(model string) string {
 	name := strings.ToLower(model)
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		name = name[i+1:]
-	}
-	for _, f := range notVision {
-		if familyOf(name, f) {
-			return false
-		}
-	}
-	for _, f := range visionFamilies {
-		if familyOf(name, f) {
-			return true
-		}
-	}
-	return false
+	return name[strings.LastIndexByte(name, '/')+1:]
 }
 
 func familyOf(name, family string) bool {

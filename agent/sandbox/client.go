@@ -85,8 +85,13 @@ func (s *Client) progress(_ context.Context, req *mcp.ProgressNotificationClient
 
 // Connect opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
 // error: a call could not be routed.
-func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
+func Connect(ctx context.Context, endpoints ...Endpoint) (_ *Client, err error) {
 	s := &Client{results: newResultTaker(http.DefaultTransport), owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
+	defer func() {
+		if err != nil {
+			s.Close() // the sessions opened so far
+		}
+	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: mcpserve.Version()}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
 	for _, ep := range endpoints {
 		watch := &refusalWatch{next: s.results}
@@ -102,7 +107,6 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true},
 			&mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 		if err != nil {
-			s.Close()
 			if watch.unauthorized.Load() {
 				// The go-sdk says only "Unauthorized": say which token is missing and where it comes from.
 				what := "without a token"
@@ -118,16 +122,13 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 		s.sessions = append(s.sessions, cs)
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
-				s.Close()
 				return nil, fmt.Errorf("list tools of %s: %w", ep.URL, err)
 			}
 			if _, dup := s.owner[t.Name]; dup {
-				s.Close()
 				return nil, fmt.Errorf("tool %s is offered by two servers (the second is %s): calls cannot be routed", t.Name, ep.URL)
 			}
 			schema, err := json.Marshal(t.InputSchema)
 			if err != nil {
-				s.Close()
 				return nil, fmt.Errorf("tool %s of %s: input schema: %w", t.Name, ep.URL, err)
 			}
 			s.owner[t.Name] = cs
@@ -135,7 +136,6 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
 		}
 	}
 	if len(s.tools) == 0 {
-		s.Close()
 		return nil, errors.New("the MCP servers offer no tools")
 	}
 	return s, nil
