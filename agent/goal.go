@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,9 +49,7 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 		}
 		history, transcriptPath, summaryPath, flags = c.history, c.transcript, c.summary, os.O_WRONLY|os.O_APPEND
 		o.Goal = history.Goal
-		if o.Verify == "" {
-			o.Verify = history.Verify
-		}
+		o.Verify = cmp.Or(o.Verify, history.Verify)
 		if c.workspace != "" && o.FSURL == "" {
 			o.Workspace = c.workspace
 		}

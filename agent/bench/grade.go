@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,9 +133,7 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 		res.Verdict = "the test reports could not be read: " + err.Error()
 	}
 	ended, epilogueWhy := checkEpilogues(h, got, nonce)
-	if res.Suspect == "" {
-		res.Suspect = trailerSuspect
-	}
+	res.Suspect = cmp.Or(res.Suspect, trailerSuspect)
 	if res.Suspect == "" && complete {
 		res.Suspect = runSuspect(h, got, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,9 +174,7 @@ func Summarize(results []ExerciseResult) Summary {
 	wellFormed := 0
 	var seconds float64
 	for _, r := range results {
-		if s.Model == "" {
-			s.Model = r.Model
-		}
+		s.Model = cmp.Or(s.Model, r.Model)
 		row := rows[r.Lang]
 		if row == nil {
 			row = &LangRow{Lang: r.Lang}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,9 +104,7 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 	if err := o.check(); err != nil {
 		return o, err
 	}
-	if o.Tries == 0 {
-		o.Tries = 2
-	}
+	o.Tries = cmp.Or(o.Tries, 2)
 	if o.Workers == 0 {
 		o.Workers = 1
 		if o.Pool != nil {

@@ -1,5 +1,7 @@
 package loop
 
+import "cmp"
+
 // Price is what a model costs, in US dollars per million tokens.
 type Price struct {
 	InPerMillion  float64 `json:"in_per_million"`
@@ -16,8 +18,6 @@ func (p Price) Known() bool { return p.InPerMillion > 0 || p.OutPerMillion > 0 }
 func (p Price) Cost(u Usage) float64 {
 	cached := min(u.CachedTokens, u.PromptTokens)
 	cachedPrice := p.CachedInPerMillion
-	if cachedPrice == 0 {
-		cachedPrice = p.InPerMillion
-	}
+	cachedPrice = cmp.Or(cachedPrice, p.InPerMillion)
 	return (float64(u.PromptTokens-cached)*p.InPerMillion + float64(cached)*cachedPrice + float64(u.CompletionTokens)*p.OutPerMillion) / 1e6
 }

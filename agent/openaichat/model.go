@@ -10,6 +10,7 @@ package openaichat
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,9 +98,7 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("max output tokens must be 0 (the server's default) or more, got %d", cfg.MaxOutputTokens)
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = "https://api.openai.com/v1"
-	}
+	base = cmp.Or(base, "https://api.openai.com/v1")
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q is not an http(s) URL such as http://localhost:11434/v1", cfg.BaseURL)

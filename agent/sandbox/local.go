@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,9 +70,7 @@ func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err erro
 	}
 	l.closers = append(l.closers, g.Close)
 	eo := opts.Executor
-	if eo.Backend == "" {
-		eo.Backend = backends.Local
-	}
+	eo.Backend = cmp.Or(eo.Backend, backends.Local)
 	eo.Serving.Protection = prot
 	exec, err := assemble.New(context.Background(), g, eo, opts.Logger, build...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package looptest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,9 +17,7 @@ func answer(w http.ResponseWriter, r *http.Request, n int, model string, st Step
 	switch {
 	case st.Status != 0 || st.Body != "":
 		status, body := st.Status, st.Body
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status = cmp.Or(status, http.StatusOK)
 		if body == "" {
 			body = fmt.Sprintf(`{"error":{"message":"scripted failure %d","type":"server_error"}}`, status)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"strings"
@@ -29,9 +30,7 @@ func chart(figs []figure) string {
 			label += "s"
 		}
 		color := colors[f.Server]
-		if color == "" {
-			color = "#5a9"
-		}
+		color = cmp.Or(color, "#5a9")
 		w := max(1, int(f.CallsPerS*scale))
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+barH-6, html.EscapeString(label))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, w, barH, color)
