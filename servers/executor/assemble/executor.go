@@ -15,6 +15,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
@@ -32,7 +33,7 @@ type Executor struct {
 	*execserver.Executor
 	// Choice is the backend built and why.
 	Choice  backends.Choice
-	backend execserver.Backend
+	backend backend.Backend
 }
 
 // Close stops the executor's processes, then the backend.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,8 +64,8 @@ type process struct {
 	runCtx        context.Context // the backend's Run's; kill ends it
 	kill          context.CancelFunc
 
-	done   chan struct{} // closed when the backend's Run returned
-	result Result        // valid once done
+	done   chan struct{}  // closed when the backend's Run returned
+	result backend.Result // valid once done
 	ended  time.Time
 
 	// named is when a call last named the process (started, read, written, stopped), for the stateless era's idle
@@ -142,7 +143,7 @@ func newProcessTable(s processSettings) *processTable {
 }
 
 // newProcess is a process of r that has not started yet.
-func (t *processTable) newProcess(id string, r Request) *process {
+func (t *processTable) newProcess(id string, r backend.Request) *process {
 	now := time.Now()
 	// The kill exists before the process is in a table: a shutdown or expiry that finds it there may call it at once.
 	ctx, kill := context.WithCancel(context.Background())
@@ -153,7 +154,7 @@ func (t *processTable) newProcess(id string, r Request) *process {
 
 // start runs r in the background as a process of sc, within its cap: a session's (max), or all stateless
 // requests' together (statelessMax).
-func (t *processTable) start(sc scope, r Request, openStdin bool) (*process, error) {
+func (t *processTable) start(sc scope, r backend.Request, openStdin bool) (*process, error) {
 	if sc.stateless {
 		return t.startStateless(r, openStdin)
 	}
@@ -189,7 +190,7 @@ func (t *processTable) start(sc scope, r Request, openStdin bool) (*process, err
 }
 
 // launch starts p's command in the background.
-func (t *processTable) launch(p *process, r Request, openStdin bool) {
+func (t *processTable) launch(p *process, r backend.Request, openStdin bool) {
 	ctx, kill := p.runCtx, p.kill
 	r.Timeout = t.lifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
@@ -210,7 +211,7 @@ func (t *processTable) launch(p *process, r Request, openStdin bool) {
 		if err != nil {
 			t.logger.Error("process could not run", "process", p.id, "error", err)
 			_, _ = fmt.Fprintf(p.stderr, "\n[the process %s]\n", t.run.failure(err))
-			res = Result{ExitCode: -1}
+			res = backend.Result{ExitCode: -1}
 		}
 		p.closeKept()
 		p.stdout.shrink()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,7 +95,7 @@ func reapEvery(timeouts ...time.Duration) time.Duration {
 }
 
 // startStateless runs r as a process of the stateless era, named by a new handle.
-func (t *processTable) startStateless(r Request, openStdin bool) (*process, error) {
+func (t *processTable) startStateless(r backend.Request, openStdin bool) (*process, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
