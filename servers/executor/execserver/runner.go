@@ -10,7 +10,7 @@ import (
 )
 
 // runner runs requests on the backend between a scan and a sweep of the protected paths: the one way both the
-// commands (server.go) and the processes (process.go) reach the backend.
+// commands (server.go) and the processes (runProcess, process_tools.go) reach the backend.
 type runner struct {
 	backend   backend.Backend
 	protect   *protector // nil when no path is protected

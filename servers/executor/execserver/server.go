@@ -1,11 +1,16 @@
 // Package execserver is the executor MCP server: sandbox_run_command, which runs a shell command confined to the
 // workspace on a pluggable backend, and the five process tools (sandbox_start_process, sandbox_read_process_output,
-// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go,
-// process_tools.go), background processes (process.go), the command policy (policy.go), the capped output
-// (output.go), full outputs kept as resources (outputs*.go) and the protected files' sweep (protect.go). The contract
-// every backend meets is package execserver/backend, below this one; it imports no backend: the local one is package
-// execserver/local, the Docker one execserver/docker, and execserver/backends picks one for the command
-// (servers/executor) and the agent alike.
+// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go:
+// sandbox_run_command, the health report; process_tools.go; run_outputs.go), the command policy (policy.go), the
+// capped output (output.go), the runner (runner.go: the backend with the protected paths' scan and sweep around each
+// command and process) and the protected files' sweep (protect.go).
+//
+// The layers below it point one way, and each knows nothing of those above: package execserver/processes holds the
+// background processes (called by the process tools, reaching the backend through the runner); execserver/outputs
+// the full outputs kept as resources; execserver/backend the contract every backend meets (Backend, Request,
+// Result). It imports no backend: the local one is package execserver/local, the Docker one execserver/docker, and
+// execserver/backends picks one for the command (servers/executor) and the agent alike; none of them imports
+// execserver.
 package execserver
 
 import (
@@ -24,6 +29,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
+	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,7 +65,7 @@ type Config struct {
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
 	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
-	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
+	// once, all together (package processes); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
 	StatelessProcesses int `env:"STATELESS_PROCESSES" flag:"stateless-processes" usage:"background processes requests without a session (MCP 2026-07-28 over HTTP) may run at once, all together (default 8 times -max-processes)"`
 	// StatelessIdleTimeout kills and forgets a stateless process, and drops a stateless kept output, that no call
 	// has named for this long; 0 means mcpserve.DefaultSessionIdleTimeout, a session's idle timeout.
@@ -190,7 +196,7 @@ type Executor struct {
 	logger  *slog.Logger
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
-	procs   *processTable
+	procs   *processes.Table
 	outputs *outputs.Store // the full outputs of truncated streams, per session
 	protect *protector     // nil when no path is protected
 	run     runner         // the backend, with the protected paths' sweep around each command
@@ -215,9 +221,10 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 		e.protect = p
 	}
 	e.run = runner{backend: b, protect: e.protect, workspace: g.Dir()}
-	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, statelessMax: cfg.StatelessProcesses,
-		statelessIdle: cfg.StatelessIdleTimeout, statelessUnused: cfg.StatelessUnusedTimeout, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
-		buffers: newBufferPool(cfg.ProcessBufferTotal), outputs: e.outputs, run: e.run, logger: logger})
+	e.procs = processes.New(processes.Settings{Max: cfg.MaxProcesses, StatelessMax: cfg.StatelessProcesses,
+		StatelessIdle: cfg.StatelessIdleTimeout, StatelessUnused: cfg.StatelessUnusedTimeout, Lifetime: cfg.ProcessLifetime,
+		Buffer: cfg.ProcessBuffer, BufferTotal: cfg.ProcessBufferTotal, StdinWriteTimeout: cfg.StdinWriteTimeout,
+		Outputs: e.outputs, Run: e.runProcess, Logger: logger})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
@@ -237,9 +244,19 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 	}, e.runCommand)
 	e.addProcessTools()
 	if e.outputs.Keeps() {
-		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return scopeOf(ctx, ss).owner() })
+		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return ownerOf(ctx, ss) })
 	}
 	return e, nil
+}
+
+// ownerOf is whom what the call ctx and ss belong to makes (its processes, its kept outputs) belongs to: the session,
+// or for a request without one (MCP 2026-07-28 over HTTP) the stateless era, whose processes and outputs are reached
+// by their handles alone (package processes, stateless.go).
+func ownerOf(ctx context.Context, ss *mcp.ServerSession) outputs.Owner {
+	if mcpserve.Stateless(ctx) {
+		return outputs.StatelessOwner
+	}
+	return outputs.SessionOwner(ss)
 }
 
 // Server is the MCP server, for mcpserve.Run or mcpserve.Start.
@@ -262,7 +279,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.Health(),
-		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.buffers.inUse()},
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.BuffersInUse()},
 	}
 }
 
@@ -307,7 +324,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
-	kept := e.keepRunOutputs(scopeOf(ctx, req.Session), &r)
+	kept := e.keepRunOutputs(ownerOf(ctx, req.Session), &r)
 	defer kept.close()
 
 	start := time.Now()
