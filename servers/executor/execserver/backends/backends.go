@@ -77,15 +77,10 @@ type Choice struct {
 	Reason string
 }
 
-// Open builds the backend cfg names, or chooses one (Auto). workspace is the workspace's real host path
-// (pathguard's Guard.Dir()). An error from an explicitly named backend is that backend's; the automatic choice
-// fails with ErrNoBackend.
-func Open(ctx context.Context, workspace string, cfg Config) (backend.Backend, Choice, error) {
-	return OpenWithLocal(ctx, workspace, cfg, local.New)
-}
-
-// OpenWithLocal is Open with the local backend started by startLocal instead of local.New.
-func OpenWithLocal(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
+// Open builds the backend cfg names, or chooses one (Auto), with the local backend started by startLocal
+// (local.New, or a test's stand-in). workspace is the workspace's real host path (pathguard's Guard.Dir()). An error
+// from an explicitly named backend is that backend's; the automatic choice fails with ErrNoBackend.
+func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
