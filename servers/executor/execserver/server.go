@@ -1,16 +1,12 @@
 // Package execserver is the executor MCP server: sandbox_run_command, which runs a shell command confined to the
 // workspace on a pluggable backend, and the five process tools (sandbox_start_process, sandbox_read_process_output,
-// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go:
-// sandbox_run_command, the health report; process_tools.go; run_outputs.go), the command policy (policy.go), the
-// capped output (output.go), the runner (runner.go: the backend with the protected paths' scan and sweep around each
-// command and process) and the protected files' sweep (protect.go).
-//
-// The layers below it point one way, and each knows nothing of those above: package execserver/processes holds the
-// background processes (called by the process tools, reaching the backend through the runner); execserver/outputs
-// the full outputs kept as resources; execserver/backend the contract every backend meets (Backend, Request,
-// Result). It imports no backend: the local one is package execserver/local, the Docker one execserver/docker, and
-// execserver/backends picks one for the command (servers/executor) and the agent alike; none of them imports
-// execserver.
+// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go,
+// process_tools.go, run_outputs.go), the command policy (policy.go), the capped output (output.go), the runner
+// (runner.go) and the protected files' sweep (protect.go). Below it, and knowing nothing of it, are the background
+// processes (package execserver/processes), the full outputs kept as resources (execserver/outputs) and the contract
+// every backend meets (execserver/backend: Backend, Request, Result). It imports no backend: the local one is package
+// execserver/local, the Docker one execserver/docker, and execserver/backends picks one for the command
+// (servers/executor) and the agent alike; none of them imports execserver.
 package execserver
 
 import (

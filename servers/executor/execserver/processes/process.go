@@ -5,10 +5,8 @@
 // belongs to the MCP session that started it: when the session ends (closed, expired, deleted, the server stopping),
 // its processes are killed. A process a stateless request started (MCP 2026-07-28 over HTTP) belongs to no session:
 // its process_id is a handle (stateless.go), and it ends when stopped, when no call has named it for the stateless
-// idle timeout, or at shutdown.
-//
-// The package is below the process tools (package execserver), which call it, and knows nothing of them; it reaches
-// the backend only through Settings.Run, and keeps full outputs in the store of package outputs.
+// idle timeout, or at shutdown. Below the process tools (package execserver), which call it, it knows nothing of
+// them, and reaches the backend only through Settings.Run.
 package processes
 
 import (
@@ -17,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -370,26 +370,25 @@ func writeCounted(w io.Writer, data string, n *atomic.Int64) error {
 	return nil
 }
 
-// Stop sends SIGTERM to p's whole tree, waits up to grace for it to end, then kills it; Killed says it had to.
+// Stop sends SIGTERM to p's whole tree, waits up to grace for it to end, then kills it; Killed says it had to (or,
+// for a process that had ended, that it was killed).
 func (p *Process) Stop(grace time.Duration) protocol.StopProcessOutput {
-	killed := p.stop(grace)
-	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
-		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}
-}
-
-func (p *Process) stop(grace time.Duration) (killed bool) {
-	if !p.running() {
-		return p.result.ExitCode == -1
-	}
-	p.terminateOnce.Do(func() { close(p.terminate) })
+	var killed bool
 	select {
 	case <-p.done:
-		return false
-	case <-time.After(grace):
+		killed = p.result.ExitCode == -1
+	default:
+		p.terminateOnce.Do(func() { close(p.terminate) })
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			p.kill()
+			<-p.done
+			killed = true
+		}
 	}
-	p.kill()
-	<-p.done
-	return true
+	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
+		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}
 }
 
 // endSession kills every process of a session that ended, and forgets them.
@@ -398,14 +397,7 @@ func (t *Table) endSession(ss *mcp.ServerSession) {
 	procs := t.bySession[ss]
 	delete(t.bySession, ss)
 	t.mu.Unlock()
-	for _, p := range procs {
-		p.kill()
-	}
-	for _, p := range procs {
-		<-p.done
-		p.stdout.release()
-		p.stderr.release()
-	}
+	t.forget(procs)
 	if len(procs) > 0 {
 		t.settings.Logger.Info("session ended: its processes were killed", "processes", len(procs))
 	}
@@ -422,7 +414,7 @@ func (t *Table) EndAll() {
 		t.closed = true
 		close(t.stop)
 	}
-	stateless := t.byHandle
+	stateless := slices.Collect(maps.Values(t.byHandle))
 	t.byHandle = map[string]*Process{}
 	t.mu.Unlock()
 	for _, ss := range sessions {

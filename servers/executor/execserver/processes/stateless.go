@@ -87,7 +87,7 @@ func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, err
 
 // forgetEndedStatelessLocked takes out the oldest ended stateless processes past statelessEnded (t.mu held) and
 // returns them, to be released.
-func (t *Table) forgetEndedStatelessLocked() map[string]*Process {
+func (t *Table) forgetEndedStatelessLocked() []*Process {
 	var ended []*Process
 	for _, p := range t.byHandle {
 		if !p.running() {
@@ -98,16 +98,15 @@ func (t *Table) forgetEndedStatelessLocked() map[string]*Process {
 		return nil
 	}
 	sort.Slice(ended, func(i, j int) bool { return ended[i].ended.Before(ended[j].ended) })
-	out := map[string]*Process{}
-	for _, p := range ended[:len(ended)-statelessEnded] {
+	out := ended[:len(ended)-statelessEnded]
+	for _, p := range out {
 		delete(t.byHandle, p.id)
-		out[p.id] = p
 	}
 	return out
 }
 
 // forget kills procs (those still running) and frees their buffers once they ended.
-func (t *Table) forget(procs map[string]*Process) {
+func (t *Table) forget(procs []*Process) {
 	for _, p := range procs {
 		p.kill()
 	}
@@ -134,13 +133,13 @@ func (t *Table) reapStateless() {
 }
 
 func (t *Table) expireStateless(now time.Time) {
-	gone := map[string]*Process{}
+	var gone []*Process
 	t.mu.Lock()
 	for id, p := range t.byHandle {
 		unnamed := now.Sub(p.named)
 		if unnamed >= t.settings.StatelessIdle || !p.running() && unnamed >= t.settings.StatelessUnused {
 			delete(t.byHandle, id)
-			gone[id] = p
+			gone = append(gone, p)
 		}
 	}
 	t.mu.Unlock()
