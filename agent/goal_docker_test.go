@@ -12,7 +12,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
@@ -26,7 +26,7 @@ import (
 // of the backend's containers is left once the agent has exited.
 func TestGoalOnDockerAsOnAMac(t *testing.T) {
 	cli, image := dockertest.Require(t)
-	goalExecutorBuild = []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) {
+	goalExecutorBuild = []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (backend.Backend, error) {
 		return nil, errors.New("local backend: needs Linux (made unusable by the test, as on macOS)")
 	})}
 	t.Cleanup(func() { goalExecutorBuild = nil })

@@ -18,6 +18,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,12 +26,12 @@ import (
 type stubBackend struct{}
 
 func (stubBackend) Name() string { return "stub" }
-func (stubBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+func (stubBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
 	_, _ = io.WriteString(req.Stdout, req.Command)
 	if ctx.Err() != nil {
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	}
-	return execserver.Result{}, nil
+	return backend.Result{}, nil
 }
 func (stubBackend) Confinement() protocol.Confinement {
 	return protocol.Confinement{LocalConfinement: &protocol.LocalConfinement{Mode: "stub: runs nothing"}}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,11 +29,11 @@ const testLocalEnv = "EXECUTOR_TEST_LOCAL"
 func localForTest(mode string) []assemble.Option {
 	switch mode {
 	case "unusable":
-		return []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) {
+		return []assemble.Option{assemble.WithLocalStarter(func(local.Config, *slog.Logger) (backend.Backend, error) {
 			return nil, errors.New("local backend: made unusable by the test (" + testLocalEnv + "=unusable)")
 		})}
 	case "no-namespaces":
-		return []assemble.Option{assemble.WithLocalStarter(func(cfg local.Config, logger *slog.Logger) (execserver.Backend, error) {
+		return []assemble.Option{assemble.WithLocalStarter(func(cfg local.Config, logger *slog.Logger) (backend.Backend, error) {
 			cfg.NoNamespaces = true
 			return local.New(cfg, logger)
 		})}

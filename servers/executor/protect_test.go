@@ -10,7 +10,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
@@ -69,7 +69,7 @@ func protectedOf(t *testing.T, ws string, s options) []string {
 	}
 	defer g.Close()
 	s.Backend = backends.Local
-	stub := assemble.WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) { return stubBackend{}, nil })
+	stub := assemble.WithLocalStarter(func(local.Config, *slog.Logger) (backend.Backend, error) { return stubBackend{}, nil })
 	ex, err := assemble.New(context.Background(), g, s.Options, slog.New(slog.DiscardHandler), stub)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
@@ -32,7 +33,7 @@ type Executor struct {
 	*execserver.Executor
 	// Choice is the backend built and why.
 	Choice  backends.Choice
-	backend execserver.Backend
+	backend backend.Backend
 }
 
 // Close stops the executor's processes, then the backend.
@@ -73,7 +74,7 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 		return nil, err
 	}
 	o.shareBetweenBackends()
-	backend, choice, err := backends.OpenWithLocal(ctx, g.Dir(), backends.Config{Backend: o.Backend, Local: o.Local, Docker: o.Docker, Logger: logger}, b.startLocal)
+	backend, choice, err := backends.Open(ctx, g.Dir(), backends.Config{Backend: o.Backend, Local: o.Local, Docker: o.Docker, Logger: logger}, b.startLocal)
 	if err != nil {
 		if o.Backend == backends.Auto {
 			return nil, fmt.Errorf("-backend auto: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
@@ -18,8 +19,8 @@ import (
 type stubLocal struct{ closed bool }
 
 func (*stubLocal) Name() string { return "local" }
-func (*stubLocal) Run(context.Context, execserver.Request) (execserver.Result, error) {
-	return execserver.Result{}, errors.New("not run")
+func (*stubLocal) Run(context.Context, backend.Request) (backend.Result, error) {
+	return backend.Result{}, errors.New("not run")
 }
 func (*stubLocal) Confinement() protocol.Confinement { return protocol.Confinement{} }
 func (s *stubLocal) Close() error                    { s.closed = true; return nil }
@@ -42,7 +43,7 @@ func TestNewSharesTheSettingsOfBothBackends(t *testing.T) {
 	stub := &stubLocal{}
 	o := Options{Backend: backends.Local, CacheDir: "/tmp/caches", Limits: Limits{PIDs: 40, MemoryMB: 300, TotalMemoryMB: -1, MaxWorkspaceBytes: 1 << 30},
 		Network: Network{Allow: "example.com"}, Local: local.Config{ExtraReadDirs: []string{"/opt/x"}}}
-	ex, err := New(context.Background(), g, o, nil, WithLocalStarter(func(c local.Config, _ *slog.Logger) (execserver.Backend, error) {
+	ex, err := New(context.Background(), g, o, nil, WithLocalStarter(func(c local.Config, _ *slog.Logger) (backend.Backend, error) {
 		got = c
 		return stub, nil
 	}))
@@ -78,7 +79,7 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		{Options{Backend: backends.Local, Serving: execserver.Config{OutputCap: 5 << 20}}, "must be between"},
 	} {
 		stub := &stubLocal{}
-		_, err := New(context.Background(), g, c.o, nil, WithLocalStarter(func(local.Config, *slog.Logger) (execserver.Backend, error) { return stub, nil }))
+		_, err := New(context.Background(), g, c.o, nil, WithLocalStarter(func(local.Config, *slog.Logger) (backend.Backend, error) { return stub, nil }))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want an error saying %q", c.o, err, c.want)
 		}

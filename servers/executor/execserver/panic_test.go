@@ -10,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,11 +19,11 @@ import (
 type panickyBackend struct{}
 
 func (panickyBackend) Name() string { return "panicky" }
-func (panickyBackend) Run(_ context.Context, req execserver.Request) (execserver.Result, error) {
+func (panickyBackend) Run(_ context.Context, req backend.Request) (backend.Result, error) {
 	if req.Command == "panic" {
 		panic("a backend bug")
 	}
-	return execserver.Result{}, nil
+	return backend.Result{}, nil
 }
 func (panickyBackend) Confinement() protocol.Confinement {
 	return protocol.Confinement{LocalConfinement: &protocol.LocalConfinement{Mode: "none: runs nothing"}}

@@ -1,25 +1,44 @@
 package execserver
 
 // The process tools: sandbox_start_process, sandbox_read_process_output, sandbox_write_process_input,
-// sandbox_stop_process, sandbox_list_processes (process.go holds the processes themselves), and Close, which ends
-// them all.
+// sandbox_stop_process, sandbox_list_processes (package processes holds the processes themselves), and Close, which
+// ends them all.
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults for the process settings of Config, and the bounds of the process tools' arguments.
+const (
+	DefaultMaxProcesses    = 8
+	DefaultProcessLifetime = time.Hour
+	DefaultProcessBuffer   = 1 << 20
+	// DefaultProcessBufferTotal bounds the ring buffers of all processes of all sessions together: 256 MiB, the
+	// full buffers of 128 chatty processes (at -max-sessions 256 × -max-processes 8 that is an eighth of them).
+	DefaultProcessBufferTotal = 256 << 20
+	// DefaultStdinWriteTimeout: a process reading its input takes 64 KiB (a pipe's buffer) at once; one that has
+	// not taken it in ten seconds is not reading.
+	DefaultStdinWriteTimeout = 10 * time.Second
+	// DefaultStatelessProcessesPerMax: the stateless era may run 8 times a session's -max-processes (64 by
+	// default) at once: with 1 MiB buffers per stream, at most half the default 256 MiB buffer total.
+	DefaultStatelessProcessesPerMax = 8
+	defaultStopGrace                = 5 * time.Second
+	maxStopGrace                    = 60 * time.Second
+	maxProcessWait                  = 30 * time.Second
 )
 
 // Close kills every process of every session and of the stateless era, and frees the stateless era's outputs (a
 // session's end with it). The server calls it at shutdown, before the backend closes.
 func (e *Executor) Close() {
-	e.procs.endAll()
+	e.procs.EndAll()
 	e.outputs.Close()
 }
 
@@ -46,7 +65,7 @@ func (e *Executor) addProcessTools() {
 		Description: fmt.Sprintf("What a process printed since the given byte offsets (counted from its start), at most %d bytes of each stream "+
 			"per call: read on from the offsets returned. wait_seconds (at most %d) waits for new output or the exit. Each stream keeps its last "+
 			"%d bytes; *_dropped says how many bytes after the offset asked for were no longer held. exit_code is null while it runs.%s",
-			maxProcessReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer, whole),
+			processes.MaxReadBytes, int(maxProcessWait.Seconds()), e.cfg.ProcessBuffer, whole),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Read a process's output", ReadOnly: true, Idempotent: true}),
 	}, e.readProcessTool)
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
@@ -80,16 +99,31 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return out, err
 	}
-	p, err := e.procs.start(scopeOf(ctx, req.Session), r, in.Stdin == "open")
+	p, err := e.procs.Start(ownerOf(ctx, req.Session), r, in.Stdin == "open")
 	if err != nil {
 		return out, err
 	}
 	// While it runs, its session is not closed to make room for new ones (mcpserve's session cap): a flood of
 	// sessions must not kill another client's dev server.
 	release := mcpserve.HoldSession(ctx)
-	go func() { <-p.done; release() }()
-	e.logger.Info("process started", "process", p.id, "command", clipForLog(in.Command))
-	return protocol.StartProcessOutput{ProcessID: p.id, StartedAt: p.started.UTC().Format(time.RFC3339Nano)}, nil
+	go func() { <-p.Done(); release() }()
+	e.logger.Info("process started", "process", p.ID(), "command", clipForLog(in.Command))
+	return protocol.StartProcessOutput{ProcessID: p.ID(), StartedAt: p.Info().StartedAt}, nil
+}
+
+// runProcess runs a process's request (processes.Settings.Run): what the sweep undid, and a failure to run, are
+// told at the end of its stderr, as a command's are in its result.
+func (e *Executor) runProcess(ctx context.Context, id string, r backend.Request) backend.Result {
+	res, undone, err := e.run.run(ctx, r)
+	if len(undone) > 0 {
+		_, _ = r.Stderr.Write([]byte(protectedNote(undone)))
+	}
+	if err != nil {
+		e.logger.Error("process could not run", "process", id, "error", err)
+		_, _ = fmt.Fprintf(r.Stderr, "\n[the process %s]\n", e.run.failure(err))
+		res = backend.Result{ExitCode: -1}
+	}
+	return res
 }
 
 func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ReadProcessOutputInput) (readProcessResult, error) {
@@ -101,116 +135,33 @@ func (e *Executor) readProcessTool(ctx context.Context, req *mcp.CallToolRequest
 	case in.StdoutOffset < 0 || in.StderrOffset < 0:
 		return out, fmt.Errorf("offsets count bytes from the process's start: give 0 or more (the offsets a read returned)")
 	}
-	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.Lookup(ownerOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
-	if wait > 0 && p.running() && p.stdout.length() <= in.StdoutOffset && p.stderr.length() <= in.StderrOffset {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		select {
-		case <-p.stdout.wait():
-		case <-p.stderr.wait():
-		case <-p.done:
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-	}
-	out.ProcessID, out.Running, out.ExitCode = p.id, p.running(), p.exitCode()
-	stdout, next, dropped := p.stdout.readFrom(in.StdoutOffset, maxProcessReadBytes)
-	out.Stdout, out.StdoutOffset, out.StdoutDropped = string(stdout), next, dropped
-	stderr, next, dropped := p.stderr.readFrom(in.StderrOffset, maxProcessReadBytes)
-	out.Stderr, out.StderrOffset, out.StderrDropped = string(stderr), next, dropped
-	out.DurationMs = p.duration().Milliseconds()
-	if !out.Running {
-		out.NetworkDenied, out.Network = p.result.NetworkDenied, p.result.Network
-	}
-	res := p.withResources(out.ReadProcessOutputOutput)
+	out.ReadProcessOutputOutput, out.links = p.Read(ctx, in.StdoutOffset, in.StderrOffset, wait)
 	if !e.cfg.ResourceLinks {
-		res.links = nil
+		out.links = nil
 	}
-	return res, nil
+	return out, nil
 }
+
+// readProcessResult is sandbox_read_process_output's result: the contract's fields, and a resource_link content
+// item for each stream kept whole.
+type readProcessResult struct {
+	protocol.ReadProcessOutputOutput
+	links []mcp.Content
+}
+
+// MoreContent implements mcpserve.MoreContent.
+func (r readProcessResult) MoreContent() []mcp.Content { return r.links }
 
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
-	var out protocol.WriteProcessInputOutput
-	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.Lookup(ownerOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
-		return out, err
+		return protocol.WriteProcessInputOutput{}, err
 	}
-	// A write blocks until the process reads (past a pipe's buffer); one that never reads must not hold the call,
-	// the session's requests or a server goroutine's caller for ever. The write itself runs in the background and
-	// holds the stdin's turn until the process takes it all or ends; the call waits for it StdinWriteTimeout.
-	timer := time.NewTimer(e.cfg.StdinWriteTimeout)
-	defer timer.Stop()
-	select {
-	case p.stdinTurn <- struct{}{}:
-	case <-timer.C:
-		return out, fmt.Errorf("an earlier write to the stdin of process %s is still waiting for the process to read it (%v and more): "+
-			"read its output with %s, or end it with %s", p.id, e.cfg.StdinWriteTimeout, protocol.ToolReadProcessOutput, protocol.ToolStopProcess)
-	case <-ctx.Done():
-		return out, context.Cause(ctx)
-	}
-	p.stdinMu.Lock()
-	w := p.stdin
-	p.stdinMu.Unlock()
-	if w == nil {
-		<-p.stdinTurn
-		return out, fmt.Errorf("the stdin of process %s is closed: only a process started with stdin: \"open\" takes input, until it is closed", p.id)
-	}
-	var written atomic.Int64
-	done := make(chan error, 1)
-	go func() {
-		defer func() { <-p.stdinTurn }()
-		err := writeCounted(w, in.Data, &written)
-		if err == nil && in.Close {
-			p.stdinMu.Lock()
-			if p.stdin == w {
-				w.Close()
-				p.stdin = nil
-			}
-			p.stdinMu.Unlock()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		out.BytesWritten = int(written.Load())
-		if err != nil {
-			return out, fmt.Errorf("wrote %d of %d bytes to process %s: %v", out.BytesWritten, len(in.Data), p.id, err)
-		}
-		return out, nil
-	case <-timer.C:
-		n := written.Load()
-		e.logger.Info("process does not read its stdin", "process", p.id, "written", n, "of", len(in.Data))
-		then := "the rest is written as it reads"
-		if in.Close {
-			then += ", and its stdin closed after it"
-		}
-		return out, fmt.Errorf("process %s did not read its input within %v: %d of %d bytes taken so far; %s (a later write waits "+
-			"for this one). Is it reading its stdin? Read its output with %s, or end it with %s", p.id, e.cfg.StdinWriteTimeout, n,
-			len(in.Data), then, protocol.ToolReadProcessOutput, protocol.ToolStopProcess)
-	case <-ctx.Done():
-		return out, context.Cause(ctx)
-	}
-}
-
-// stdinChunk is how much of a write goes to a process's stdin at a time, so that a write the process stops taking
-// can say how much it took.
-const stdinChunk = 4 << 10
-
-// writeCounted writes data to w in chunks, counting in n what w took.
-func writeCounted(w io.Writer, data string, n *atomic.Int64) error {
-	for len(data) > 0 {
-		c := data[:min(len(data), stdinChunk)]
-		k, err := io.WriteString(w, c)
-		n.Add(int64(k))
-		if err != nil {
-			return err
-		}
-		data = data[len(c):]
-	}
-	return nil
+	return p.Write(ctx, in.Data, in.Close)
 }
 
 func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.StopProcessInput) (protocol.StopProcessOutput, error) {
@@ -223,21 +174,19 @@ func (e *Executor) stopProcessTool(ctx context.Context, req *mcp.CallToolRequest
 				int(maxStopGrace.Seconds()), int(defaultStopGrace.Seconds()))
 		}
 	}
-	p, err := e.procs.lookup(scopeOf(ctx, req.Session), in.ProcessID)
+	p, err := e.procs.Lookup(ownerOf(ctx, req.Session), in.ProcessID)
 	if err != nil {
 		return out, err
 	}
-	killed := p.stop(grace)
-	e.logger.Info("process stopped", "process", p.id, "exit_code", p.result.ExitCode, "killed", killed)
-	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
-		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}, nil
+	out = p.Stop(grace)
+	e.logger.Info("process stopped", "process", out.ProcessID, "exit_code", out.ExitCode, "killed", out.Killed)
+	return out, nil
 }
 
 func (e *Executor) listProcessesTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.ListProcessesInput) (protocol.ListProcessesOutput, error) {
 	out := protocol.ListProcessesOutput{Processes: []protocol.ProcessInfo{}}
-	for _, p := range e.procs.list(scopeOf(ctx, req.Session)) {
-		out.Processes = append(out.Processes, protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(),
-			ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()})
+	for _, p := range e.procs.List(ownerOf(ctx, req.Session)) {
+		out.Processes = append(out.Processes, p.Info())
 	}
 	return out, nil
 }

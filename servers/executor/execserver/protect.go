@@ -37,12 +37,6 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 )
 
-// ProtectEnforcer is what a backend implements when it makes Request.Protected read-only for its commands. A
-// backend that does not (or answers false) has its commands' changes to protected files undone after they end.
-type ProtectEnforcer interface {
-	EnforcesProtected() bool
-}
-
 // Bounds of the protector's work and memory.
 const (
 	// protectMaxEntries bounds one scan of the workspace: past it, deeper protected paths go unprotected and the

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,8 +24,8 @@ type runOutputs struct{ stdout, stderr *outputs.Stream }
 
 // keepRunOutputs tees the request's writers to the session's store. Only a stream longer than the cap (one the
 // result truncates) is kept.
-func (e *Executor) keepRunOutputs(sc scope, r *Request) runOutputs {
-	ro := runOutputs{stdout: e.outputs.Keep(sc.owner(), "stdout", e.cfg.OutputCap), stderr: e.outputs.Keep(sc.owner(), "stderr", e.cfg.OutputCap)}
+func (e *Executor) keepRunOutputs(ow outputs.Owner, r *backend.Request) runOutputs {
+	ro := runOutputs{stdout: e.outputs.Keep(ow, "stdout", e.cfg.OutputCap), stderr: e.outputs.Keep(ow, "stderr", e.cfg.OutputCap)}
 	r.Stdout, r.Stderr = io.MultiWriter(r.Stdout, ro.stdout), io.MultiWriter(r.Stderr, ro.stderr)
 	return ro
 }

@@ -5,18 +5,20 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // runner runs requests on the backend between a scan and a sweep of the protected paths: the one way both the
-// commands (server.go) and the processes (process.go) reach the backend.
+// commands (server.go) and the processes (runProcess, process_tools.go) reach the backend.
 type runner struct {
-	backend   Backend
+	backend   backend.Backend
 	protect   *protector // nil when no path is protected
 	workspace string     // the workspace's real host path, the one host path a client may see in an error
 }
 
 // run runs r and returns what the sweep undid.
-func (rn runner) run(ctx context.Context, r Request) (Result, []string, error) {
+func (rn runner) run(ctx context.Context, r backend.Request) (backend.Result, []string, error) {
 	if rn.protect == nil {
 		res, err := rn.backend.Run(ctx, r)
 		return res, nil, err

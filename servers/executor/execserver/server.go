@@ -1,3 +1,12 @@
+// Package execserver is the executor MCP server: sandbox_run_command, which runs a shell command confined to the
+// workspace on a pluggable backend, and the five process tools (sandbox_start_process, sandbox_read_process_output,
+// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go,
+// process_tools.go, run_outputs.go), the command policy (policy.go), the capped output (output.go), the runner
+// (runner.go) and the protected files' sweep (protect.go). Below it, and knowing nothing of it, are the background
+// processes (package execserver/processes), the full outputs kept as resources (execserver/outputs) and the contract
+// every backend meets (execserver/backend: Backend, Request, Result). It imports no backend: the local one is package
+// execserver/local, the Docker one execserver/docker, and execserver/backends picks one for the command
+// (servers/executor) and the agent alike; none of them imports execserver.
 package execserver
 
 import (
@@ -14,7 +23,9 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
+	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -50,7 +61,7 @@ type Config struct {
 	// MaxProcesses is how many processes one session may run at once; 0 means DefaultMaxProcesses.
 	MaxProcesses int `env:"MAX_PROCESSES" flag:"max-processes" usage:"background processes (sandbox_start_process) one session may run at once (default 8)"`
 	// StatelessProcesses is how many processes requests without a session (MCP 2026-07-28 over HTTP) may run at
-	// once, all together (scope.go); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
+	// once, all together (package processes); 0 means DefaultStatelessProcessesPerMax times MaxProcesses.
 	StatelessProcesses int `env:"STATELESS_PROCESSES" flag:"stateless-processes" usage:"background processes requests without a session (MCP 2026-07-28 over HTTP) may run at once, all together (default 8 times -max-processes)"`
 	// StatelessIdleTimeout kills and forgets a stateless process, and drops a stateless kept output, that no call
 	// has named for this long; 0 means mcpserve.DefaultSessionIdleTimeout, a session's idle timeout.
@@ -176,44 +187,45 @@ func (c *Config) fill() error {
 // Executor is the executor MCP server: the sandbox_run_command tool over one backend and one workspace.
 type Executor struct {
 	cfg     Config
-	backend Backend
+	backend backend.Backend
 	guard   *pathguard.Guard
 	logger  *slog.Logger
 	server  *mcp.Server
 	slots   chan struct{} // one per running command (Config.MaxConcurrent)
-	procs   *processTable
+	procs   *processes.Table
 	outputs *outputs.Store // the full outputs of truncated streams, per session
 	protect *protector     // nil when no path is protected
 	run     runner         // the backend, with the protected paths' sweep around each command
 }
 
-// New builds the executor over backend and the workspace g. The caller keeps ownership of both and closes them.
-func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (*Executor, error) {
+// New builds the executor over the backend b and the workspace g. The caller keeps ownership of both and closes them.
+func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger) (*Executor, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, backend: backend, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
+	e := &Executor{cfg: cfg, backend: b, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
 		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {
-		enforcer, ok := backend.(ProtectEnforcer)
+		enforcer, ok := b.(backend.ProtectEnforcer)
 		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
 		if err != nil {
 			return nil, fmt.Errorf("protected files: %w", err)
 		}
 		e.protect = p
 	}
-	e.run = runner{backend: backend, protect: e.protect, workspace: g.Dir()}
-	e.procs = newProcessTable(processSettings{max: cfg.MaxProcesses, statelessMax: cfg.StatelessProcesses,
-		statelessIdle: cfg.StatelessIdleTimeout, statelessUnused: cfg.StatelessUnusedTimeout, lifetime: cfg.ProcessLifetime, buffer: cfg.ProcessBuffer,
-		buffers: newBufferPool(cfg.ProcessBufferTotal), outputs: e.outputs, run: e.run, logger: logger})
+	e.run = runner{backend: b, protect: e.protect, workspace: g.Dir()}
+	e.procs = processes.New(processes.Settings{Max: cfg.MaxProcesses, StatelessMax: cfg.StatelessProcesses,
+		StatelessIdle: cfg.StatelessIdleTimeout, StatelessUnused: cfg.StatelessUnusedTimeout, Lifetime: cfg.ProcessLifetime,
+		Buffer: cfg.ProcessBuffer, BufferTotal: cfg.ProcessBufferTotal, StdinWriteTimeout: cfg.StdinWriteTimeout,
+		Outputs: e.outputs, Run: e.runProcess, Logger: logger})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
 			"a stream cut short stays readable whole, by this session, as the resource its result names.",
-			g.AdvertisedRoot(), backend.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+			g.AdvertisedRoot(), b.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
 		Logger: logger,
 	})
 	mcpserve.AddTool(e.server, logger, &mcp.Tool{
@@ -223,14 +235,24 @@ func New(cfg Config, backend Backend, g *pathguard.Guard, logger *slog.Logger) (
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
 			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
-			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(backend.Confinement().Egress)),
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(b.Confinement().Egress)),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
 	}, e.runCommand)
 	e.addProcessTools()
 	if e.outputs.Keeps() {
-		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return scopeOf(ctx, ss).owner() })
+		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return ownerOf(ctx, ss) })
 	}
 	return e, nil
+}
+
+// ownerOf is whom what the call ctx and ss belong to makes (its processes, its kept outputs) belongs to: the session,
+// or for a request without one (MCP 2026-07-28 over HTTP) the stateless era, whose processes and outputs are reached
+// by their handles alone (package processes, stateless.go).
+func ownerOf(ctx context.Context, ss *mcp.ServerSession) outputs.Owner {
+	if mcpserve.Stateless(ctx) {
+		return outputs.StatelessOwner
+	}
+	return outputs.SessionOwner(ss)
 }
 
 // Server is the MCP server, for mcpserve.Run or mcpserve.Start.
@@ -253,7 +275,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		OutputCap:      e.cfg.OutputCap,
 		MaxConcurrent:  e.cfg.MaxConcurrent,
 		FullOutputs:    e.outputs.Health(),
-		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.buffers.inUse()},
+		ProcessBuffers: protocol.ProcessBuffersHealth{Total: e.cfg.ProcessBufferTotal, Bytes: e.procs.BuffersInUse()},
 	}
 }
 
@@ -298,7 +320,7 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	stdout, stderr := newCappedWriter(e.cfg.OutputCap), newCappedWriter(e.cfg.OutputCap)
 	r.Stdout, r.Stderr = stdout, stderr
-	kept := e.keepRunOutputs(scopeOf(ctx, req.Session), &r)
+	kept := e.keepRunOutputs(ownerOf(ctx, req.Session), &r)
 	defer kept.close()
 
 	start := time.Now()
@@ -441,37 +463,37 @@ func isPathByte(c byte) bool {
 }
 
 // check turns the tool input into a backend request, or says what is wrong with it and what is allowed.
-func (e *Executor) check(in protocol.RunCommandInput) (Request, error) {
+func (e *Executor) check(in protocol.RunCommandInput) (backend.Request, error) {
 	maxS := int(e.cfg.MaxTimeout.Seconds())
 	switch {
 	case strings.TrimSpace(in.Command) == "":
-		return Request{}, errors.New("command is empty: give a shell command to run with sh -c, e.g. \"go test ./...\"")
+		return backend.Request{}, errors.New("command is empty: give a shell command to run with sh -c, e.g. \"go test ./...\"")
 	case strings.IndexByte(in.Command, 0) >= 0:
-		return Request{}, errors.New("command contains a NUL byte: a shell command cannot carry one (pass binary data on stdin)")
+		return backend.Request{}, errors.New("command contains a NUL byte: a shell command cannot carry one (pass binary data on stdin)")
 	case len(in.Command) > maxCommandBytes:
-		return Request{}, fmt.Errorf("command is %d bytes: the most sh -c can take is %d; write a long script to a file in the workspace and run that", len(in.Command), maxCommandBytes)
+		return backend.Request{}, fmt.Errorf("command is %d bytes: the most sh -c can take is %d; write a long script to a file in the workspace and run that", len(in.Command), maxCommandBytes)
 	case in.TimeoutSeconds < 0 || in.TimeoutSeconds > maxS:
-		return Request{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d, or leave it out for the default %d",
+		return backend.Request{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d, or leave it out for the default %d",
 			in.TimeoutSeconds, maxS, int(e.cfg.DefaultTimeout.Seconds()))
 	}
 	rel, fi, err := e.guard.Stat(in.Cwd)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || pathguard.IsReason(err, pathguard.ReasonNotFound) {
-			return Request{}, fmt.Errorf("cwd %q does not exist in the workspace: give an existing folder relative to the workspace, or leave it out for the workspace itself", in.Cwd)
+			return backend.Request{}, fmt.Errorf("cwd %q does not exist in the workspace: give an existing folder relative to the workspace, or leave it out for the workspace itself", in.Cwd)
 		}
-		return Request{}, fmt.Errorf("cwd: %v", err)
+		return backend.Request{}, fmt.Errorf("cwd: %v", err)
 	}
 	if !fi.IsDir() {
-		return Request{}, fmt.Errorf("cwd %q is not a folder: give a folder relative to the workspace", rel)
+		return backend.Request{}, fmt.Errorf("cwd %q is not a folder: give a folder relative to the workspace", rel)
 	}
 	if err := e.cfg.Policy.Check(in.Command); err != nil {
-		return Request{}, err
+		return backend.Request{}, err
 	}
 	timeout := e.cfg.DefaultTimeout
 	if in.TimeoutSeconds > 0 {
 		timeout = time.Duration(in.TimeoutSeconds) * time.Second
 	}
-	return Request{Command: in.Command, Dir: rel, Stdin: in.Stdin, Timeout: timeout}, nil
+	return backend.Request{Command: in.Command, Dir: rel, Stdin: in.Stdin, Timeout: timeout}, nil
 }
 
 // progress tells the client, about once a second, how long the command has run and how much it printed. Progress is

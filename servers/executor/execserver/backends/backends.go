@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
@@ -65,7 +65,7 @@ type Config struct {
 
 // LocalStarter starts the local backend: local.New, or in tests a stand-in that plays a machine where the local
 // backend cannot run, or runs without namespaces.
-type LocalStarter func(local.Config, *slog.Logger) (execserver.Backend, error)
+type LocalStarter func(local.Config, *slog.Logger) (backend.Backend, error)
 
 // Choice is which backend Open built and why, for the start-up log and the health report.
 type Choice struct {
@@ -77,15 +77,10 @@ type Choice struct {
 	Reason string
 }
 
-// Open builds the backend cfg names, or chooses one (Auto). workspace is the workspace's real host path
-// (pathguard's Guard.Dir()). An error from an explicitly named backend is that backend's; the automatic choice
-// fails with ErrNoBackend.
-func Open(ctx context.Context, workspace string, cfg Config) (execserver.Backend, Choice, error) {
-	return OpenWithLocal(ctx, workspace, cfg, local.New)
-}
-
-// OpenWithLocal is Open with the local backend started by startLocal instead of local.New.
-func OpenWithLocal(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (execserver.Backend, Choice, error) {
+// Open builds the backend cfg names, or chooses one (Auto), with the local backend started by startLocal
+// (local.New, or a test's stand-in). workspace is the workspace's real host path (pathguard's Guard.Dir()). An error
+// from an explicitly named backend is that backend's; the automatic choice fails with ErrNoBackend.
+func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -117,10 +112,10 @@ func OpenWithLocal(ctx context.Context, workspace string, cfg Config, startLocal
 }
 
 // choose is the automatic choice (see the package's documentation).
-func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (execserver.Backend, Choice, error) {
+func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
 	choice := Choice{Requested: Auto}
 	lb, localErr := startLocal(cfg.Local, cfg.Logger)
-	var fallback execserver.Backend // the local backend without namespaces, kept for step 3
+	var fallback backend.Backend // the local backend without namespaces, kept for step 3
 	switch {
 	case localErr != nil:
 		cfg.Logger.Info("automatic backend choice: the local backend cannot run here", "error", localErr)
@@ -179,13 +174,13 @@ func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (execserve
 }
 
 // namespaced says the local backend gives every command namespaces of its own.
-func namespaced(b execserver.Backend) bool {
+func namespaced(b backend.Backend) bool {
 	c := b.Confinement()
 	return c.LocalConfinement != nil && c.Mode == local.ModeNamespaces
 }
 
 // fallbackGap says what keeps the local backend's fallback from confining commands, or "" when it does.
-func fallbackGap(b execserver.Backend) string {
+func fallbackGap(b backend.Backend) string {
 	c := b.Confinement()
 	switch {
 	case c.LocalConfinement == nil:
@@ -199,7 +194,7 @@ func fallbackGap(b execserver.Backend) string {
 }
 
 // localMode is the gist of the local backend's confinement.
-func localMode(b execserver.Backend) string {
+func localMode(b backend.Backend) string {
 	c := b.Confinement()
 	if c.LocalConfinement == nil {
 		return "backend " + b.Name()
@@ -208,7 +203,7 @@ func localMode(b execserver.Backend) string {
 }
 
 // dockerReport is the gist of the docker backend's confinement.
-func dockerReport(b execserver.Backend) string {
+func dockerReport(b backend.Backend) string {
 	c := b.Confinement()
 	if c.DockerConfinement == nil {
 		return "backend " + b.Name()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
@@ -22,8 +22,8 @@ type fakeLocal struct {
 }
 
 func (f *fakeLocal) Name() string { return "local" }
-func (f *fakeLocal) Run(context.Context, execserver.Request) (execserver.Result, error) {
-	return execserver.Result{}, errors.New("not run")
+func (f *fakeLocal) Run(context.Context, backend.Request) (backend.Result, error) {
+	return backend.Result{}, errors.New("not run")
 }
 func (f *fakeLocal) Confinement() protocol.Confinement {
 	c := f.c
@@ -69,7 +69,7 @@ func TestChooseWithoutDocker(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Backend: Auto, Docker: noEngine, PingTimeout: 2 * time.Second, Local: local.Config{NoNamespaces: c.noNamespaces}}
-			b, choice, err := OpenWithLocal(context.Background(), t.TempDir(), cfg, func(local.Config, *slog.Logger) (execserver.Backend, error) {
+			b, choice, err := Open(context.Background(), t.TempDir(), cfg, func(local.Config, *slog.Logger) (backend.Backend, error) {
 				if c.localErr != nil {
 					return nil, c.localErr
 				}
@@ -100,16 +100,16 @@ func TestChooseWithoutDocker(t *testing.T) {
 // TestExplicitAndUnknown: a named backend is that backend (its error untouched), and only the three names are taken.
 func TestExplicitAndUnknown(t *testing.T) {
 	f := namespacedMode()
-	b, choice, err := OpenWithLocal(context.Background(), t.TempDir(), Config{Backend: Local},
-		func(local.Config, *slog.Logger) (execserver.Backend, error) { return f, nil })
-	if err != nil || b != execserver.Backend(f) || choice.Requested != Local || !strings.HasPrefix(choice.Reason, "asked for (-backend local)") {
+	b, choice, err := Open(context.Background(), t.TempDir(), Config{Backend: Local},
+		func(local.Config, *slog.Logger) (backend.Backend, error) { return f, nil })
+	if err != nil || b != backend.Backend(f) || choice.Requested != Local || !strings.HasPrefix(choice.Reason, "asked for (-backend local)") {
 		t.Errorf("local: %+v, %v", choice, err)
 	}
-	_, _, err = Open(context.Background(), t.TempDir(), Config{Backend: Docker, Docker: docker.Config{Host: "unix:///nonexistent/docker.sock", User: "4242:4242", CacheHostDir: "-"}})
+	_, _, err = Open(context.Background(), t.TempDir(), Config{Backend: Docker, Docker: docker.Config{Host: "unix:///nonexistent/docker.sock", User: "4242:4242", CacheHostDir: "-"}}, local.New)
 	if err == nil || errors.Is(err, ErrNoBackend) || !strings.Contains(err.Error(), "does not answer at unix:///nonexistent/docker.sock") {
 		t.Errorf("docker without an engine: %v", err)
 	}
-	if _, _, err := Open(context.Background(), t.TempDir(), Config{Backend: "chroot"}); err == nil || !strings.Contains(err.Error(), "use auto, local or docker") {
+	if _, _, err := Open(context.Background(), t.TempDir(), Config{Backend: "chroot"}, local.New); err == nil || !strings.Contains(err.Error(), "use auto, local or docker") {
 		t.Errorf("unknown: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -94,7 +95,7 @@ func BenchmarkDockerRunVsBare(b *testing.B) {
 }
 
 func dockerRunTrue(b *testing.B, be *dockerBackend) {
-	res, err := be.Run(context.Background(), execserver.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard})
+	res, err := be.Run(context.Background(), backend.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil || res.ExitCode != 0 {
 		b.Fatalf("true: %+v, %v", res, err)
 	}

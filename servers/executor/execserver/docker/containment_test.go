@@ -19,6 +19,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -208,7 +209,7 @@ func testDockerContainment(t *testing.T, pool int) {
 func TestDockerContainmentShared(t *testing.T) {
 	probe, _ := newDockerTestBackend(t, nil)
 	var out strings.Builder
-	if _, err := probe.Run(context.Background(), execserver.Request{Command: "command -v python3 || true", Dir: ".", Timeout: time.Minute, Stdout: &out}); err != nil {
+	if _, err := probe.Run(context.Background(), backend.Request{Command: "command -v python3 || true", Dir: ".", Timeout: time.Minute, Stdout: &out}); err != nil {
 		t.Fatal(err)
 	}
 	var memoryBomb int64
@@ -216,7 +217,7 @@ func TestDockerContainmentShared(t *testing.T) {
 		memoryBomb = 1 << 30
 	}
 	sandboxtest.RunContainment(t, sandboxtest.Target{
-		NewBackend: func(t *testing.T) (execserver.Backend, string) {
+		NewBackend: func(t *testing.T) (backend.Backend, string) {
 			return newDockerTestBackend(t, func(c *Config) { c.PIDs = 128; c.Memory = 256 << 20 })
 		},
 		MemoryBomb: memoryBomb,

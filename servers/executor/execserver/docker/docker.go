@@ -20,7 +20,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/client"
@@ -153,7 +153,7 @@ type dockerBackend struct {
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
 // checks the image exists, and removes containers left by an earlier server of the same instance.
-func New(ctx context.Context, cfg Config) (execserver.Backend, error) {
+func New(ctx context.Context, cfg Config) (backend.Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -284,10 +284,10 @@ func instanceOf(realDir string, uid int) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// parseDockerUser accepts "uid" or "uid:gid" (execserver.ParseRunAs): names would be looked up in the image's /etc/passwd,
+// parseDockerUser accepts "uid" or "uid:gid" (backend.ParseRunAs): names would be looked up in the image's /etc/passwd,
 // which says nothing about who owns the files on the host. Root is refused.
 func parseDockerUser(s string) (uid, gid int, err error) {
-	uid, gid, err = execserver.ParseRunAs(s)
+	uid, gid, err = backend.ParseRunAs(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("docker backend: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 	"github.com/moby/moby/api/types/container"
@@ -238,7 +239,7 @@ func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) 
 			cancel()
 		}()
 		start := time.Now()
-		res, err := b.Run(ctx, execserver.Request{Command: "echo up; sleep 60", Dir: ".", Timeout: time.Minute, Stdout: &out})
+		res, err := b.Run(ctx, backend.Request{Command: "echo up; sleep 60", Dir: ".", Timeout: time.Minute, Stdout: &out})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +264,7 @@ func testDockerCancelKillsAndRemoves(t *testing.T, b *dockerBackend, ws string) 
 			// From a pool the container is ready at once: cancel before the call instead.
 			cancel()
 		}
-		res, err := b.Run(ctx, execserver.Request{Command: "touch never-ran", Dir: ".", Timeout: time.Minute})
+		res, err := b.Run(ctx, backend.Request{Command: "touch never-ran", Dir: ".", Timeout: time.Minute})
 		if err != nil || res.ExitCode != -1 {
 			t.Errorf("got %+v, %v; want exit -1", res, err)
 		}
@@ -327,7 +328,7 @@ func TestDockerFilesBelongToWorkspaceOwner(t *testing.T) {
 	if b.uid != int(owner.Uid) || b.gid != int(owner.Gid) {
 		t.Fatalf("default user %d:%d, want the workspace owner %d:%d", b.uid, b.gid, owner.Uid, owner.Gid)
 	}
-	res, err := b.Run(context.Background(), execserver.Request{Command: "mkdir -p out/deep && echo made > out/deep/f.txt", Dir: ".", Timeout: time.Minute})
+	res, err := b.Run(context.Background(), backend.Request{Command: "mkdir -p out/deep && echo made > out/deep/f.txt", Dir: ".", Timeout: time.Minute})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("got %+v, %v", res, err)
 	}
@@ -485,7 +486,7 @@ func TestDockerCacheSurvives(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.CacheHostDir = cache })
 	run := func(cmd string) string {
 		var out strings.Builder
-		res, err := b.Run(context.Background(), execserver.Request{Command: cmd, Dir: ".", Timeout: time.Minute, Stdout: &out, Stderr: &out})
+		res, err := b.Run(context.Background(), backend.Request{Command: cmd, Dir: ".", Timeout: time.Minute, Stdout: &out, Stderr: &out})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("%q: %+v, %v: %s", cmd, res, err, out.String())
 		}
@@ -507,7 +508,7 @@ func TestDockerConfinementReport(t *testing.T) {
 	}
 	// The report must match what a container really gets.
 	var out strings.Builder
-	res, err := b.Run(context.Background(), execserver.Request{Command: "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status; ls /sys/class/net",
+	res, err := b.Run(context.Background(), backend.Request{Command: "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status; ls /sys/class/net",
 		Dir: ".", Timeout: time.Minute, Stdout: &out})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%+v, %v", res, err)
@@ -572,7 +573,7 @@ func TestDockerGoToolchain(t *testing.T) {
 	}
 	run := func() string {
 		var out strings.Builder
-		res, err := b.Run(context.Background(), execserver.Request{Command: "go test ./...", Dir: "sub", Timeout: 5 * time.Minute, Stdout: &out, Stderr: &out})
+		res, err := b.Run(context.Background(), backend.Request{Command: "go test ./...", Dir: "sub", Timeout: 5 * time.Minute, Stdout: &out, Stderr: &out})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("go test: %+v, %v:\n%s", res, err, out.String())
 		}
@@ -612,7 +613,7 @@ func TestDockerConcurrentRuns(t *testing.T) {
 			for i := range n {
 				go func() {
 					var out strings.Builder
-					res, err := b.Run(context.Background(), execserver.Request{Command: fmt.Sprintf("echo run-%d; exit %d", i, i+1),
+					res, err := b.Run(context.Background(), backend.Request{Command: fmt.Sprintf("echo run-%d; exit %d", i, i+1),
 						Dir: ".", Timeout: time.Minute, Stdout: &out})
 					if err == nil && (res.ExitCode != i+1 || out.String() != fmt.Sprintf("run-%d\n", i)) {
 						err = fmt.Errorf("run %d: got %+v and %q", i, res, out.String())
@@ -646,7 +647,7 @@ func TestDockerRemovedOnPanic(t *testing.T) {
 				t.Errorf("recovered %v, want the writer's panic", r)
 			}
 		}()
-		_, _ = b.Run(context.Background(), execserver.Request{Command: "echo boom; sleep " + marker, Dir: ".", Timeout: time.Minute, Stdout: panicWriter{}})
+		_, _ = b.Run(context.Background(), backend.Request{Command: "echo boom; sleep " + marker, Dir: ".", Timeout: time.Minute, Stdout: panicWriter{}})
 		t.Error("Run returned; want the writer's panic")
 	}()
 	if left := dockerInstanceContainers(t, b); len(left) != 0 {
@@ -668,7 +669,7 @@ func TestDockerPoolSurvivesLostContainers(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	res, err := b.Run(context.Background(), execserver.Request{Command: "echo still works", Dir: ".", Timeout: time.Minute, Stdout: &out})
+	res, err := b.Run(context.Background(), backend.Request{Command: "echo still works", Dir: ".", Timeout: time.Minute, Stdout: &out})
 	if err != nil || res.ExitCode != 0 || out.String() != "still works\n" {
 		t.Fatalf("after losing the pool: %+v, %v, %q", res, err, out.String())
 	}

@@ -23,7 +23,7 @@ import (
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -150,7 +150,7 @@ func (e *dockerEgress) proxyFor(s *egress.Session) func(holder string) string {
 }
 
 // end puts a session's usage in a result.
-func endEgress(s *egress.Session, res *execserver.Result) {
+func endEgress(s *egress.Session, res *backend.Result) {
 	if s == nil {
 		return
 	}
@@ -192,7 +192,7 @@ func (b *dockerBackend) networkTextFor() string {
 }
 
 // Run runs a command with its egress session around it (run.go runs it).
-func (b *dockerBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+func (b *dockerBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
 	s := b.egress.begin()
 	res, err := b.run(ctx, req, s)
 	endEgress(s, &res)

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
 // dockerRun runs one command and returns its exit code and its stdout and stderr together.
-func dockerRun(t testing.TB, b *dockerBackend, req execserver.Request) (int, string) {
+func dockerRun(t testing.TB, b *dockerBackend, req backend.Request) (int, string) {
 	t.Helper()
 	var out syncBuffer
 	req.Stdout, req.Stderr = &out, &out
@@ -148,7 +148,7 @@ func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 		}
 		checkUntouched(t, target)
 		// Positive control: the cache it made instead works for the command user.
-		if code, out := dockerRun(t, db, execserver.Request{Command: "echo ok > /cache/marker && cat /cache/marker"}); code != 0 || out != "ok\n" {
+		if code, out := dockerRun(t, db, backend.Request{Command: "echo ok > /cache/marker && cat /cache/marker"}); code != 0 || out != "ok\n" {
 			t.Errorf("the cache does not work: %d %q", code, out)
 		}
 	})
@@ -206,7 +206,7 @@ func TestDockerCacheNoPlantedSymlink(t *testing.T) {
 		}
 		defer b.Close()
 		db := b.(*dockerBackend)
-		if code, out := dockerRun(t, db, execserver.Request{Command: "echo ok > /cache/marker && cat /cache/marker"}); code != 0 || out != "ok\n" {
+		if code, out := dockerRun(t, db, backend.Request{Command: "echo ok > /cache/marker && cat /cache/marker"}); code != 0 || out != "ok\n" {
 			t.Errorf("the cache does not work: %d %q", code, out)
 		}
 		fi, err := os.Stat(db.cacheDir)
@@ -235,14 +235,14 @@ func TestDockerCacheKeyedByWorkspace(t *testing.T) {
 		return b.(*dockerBackend)
 	}
 	b := open()
-	if code, out := dockerRun(t, b, execserver.Request{Command: "echo mine > /cache/marker"}); code != 0 {
+	if code, out := dockerRun(t, b, backend.Request{Command: "echo mine > /cache/marker"}); code != 0 {
 		t.Fatalf("%d %s", code, out)
 	}
 	first := b.cacheDir
 	b.Close()
 	// Positive control: the same workspace keeps its cache.
 	b = open()
-	if code, out := dockerRun(t, b, execserver.Request{Command: "cat /cache/marker"}); code != 0 || out != "mine\n" || b.cacheDir != first {
+	if code, out := dockerRun(t, b, backend.Request{Command: "cat /cache/marker"}); code != 0 || out != "mine\n" || b.cacheDir != first {
 		t.Fatalf("the same workspace lost its cache: %d %q (%s, was %s)", code, out, b.cacheDir, first)
 	}
 	b.Close()
@@ -266,7 +266,7 @@ func TestDockerCacheKeyedByWorkspace(t *testing.T) {
 			os.Chown(ws, owner, owner)
 		}
 		b = open()
-		if code, out := dockerRun(t, b, execserver.Request{Command: "cat /cache/marker 2>&1; echo mine-too > /cache/marker"}); code != 0 || strings.Contains(out, "mine\n") {
+		if code, out := dockerRun(t, b, backend.Request{Command: "cat /cache/marker 2>&1; echo mine-too > /cache/marker"}); code != 0 || strings.Contains(out, "mine\n") {
 			t.Errorf("the workspace made again by uid %d sees the old one's cache: %d %q", owner, code, out)
 		}
 		if _, err := os.Stat(first); !os.IsNotExist(err) {
@@ -286,7 +286,7 @@ func TestDockerSeccomp(t *testing.T) {
 	}
 	cli := dockerRequire(t)
 	b, ws := newDockerTestBackend(t, nil)
-	if _, out := dockerRun(t, b, execserver.Request{Command: "command -v perl || true"}); out == "" {
+	if _, out := dockerRun(t, b, backend.Request{Command: "command -v perl || true"}); out == "" {
 		t.Skip("the probe is written in perl, which the test image does not have (debian:bookworm-slim has)")
 	}
 	// perl is in debian:bookworm-slim; each line prints the call's result and errno.
@@ -304,7 +304,7 @@ r("io_uring", syscall(425, 1, 0));
 r("vsock", syscall(41, 40, 1, 0));
 r("unix", syscall(41, 1, 1, 0));
 '; perl -e 'syscall(0x40000000 | 39)' 2>/dev/null; echo "x32=$?"; stat -c %a probe new-plain; ls new-suid 2>&1 | head -1`
-	code, out := dockerRun(t, b, execserver.Request{Command: probe})
+	code, out := dockerRun(t, b, backend.Request{Command: probe})
 	if code != 0 {
 		t.Fatalf("probe failed: %d %s", code, out)
 	}
@@ -395,7 +395,7 @@ func TestDockerModeSweep(t *testing.T) {
 	if err := syscall.Chmod(suid, 0o6711); err != nil { // even unreadable to its owner
 		t.Fatal(err)
 	}
-	code, out := dockerRun(t, b, execserver.Request{Command: `chmod 0777 . sub && mkdir -p sub/deep && chmod 1777 sub/deep &&
+	code, out := dockerRun(t, b, backend.Request{Command: `chmod 0777 . sub && mkdir -p sub/deep && chmod 1777 sub/deep &&
 		touch sub/deep/w && chmod 0666 sub/deep/w && stat -c %a . sub sub/deep sub/deep/w`})
 	// Positive control: inside, the modes were set.
 	if code != 0 || !strings.HasPrefix(out, "777\n777\n1777\n666\n") {
@@ -422,7 +422,7 @@ func TestDockerModeSweep(t *testing.T) {
 	old := sweepEvery
 	sweepEvery = 500 * time.Millisecond
 	t.Cleanup(func() { sweepEvery = old })
-	done := runInBackground(t, context.Background(), b, execserver.Request{Command: "chmod 0777 sub && stat -c %a sub > seen && sleep 30",
+	done := runInBackground(t, context.Background(), b, backend.Request{Command: "chmod 0777 sub && stat -c %a sub > seen && sleep 30",
 		Dir: ".", Timeout: time.Minute})
 	dockerWaitFor(t, 30*time.Second, "the process to make sub world-writable", func() bool {
 		got, _ := os.ReadFile(filepath.Join(ws, "seen"))
@@ -458,7 +458,7 @@ func TestDockerNoHealthcheck(t *testing.T) {
 	defer cli.ImageRemove(ctx, image, client.ImageRemoveOptions{Force: true})
 
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.Image = image; c.WarmPool = 1 })
-	done := runInBackground(t, ctx, b, execserver.Request{Command: "sleep 3", Dir: ".", Timeout: time.Minute})
+	done := runInBackground(t, ctx, b, backend.Request{Command: "sleep 3", Dir: ".", Timeout: time.Minute})
 	time.Sleep(2500 * time.Millisecond)
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", labelInstance+"="+b.cfg.Instance)})
@@ -501,7 +501,7 @@ func TestDockerNoHealthcheck(t *testing.T) {
 func TestDockerMountinfo(t *testing.T) {
 	cache := t.TempDir()
 	b, ws := newDockerTestBackend(t, func(c *Config) { c.CacheHostDir = cache })
-	code, out := dockerRun(t, b, execserver.Request{Command: "cat /proc/self/mountinfo"})
+	code, out := dockerRun(t, b, backend.Request{Command: "cat /proc/self/mountinfo"})
 	if code != 0 {
 		t.Fatalf("%d %s", code, out)
 	}

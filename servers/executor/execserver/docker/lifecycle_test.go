@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/moby/moby/client"
 )
 
@@ -32,7 +32,7 @@ func TestDockerOneExecutorPerInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	done := runInBackground(t, context.Background(), first.(*dockerBackend), execserver.Request{Command: "sleep 3; echo survived", Dir: ".", Timeout: time.Minute})
+	done := runInBackground(t, context.Background(), first.(*dockerBackend), backend.Request{Command: "sleep 3; echo survived", Dir: ".", Timeout: time.Minute})
 	time.Sleep(time.Second)
 
 	second, err := New(context.Background(), cfg)
@@ -47,7 +47,7 @@ func TestDockerOneExecutorPerInstance(t *testing.T) {
 	if r := awaitRun(t, done, time.Minute); r.err != nil || r.res.ExitCode != 0 {
 		t.Errorf("the first executor's command after the refused start: %+v", r)
 	}
-	if code, out := dockerRun(t, first.(*dockerBackend), execserver.Request{Command: "echo still"}); code != 0 || out != "still\n" {
+	if code, out := dockerRun(t, first.(*dockerBackend), backend.Request{Command: "echo still"}); code != 0 || out != "still\n" {
 		t.Errorf("the first executor no longer works: %d %q", code, out)
 	}
 
@@ -134,7 +134,7 @@ func TestDockerWatchdogHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Run(context.Background(), execserver.Request{Command: "while :; do date >> ticks; sleep 0.2; done", Dir: ".", Timeout: timeout})
+	b.Run(context.Background(), backend.Request{Command: "while :; do date >> ticks; sleep 0.2; done", Dir: ".", Timeout: timeout})
 	t.Fatal("the helper should have been killed before its command's timeout")
 }
 
@@ -146,16 +146,16 @@ func TestDockerDiskCap(t *testing.T) {
 	for _, where := range []string{".", "/cache"} {
 		t.Run(where, func(t *testing.T) {
 			b, _ := newDockerTestBackend(t, func(c *Config) { c.MaxWorkspaceBytes = capBytes; c.CacheHostDir = t.TempDir() })
-			code, out := dockerRun(t, b, execserver.Request{Command: fmt.Sprintf(fill, where)})
+			code, out := dockerRun(t, b, backend.Request{Command: fmt.Sprintf(fill, where)})
 			if code != -1 || strings.Contains(out, "survived") || !strings.Contains(out, "past the disk cap of 67108864 bytes (-max-workspace-bytes)") {
 				t.Errorf("past the cap: %d %q", code, out)
 			}
 			// A command that cleans up may run although the workspace is over the cap.
-			if code, out := dockerRun(t, b, execserver.Request{Command: "rm -f " + where + "/big && echo cleaned"}); code != 0 || out != "cleaned\n" {
+			if code, out := dockerRun(t, b, backend.Request{Command: "rm -f " + where + "/big && echo cleaned"}); code != 0 || out != "cleaned\n" {
 				t.Errorf("clean-up: %d %q", code, out)
 			}
 			ctl, _ := newDockerTestBackend(t, func(c *Config) { c.MaxWorkspaceBytes = -1; c.CacheHostDir = t.TempDir() })
-			if code, out := dockerRun(t, ctl, execserver.Request{Command: fmt.Sprintf(fill, where) + "; rm -f " + where + "/big"}); code != 0 || !strings.Contains(out, "survived") {
+			if code, out := dockerRun(t, ctl, backend.Request{Command: fmt.Sprintf(fill, where) + "; rm -f " + where + "/big"}); code != 0 || !strings.Contains(out, "survived") {
 				t.Errorf("positive control without a cap: %d %q", code, out)
 			}
 		})
@@ -178,10 +178,10 @@ func TestDockerTotalCaps(t *testing.T) {
 	defer cancel()
 	var running []<-chan runResult
 	for range 2 {
-		running = append(running, runInBackground(t, ctx, b, execserver.Request{Command: "sleep 30", Dir: ".", Timeout: time.Minute}))
+		running = append(running, runInBackground(t, ctx, b, backend.Request{Command: "sleep 30", Dir: ".", Timeout: time.Minute}))
 	}
 	dockerWaitFor(t, 30*time.Second, "two containers to run", func() bool { return len(dockerInstanceContainers(t, b)) == 2 })
-	_, err := b.Run(context.Background(), execserver.Request{Command: "true", Dir: ".", Timeout: time.Minute})
+	_, err := b.Run(context.Background(), backend.Request{Command: "true", Dir: ".", Timeout: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "all 2 containers this executor may run at once are busy") ||
 		!strings.Contains(err.Error(), "-total-memory-limit-mb") {
 		t.Fatalf("a third container: %v, want a refusal naming the caps", err)
@@ -190,7 +190,7 @@ func TestDockerTotalCaps(t *testing.T) {
 	for _, r := range running {
 		awaitRun(t, r, time.Minute)
 	}
-	if code, out := dockerRun(t, b, execserver.Request{Command: "echo room"}); code != 0 || out != "room\n" {
+	if code, out := dockerRun(t, b, backend.Request{Command: "echo room"}); code != 0 || out != "room\n" {
 		t.Errorf("positive control: %d %q", code, out)
 	}
 }

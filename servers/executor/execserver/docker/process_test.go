@@ -17,7 +17,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -45,13 +45,13 @@ func (s *syncBuffer) String() string {
 
 // runResult is how a Run started in the background ended.
 type runResult struct {
-	res execserver.Result
+	res backend.Result
 	err error
 }
 
 // runInBackground starts b.Run(ctx, req) and returns where its result arrives. When the test ends, failed or not,
 // the Run is cancelled and waited for, so no container outlives it.
-func runInBackground(t *testing.T, ctx context.Context, b *dockerBackend, req execserver.Request) <-chan runResult {
+func runInBackground(t *testing.T, ctx context.Context, b *dockerBackend, req backend.Request) <-chan runResult {
 	ctx, cancel := context.WithCancel(ctx)
 	done, finished := make(chan runResult, 1), make(chan struct{})
 	go func() {
@@ -90,7 +90,7 @@ func TestDockerStdinStream(t *testing.T) {
 			b, _ := newDockerTestBackend(t, func(c *Config) { c.WarmPool = mode.pool })
 			in, feed := io.Pipe()
 			var out syncBuffer
-			done := runInBackground(t, context.Background(), b, execserver.Request{
+			done := runInBackground(t, context.Background(), b, backend.Request{
 				Command: `while read -r line; do echo "got $line"; done; echo eof`, Dir: ".", Timeout: 2 * time.Minute,
 				StdinStream: in, Stdout: &out, Stderr: &out})
 			want := ""
@@ -129,7 +129,7 @@ func TestDockerTerminate(t *testing.T) {
 				// The shell traps TERM and goes on, so the container lives until the test cancels: the markers
 				// are written by the processes themselves, not raced by the container's end. "ready" comes once
 				// every trap is set.
-				done := runInBackground(t, ctx, b, execserver.Request{Command: `
+				done := runInBackground(t, ctx, b, backend.Request{Command: `
 					sh -c 'trap "echo > term-child; exit 0" TERM; echo > up-child; while :; do sleep 1; done' &
 					(setsid sh -c 'trap "echo > term-orphan; exit 0" TERM; echo > up-orphan; while :; do sleep 1; done' &)
 					trap 'echo > term-shell' TERM
@@ -157,7 +157,7 @@ func TestDockerTerminate(t *testing.T) {
 				terminate := make(chan struct{})
 				marker := dockerMarker()
 				start := time.Now()
-				done := runInBackground(t, context.Background(), b, execserver.Request{Command: "exec sleep " + marker,
+				done := runInBackground(t, context.Background(), b, backend.Request{Command: "exec sleep " + marker,
 					Dir: ".", Timeout: 2 * time.Minute, Terminate: terminate})
 				dockerWaitFor(t, 30*time.Second, "the command to start", func() bool {
 					return len(dockerHostProcesses(t, "sleep "+marker)) > 0
@@ -209,7 +209,7 @@ func TestDockerProcessesShareLoopback(t *testing.T) {
 			text := fmt.Sprintf("served-by-the-process-%d", mathrand.Int64())
 			terminate := make(chan struct{})
 			var serverOut syncBuffer
-			done := runInBackground(t, context.Background(), b, execserver.Request{Command: loopbackServer(port, text),
+			done := runInBackground(t, context.Background(), b, backend.Request{Command: loopbackServer(port, text),
 				Dir: ".", Timeout: 2 * time.Minute, Terminate: terminate, Stdout: &serverOut, Stderr: &serverOut})
 			defer func() {
 				select {
@@ -222,7 +222,7 @@ func TestDockerProcessesShareLoopback(t *testing.T) {
 			fetch := func(t *testing.T, on *dockerBackend) string {
 				t.Helper()
 				var out strings.Builder
-				if _, err := on.Run(context.Background(), execserver.Request{Command: loopbackFetch(port), Dir: ".",
+				if _, err := on.Run(context.Background(), backend.Request{Command: loopbackFetch(port), Dir: ".",
 					Timeout: time.Minute, Stdout: &out, Stderr: &out}); err != nil {
 					t.Fatal(err)
 				}
@@ -275,7 +275,7 @@ func TestDockerProcessesShareLoopback(t *testing.T) {
 			})
 			t.Run("only lo", func(t *testing.T) {
 				var out strings.Builder
-				if _, err := b.Run(context.Background(), execserver.Request{Command: "ls /sys/class/net; hostname", Dir: ".",
+				if _, err := b.Run(context.Background(), backend.Request{Command: "ls /sys/class/net; hostname", Dir: ".",
 					Timeout: time.Minute, Stdout: &out}); err != nil || out.String() != "lo\nsandbox\n" {
 					t.Errorf("got %q, %v; want only lo, host name sandbox", out.String(), err)
 				}
@@ -342,7 +342,7 @@ func TestDockerNetworkHolder(t *testing.T) {
 	}
 	for i := range 2 {
 		var out strings.Builder
-		res, err := b.Run(context.Background(), execserver.Request{Command: "echo still works; ls /sys/class/net", Dir: ".", Timeout: time.Minute, Stdout: &out})
+		res, err := b.Run(context.Background(), backend.Request{Command: "echo still works; ls /sys/class/net", Dir: ".", Timeout: time.Minute, Stdout: &out})
 		if err != nil || res.ExitCode != 0 || out.String() != "still works\nlo\n" {
 			t.Fatalf("command %d after losing the holder: %+v, %v, %q", i, res, err, out.String())
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 )
 
@@ -53,7 +53,7 @@ func TestDockerProtectedPaths(t *testing.T) {
 			config, _ := os.ReadFile(filepath.Join(ws, ".git/config"))
 			// Twice: the second takes a pooled container made with the protected set of the first.
 			for range 2 {
-				code, out := dockerRun(t, b, execserver.Request{Command: protectedAttacks, Protected: []string{".git/hooks", ".git/config"}})
+				code, out := dockerRun(t, b, backend.Request{Command: protectedAttacks, Protected: []string{".git/hooks", ".git/config"}})
 				if code != 0 {
 					t.Fatalf("%d %s", code, out)
 				}
@@ -71,7 +71,7 @@ func TestDockerProtectedPaths(t *testing.T) {
 				t.Errorf("a hook was planted")
 			}
 			// Positive control.
-			code, out := dockerRun(t, b, execserver.Request{Command: protectedAttacks})
+			code, out := dockerRun(t, b, backend.Request{Command: protectedAttacks})
 			if code != 0 || strings.Count(out, "=ok\n") != 7 {
 				t.Errorf("without protection every attack should get through: %d\n%s", code, out)
 			}
@@ -94,7 +94,7 @@ func TestDockerProtectedSymlinkNotMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const probe = `cat .vscode/host-secret linked/host-secret 2>&1; grep -c ' /workspace/' /proc/self/mountinfo`
-	code, out := dockerRun(t, b, execserver.Request{Command: probe, Protected: []string{".vscode", "linked/host-secret"}})
+	code, out := dockerRun(t, b, backend.Request{Command: probe, Protected: []string{".vscode", "linked/host-secret"}})
 	if strings.Contains(out, "host\n") || !strings.HasSuffix(out, "0\n") {
 		t.Errorf("a symlinked protected path was mounted: %d %q", code, out)
 	}
@@ -102,7 +102,7 @@ func TestDockerProtectedSymlinkNotMounted(t *testing.T) {
 	os.Remove(filepath.Join(ws, ".vscode"))
 	os.Mkdir(filepath.Join(ws, ".vscode"), 0o755)
 	os.Chown(filepath.Join(ws, ".vscode"), dockerTestUID, dockerTestUID)
-	code, out = dockerRun(t, b, execserver.Request{Command: "touch .vscode/x 2>&1; grep -c ' /workspace/.vscode ro,' /proc/self/mountinfo", Protected: []string{".vscode"}})
+	code, out = dockerRun(t, b, backend.Request{Command: "touch .vscode/x 2>&1; grep -c ' /workspace/.vscode ro,' /proc/self/mountinfo", Protected: []string{".vscode"}})
 	if !strings.Contains(out, "Read-only file system") || !strings.HasSuffix(out, "1\n") {
 		t.Errorf("a real protected folder was not mounted read-only: %d %q", code, out)
 	}
@@ -122,7 +122,7 @@ func TestDockerGitWorks(t *testing.T) {
 	b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img })
 	const git = `export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
 git init -q && git add -A && git commit -qm first && git log --oneline | wc -l`
-	code, out := dockerRun(t, b, execserver.Request{Command: git})
+	code, out := dockerRun(t, b, backend.Request{Command: git})
 	if code != 0 || out != "1\n" {
 		t.Fatalf("git init, add, commit: %d %q", code, out)
 	}
@@ -130,7 +130,7 @@ git init -q && git add -A && git commit -qm first && git log --oneline | wc -l`
 	const more = `export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
 echo more > more.txt && git add -A && git commit -qm second && git branch side && git diff HEAD~1 --stat | tail -1 &&
 git log --oneline | wc -l; git config core.hooksPath /tmp 2>/dev/null && echo config-changed; exit 0`
-	code, out = dockerRun(t, b, execserver.Request{Command: more, Protected: []string{".git/config", ".git/hooks"}})
+	code, out = dockerRun(t, b, backend.Request{Command: more, Protected: []string{".git/config", ".git/hooks"}})
 	if code != 0 || !strings.HasSuffix(out, "2\n") || strings.Contains(out, "config-changed") {
 		t.Errorf("git with protected paths: %d %q", code, out)
 	}

@@ -2,7 +2,7 @@
 
 package docker
 
-// Protected project files (execserver.Request.Protected: .git/hooks, .git/config, .vscode/, ... present when the
+// Protected project files (backend.Request.Protected: .git/hooks, .git/config, .vscode/, ... present when the
 // command starts) become read-only bind mounts in the command's container, on top of the workspace's: the command
 // can read them, but writing gives EROFS and renaming over or deleting them EBUSY. The Engine resolves a bind's
 // source path on the host, following symlinks, so a path is mounted only once it is known to lead, from the

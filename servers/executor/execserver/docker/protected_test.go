@@ -5,7 +5,7 @@ package docker
 import (
 	"testing"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -17,9 +17,9 @@ func TestDockerProtectedFiles(t *testing.T) {
 		name := map[bool]string{false: "protected", true: "unprotected"}[unprotected]
 		t.Run(name, func(t *testing.T) {
 			var enforced bool
-			sandboxtest.RunProtectedFiles(t, func(t *testing.T) (execserver.Backend, string) {
+			sandboxtest.RunProtectedFiles(t, func(t *testing.T) (backend.Backend, string) {
 				b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img })
-				if e, ok := any(b).(execserver.ProtectEnforcer); ok {
+				if e, ok := any(b).(backend.ProtectEnforcer); ok {
 					enforced = e.EnforcesProtected()
 				}
 				return b, ws

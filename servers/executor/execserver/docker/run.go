@@ -12,7 +12,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -26,16 +26,16 @@ const drainGrace = 10 * time.Second
 // run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
 // removes the container on every path out of run, panics included. net is the command's egress session (nil
 // without -net-allow; Run in egress.go opens and ends it).
-func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *egress.Session) (execserver.Result, error) {
+func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egress.Session) (backend.Result, error) {
 	if req.Timeout <= 0 {
-		return execserver.Result{}, errors.New("docker backend: the request has no timeout")
+		return backend.Result{}, errors.New("docker backend: the request has no timeout")
 	}
 	workdir, err := b.workdir(req.Dir)
 	if err != nil {
-		return execserver.Result{}, err
+		return backend.Result{}, err
 	}
 	if ctx.Err() != nil {
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	}
 
 	// Engine calls use api, not ctx: a create interrupted by cancellation may still create the container on the
@@ -53,10 +53,10 @@ func (b *dockerBackend) run(ctx context.Context, req execserver.Request, net *eg
 	defer b.sweep(sw, orDiscard(req.Stderr))
 	p, err := b.launch(api, ctx, spec, prot)
 	if errors.Is(err, errCancelledBeforeStart) {
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	}
 	if err != nil {
-		return execserver.Result{}, err
+		return backend.Result{}, err
 	}
 	// finished says the command ended by itself and its output is read: nothing runs in the container any more,
 	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
@@ -168,11 +168,11 @@ func (e *execution) terminate() {
 // wait waits until the command has exited and its output is read, killing it when ctx is done or timeout passes,
 // and sending SIGTERM to its processes when terminate is closed. A killed command's result is exit code -1; a
 // terminated one's is what its shell exits with (143 when SIGTERM ended it).
-func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <-chan struct{}) (execserver.Result, error) {
+func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <-chan struct{}) (backend.Result, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var (
-		res      execserver.Result
+		res      backend.Result
 		exited   bool
 		grace    <-chan time.Time
 		cancelCh = ctx.Done()
@@ -197,11 +197,11 @@ func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <
 		case w := <-status.Result:
 			exited, status.Result, status.Error = true, nil, nil
 			if w.Error != nil && w.Error.Message != "" {
-				return execserver.Result{}, fmt.Errorf("docker backend: wait: %s", w.Error.Message)
+				return backend.Result{}, fmt.Errorf("docker backend: wait: %s", w.Error.Message)
 			}
 			res.ExitCode = int(w.StatusCode)
 		case err := <-status.Error:
-			return execserver.Result{}, fmt.Errorf("docker backend: wait: %w", err)
+			return backend.Result{}, fmt.Errorf("docker backend: wait: %w", err)
 		case <-timedOut:
 			res.TimedOut = true
 			kill()
@@ -212,11 +212,11 @@ func (e *execution) wait(ctx context.Context, timeout time.Duration, terminate <
 			e.terminate()
 		case <-grace:
 			// Output or exit status never came after the kill; the removal Run defers cleans up.
-			return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+			return backend.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
 		}
 	}
 	if e.killed.Load() {
-		return execserver.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
+		return backend.Result{ExitCode: -1, TimedOut: res.TimedOut}, nil
 	}
 	return res, nil
 }

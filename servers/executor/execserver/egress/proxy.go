@@ -973,15 +973,6 @@ var ProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
 // no_proxy.
 const NoProxy = "localhost,127.0.0.1,::1"
 
-// Env is every proxy variable for a command given proxyURL.
-func Env(proxyURL string) []string {
-	var env []string
-	for _, k := range ProxyVars {
-		env = append(env, k+"="+proxyURL)
-	}
-	return append(env, "NO_PROXY="+NoProxy, "no_proxy="+NoProxy)
-}
-
 // CAPEM is the certificate of the proxy's CA, for commands to trust (nil without secrets): it signs certificates
 // for the secrets' hosts only (name constraints).
 func (p *Proxy) CAPEM() []byte {

@@ -23,6 +23,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,7 +31,7 @@ import (
 type callerServer struct {
 	run *mcpserve.Running
 	ex  *execserver.Executor
-	b   execserver.Backend
+	b   backend.Backend
 	ws  string
 }
 
@@ -223,7 +224,7 @@ func TestCommandsEndWithTheirCaller(t *testing.T) {
 		// real backend under the session's context, as such a tool does, and returns at once.
 		s := startCallerServer(t, mcpserve.Config{SessionIdleTimeout: 500 * time.Millisecond})
 		mcp.AddTool(s.ex.Server(), &mcp.Tool{Name: "bg_run"}, func(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (*mcp.CallToolResult, struct{}, error) {
-			r := execserver.Request{Command: in.Command, Dir: ".", Timeout: time.Duration(in.TimeoutSeconds) * time.Second, Stdout: io.Discard, Stderr: io.Discard}
+			r := backend.Request{Command: in.Command, Dir: ".", Timeout: time.Duration(in.TimeoutSeconds) * time.Second, Stdout: io.Discard, Stderr: io.Discard}
 			go s.b.Run(mcpserve.SessionContext(ctx), r)
 			return nil, struct{}{}, nil
 		})

@@ -184,15 +184,6 @@ func dropCapabilities(applied *appliedConfinement, clearOwn bool) error {
 	return nil
 }
 
-func coversAny(dir string, paths []string) bool {
-	for _, p := range paths {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // loopbackUp brings up the loopback interface of the calling thread's network namespace.
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

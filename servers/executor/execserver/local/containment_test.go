@@ -10,6 +10,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -19,7 +20,7 @@ func TestLocalContainment(t *testing.T) {
 	sandboxtest.RequireNamespaceMode(t)
 	sandboxtest.RequireLandlock(t)
 	sandboxtest.RunContainment(t, sandboxtest.Target{
-		NewBackend: func(t *testing.T) (execserver.Backend, string) {
+		NewBackend: func(t *testing.T) (backend.Backend, string) {
 			return newLocalTestBackend(t, func(c *Config) { c.MemoryLimit = 512 << 20; c.PidsLimit = 256 })
 		},
 		MemoryBomb: 1 << 30,
@@ -33,7 +34,7 @@ func TestLocalContainment(t *testing.T) {
 func TestLocalContainmentWithoutNamespaces(t *testing.T) {
 	sandboxtest.RequireLandlock(t)
 	sandboxtest.RunContainment(t, sandboxtest.Target{
-		NewBackend: func(t *testing.T) (execserver.Backend, string) {
+		NewBackend: func(t *testing.T) (backend.Backend, string) {
 			return newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = true; c.MemoryLimit = 512 << 20; c.PidsLimit = 256 })
 		},
 		MemoryBomb: 1 << 30,

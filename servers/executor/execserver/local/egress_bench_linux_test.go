@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress/egresstest"
 )
@@ -65,8 +65,8 @@ func BenchmarkEgressIdleCommand(bm *testing.B) {
 	plain, _ := newLocalTestBackend(bm, nil)
 	allow, _ := egress.ParseAllowList("example.test,*.example.org")
 	withNet, _ := newLocalTestBackend(bm, func(c *Config) { c.Network = egress.Config{Allow: allow} })
-	req := execserver.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
-	run := func(be execserver.Backend) func() {
+	req := backend.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
+	run := func(be backend.Backend) func() {
 		return func() {
 			if res, err := be.Run(context.Background(), req); err != nil || res.ExitCode != 0 {
 				bm.Fatalf("%+v %v", res, err)
@@ -120,7 +120,7 @@ func egressDownload(bm *testing.B, size int, rate string) {
 	}
 	proxied := func() {
 		var out strings.Builder
-		res, err := be.Run(context.Background(), execserver.Request{Command: curl + "http://allowed.test/", Dir: ".", Timeout: time.Minute, Stdout: &out, Stderr: &out})
+		res, err := be.Run(context.Background(), backend.Request{Command: curl + "http://allowed.test/", Dir: ".", Timeout: time.Minute, Stdout: &out, Stderr: &out})
 		if err != nil || res.ExitCode != 0 || strings.TrimSpace(out.String()) != fmt.Sprint(size) {
 			bm.Fatalf("download through the proxy: %v %+v %s", err, res, out.String())
 		}

@@ -18,7 +18,7 @@ import (
 	"strconv"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"golang.org/x/sys/unix"
 )
@@ -188,7 +188,7 @@ func (e *egressState) staticEnv() []string {
 }
 
 // end closes the command's tunnels and puts what it reached and was refused in its result.
-func (c *egressCommand) end(res *execserver.Result) {
+func (c *egressCommand) end(res *backend.Result) {
 	if c == nil {
 		return
 	}

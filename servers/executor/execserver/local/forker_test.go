@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // TestServerForksNothing: in namespace mode the server makes no copy of itself per command (the forker does,
@@ -23,7 +23,7 @@ func TestServerForksNothing(t *testing.T) {
 	if lb.nsPool == nil {
 		t.Skip("fallback mode: commands start through a re-executed child init, not a fork of the server")
 	}
-	req := execserver.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
+	req := backend.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
 	faultsPerCommand := func(beside func()) int64 {
 		const n = 100
 		var before, after syscall.Rusage

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
 // newLocalTestBackend builds a local backend over a fresh workspace, with its caches in a test folder. mutate may
 // change the configuration first.
-func newLocalTestBackend(t testing.TB, mutate func(*Config)) (execserver.Backend, string) {
+func newLocalTestBackend(t testing.TB, mutate func(*Config)) (backend.Backend, string) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // initPoolSize is how many child inits wait ready.
@@ -115,11 +115,11 @@ func (b *localBackend) spawnInit() (*initProc, error) {
 }
 
 // runWithInit runs req through a child init (fallback mode, no namespaces).
-func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, applied **appliedConfinement) (execserver.Result, error) {
+func (b *localBackend) runWithInit(ctx context.Context, req backend.Request, applied **appliedConfinement) (backend.Result, error) {
 	defer b.inits.refill() // the next command's init is started after this one ends
 	ip, err := b.inits.take()
 	if err != nil {
-		return execserver.Result{}, err
+		return backend.Result{}, err
 	}
 	defer ip.closePipes()
 	defer ip.release()
@@ -146,27 +146,27 @@ func (b *localBackend) runWithInit(ctx context.Context, req execserver.Request, 
 	case diskKill:
 		return diskKilled(req, diskUsed, b.maxDisk), nil
 	case killed:
-		return execserver.Result{ExitCode: -1, TimedOut: timedOut}, nil
+		return backend.Result{ExitCode: -1, TimedOut: timedOut}, nil
 	case setupErr != "":
-		return execserver.Result{}, errors.New(setupErr)
+		return backend.Result{}, errors.New(setupErr)
 	case exited == nil:
 		// The init died without saying how sh ended: something killed it (the OOM killer, an operator).
 		var ee *exec.ExitError
 		if waitErr != nil && !errors.As(waitErr, &ee) {
-			return execserver.Result{}, waitErr
+			return backend.Result{}, waitErr
 		}
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	case exited.Signal == int(syscall.SIGTERM):
 		// Ended by a stop's SIGTERM: 143, as the namespace mode's shell reports it (its trap), not -1 (killed).
-		return execserver.Result{ExitCode: 128 + int(syscall.SIGTERM)}, nil
+		return backend.Result{ExitCode: 128 + int(syscall.SIGTERM)}, nil
 	case exited.Signal != 0:
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	}
-	return execserver.Result{ExitCode: exited.Status}, nil
+	return backend.Result{ExitCode: exited.Status}, nil
 }
 
 // sendConfig gives a waiting init its command.
-func (b *localBackend) sendConfig(ip *initProc, req execserver.Request) {
+func (b *localBackend) sendConfig(ip *initProc, req backend.Request) {
 	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
 	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
 	if os.Geteuid() == 0 {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -113,7 +114,7 @@ func BenchmarkLocalBackendTrue(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			be, _ := newLocalTestBackend(b, mode.cfg)
-			req := execserver.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
+			req := backend.Request{Command: "true", Dir: ".", Timeout: time.Minute, Stdout: io.Discard, Stderr: io.Discard}
 			paced(b, be, func() {
 				if res, err := be.Run(context.Background(), req); err != nil || res.ExitCode != 0 {
 					b.Fatalf("%+v %v", res, err)
@@ -125,7 +126,7 @@ func BenchmarkLocalBackendTrue(b *testing.B) {
 
 // paced runs f as two sub-benchmarks: "ready" waits, off the timer, until be's sandbox pool is full before each
 // call; "back-to-back" does not wait.
-func paced(b *testing.B, be execserver.Backend, f func()) {
+func paced(b *testing.B, be backend.Backend, f func()) {
 	lb := be.(*localBackend)
 	ready := func() {
 		if lb.nsPool != nil {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"golang.org/x/sys/unix"
@@ -61,7 +61,7 @@ type localBackend struct {
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
 // created here, it falls back to a subreaper child init, and logs that loudly.
-func New(cfg Config, logger *slog.Logger) (execserver.Backend, error) {
+func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -278,8 +278,8 @@ func rlimitsFor(cfg Config) []rlimitV {
 // probe runs `true`; in fallback mode it returns what the child init applied.
 func (b *localBackend) probe() (*appliedConfinement, error) {
 	var applied *appliedConfinement
-	req := execserver.Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
-	var res execserver.Result
+	req := backend.Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
+	var res backend.Result
 	var err error
 	if b.ns != nil {
 		res, err = b.runNamespaced(context.Background(), req)
@@ -397,12 +397,12 @@ func (b *localBackend) openDeleted() int64 {
 }
 
 // diskKilled finishes a result for a command the disk cap killed: exit code -1 and a note at the end of stderr.
-func diskKilled(req execserver.Request, used, limit int64) execserver.Result {
+func diskKilled(req backend.Request, used, limit int64) backend.Result {
 	_, _ = io.WriteString(req.Stderr, diskCapNote(used, limit))
-	return execserver.Result{ExitCode: -1}
+	return backend.Result{ExitCode: -1}
 }
 
-func (b *localBackend) Run(ctx context.Context, req execserver.Request) (execserver.Result, error) {
+func (b *localBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
 	if b.ns != nil {
 		b.applyProtected(req)
 		return b.runNamespaced(ctx, req)

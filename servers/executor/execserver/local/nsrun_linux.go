@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"golang.org/x/sys/unix"
 )
 
@@ -329,12 +329,12 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 
 // runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
 // the namespace.
-func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request) (res execserver.Result, err error) {
+func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (res backend.Result, err error) {
 	defer b.nsPool.refill() // the next command's sandbox is made after this one ends
 	start := time.Now()
 	st, err := b.takeSandbox(ctx, req.Timeout)
 	if err != nil {
-		return execserver.Result{}, err
+		return backend.Result{}, err
 	}
 	if waited := time.Since(start); waited > 100*time.Millisecond {
 		req.Timeout = max(req.Timeout-waited, time.Second) // the wait counts against the call's timeout
@@ -358,14 +358,14 @@ func (b *localBackend) runNamespaced(ctx context.Context, req execserver.Request
 		return diskKilled(req, used, b.maxDisk), nil
 	}
 	if killed {
-		return execserver.Result{ExitCode: -1, TimedOut: timedOut}, nil
+		return backend.Result{ExitCode: -1, TimedOut: timedOut}, nil
 	}
 	if ps == nil {
-		return execserver.Result{}, errors.New("lost the sandbox's keeper process")
+		return backend.Result{}, errors.New("lost the sandbox's keeper process")
 	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || ws.Signaled() {
-		return execserver.Result{ExitCode: -1}, nil
+		return backend.Result{ExitCode: -1}, nil
 	}
-	return execserver.Result{ExitCode: ws.ExitStatus()}, nil
+	return backend.Result{ExitCode: ws.ExitStatus()}, nil
 }

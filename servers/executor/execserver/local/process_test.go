@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -43,9 +43,9 @@ func TestLongRunningCommands(t *testing.T) {
 			t.Run("open stdin", func(t *testing.T) {
 				inR, inW := io.Pipe()
 				var out syncBuffer
-				done := make(chan execserver.Result, 1)
+				done := make(chan backend.Result, 1)
 				go func() {
-					res, err := b.Run(context.Background(), execserver.Request{Command: `while IFS= read -r l; do echo "got $l"; done; echo eof`,
+					res, err := b.Run(context.Background(), backend.Request{Command: `while IFS= read -r l; do echo "got $l"; done; echo eof`,
 						Dir: ".", Timeout: time.Minute, StdinStream: inR, Stdout: &out, Stderr: io.Discard})
 					if err != nil {
 						t.Error(err)
@@ -70,10 +70,10 @@ func TestLongRunningCommands(t *testing.T) {
 				marker := "termed-" + sandboxtest.RandomHex(4)
 				term := make(chan struct{})
 				var out syncBuffer
-				done := make(chan execserver.Result, 1)
+				done := make(chan backend.Result, 1)
 				start := time.Now()
 				go func() {
-					res, err := b.Run(context.Background(), execserver.Request{
+					res, err := b.Run(context.Background(), backend.Request{
 						Command: fmt.Sprintf(`sleep 100 & sh -c 'trap "echo bye > %s; exit 7" TERM; echo up; while :; do sleep 0.1; done'`, marker),
 						Dir:     ".", Timeout: time.Minute, Terminate: term, Stdout: &out, Stderr: io.Discard})
 					if err != nil {
@@ -109,9 +109,9 @@ func TestLongRunningCommands(t *testing.T) {
 				for _, stop := range []bool{false, true} {
 					term := make(chan struct{})
 					var out syncBuffer
-					done := make(chan execserver.Result, 1)
+					done := make(chan backend.Result, 1)
 					go func() {
-						res, _ := b.Run(context.Background(), execserver.Request{Command: `echo up; sleep 2; echo after`,
+						res, _ := b.Run(context.Background(), backend.Request{Command: `echo up; sleep 2; echo after`,
 							Dir: ".", Timeout: time.Minute, Terminate: term, Stdout: &out, Stderr: io.Discard})
 						done <- res
 					}()

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"golang.org/x/sys/unix"
 )
 
@@ -141,7 +141,7 @@ func protectOne(ws int, rel string, done map[[2]uint64]bool) (bool, error) {
 func (b *localBackend) EnforcesProtected() bool { return b.ns != nil }
 
 // applyProtected has the holder protect req's paths before the command's sandbox is taken.
-func (b *localBackend) applyProtected(req execserver.Request) {
+func (b *localBackend) applyProtected(req backend.Request) {
 	if b.ns == nil || len(req.Protected) == 0 {
 		return
 	}

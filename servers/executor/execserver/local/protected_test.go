@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -24,7 +25,7 @@ func TestLocalProtectedFiles(t *testing.T) {
 	}{{"namespaces", false, false}, {"fallback", true, false}, {"unprotected", false, true}} {
 		t.Run(m.name, func(t *testing.T) {
 			modeWanted(t, m.fallback)
-			sandboxtest.RunProtectedFiles(t, func(t *testing.T) (execserver.Backend, string) {
+			sandboxtest.RunProtectedFiles(t, func(t *testing.T) (backend.Backend, string) {
 				return newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = m.fallback })
 			}, !m.fallback, m.unprotected)
 		})

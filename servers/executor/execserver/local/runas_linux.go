@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // chooseRunAs decides who commands run as on the host: never uid or gid 0. A server that is not root can only run
@@ -18,7 +18,7 @@ func chooseRunAs(cfg Config) (uid, gid int, handOver bool, err error) {
 	euid, egid := os.Geteuid(), os.Getegid()
 	if euid != 0 {
 		if cfg.RunAs != "" {
-			u, g, err := execserver.ParseRunAs(cfg.RunAs)
+			u, g, err := backend.ParseRunAs(cfg.RunAs)
 			if err != nil {
 				return 0, 0, false, fmt.Errorf("local backend: -run-as: %w", err)
 			}
@@ -40,7 +40,7 @@ func chooseRunAs(cfg Config) (uid, gid int, handOver bool, err error) {
 		return 0, 0, false, errors.New("local backend: cannot find the workspace's owner")
 	}
 	if cfg.RunAs != "" {
-		uid, gid, err = execserver.ParseRunAs(cfg.RunAs)
+		uid, gid, err = backend.ParseRunAs(cfg.RunAs)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("local backend: -run-as: %w", err)
 		}

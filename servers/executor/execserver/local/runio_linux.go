@@ -11,13 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // feedStdin writes prefix, then req's stdin (its Stdin, or StdinStream as it comes until EOF), to w and closes
 // it, in the background. A command that does not read its stdin makes the write fail with EPIPE when it ends;
 // that is fine.
-func feedStdin(w *os.File, prefix string, req execserver.Request) {
+func feedStdin(w *os.File, prefix string, req backend.Request) {
 	go func() {
 		defer w.Close()
 		if _, err := io.WriteString(w, prefix); err != nil {

@@ -12,7 +12,7 @@ package sandboxtest
 // RunContainment is backend-neutral: every check looks at the host (files next to the workspace, the host's
 // /proc, a listener on the host), never at what the command claims. Both backends' tests run the same table:
 //
-//	sandboxtest.RunContainment(t, sandboxtest.Target{NewBackend: func(t *testing.T) (execserver.Backend, string) { ... }})
+//	sandboxtest.RunContainment(t, sandboxtest.Target{NewBackend: func(t *testing.T) (backend.Backend, string) { ... }})
 //
 // NewBackend is called after the secret is put into the test process's environment, so the backend (and the
 // server) hold it the way a real server holds its API keys.
@@ -36,6 +36,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,7 +46,7 @@ const containmentSecretEnv = "GOALBOX_TEST_SECRET"
 // Target is a backend under attack.
 type Target struct {
 	// NewBackend builds the backend over a fresh workspace (its host path is returned).
-	NewBackend func(t *testing.T) (execserver.Backend, string)
+	NewBackend func(t *testing.T) (backend.Backend, string)
 	// MemoryBomb is how many bytes a python3 allocation asks for that the backend's memory limit must refuse;
 	// 0 skips the memory bomb.
 	MemoryBomb int64

@@ -24,6 +24,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
 // hostGit runs git on the host in dir as the test process, as the person whose project it is would.
@@ -45,7 +46,7 @@ func plantedHook(marker string) string {
 // makes. enforced says the backend makes them read-only (so a write fails in the command, not only afterwards).
 // With unprotected, the server protects nothing (every default removed) and every attack must succeed instead:
 // the positive control that each attack plants what it claims to.
-func RunProtectedFiles(t *testing.T, newBackend func(t *testing.T) (execserver.Backend, string), enforced, unprotected bool) {
+func RunProtectedFiles(t *testing.T, newBackend func(t *testing.T) (backend.Backend, string), enforced, unprotected bool) {
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true and git is not installed: the protected-files attacks need the host's git (scripts/setup-toolchains.sh installs it)")

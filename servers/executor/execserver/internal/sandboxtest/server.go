@@ -8,7 +8,6 @@ package sandboxtest
 import (
 	"context"
 	"encoding/json"
-	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +16,11 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,7 +35,7 @@ type Server struct {
 
 // StartServer serves an executor over b and the workspace ws on 127.0.0.1:0 and connects a go-sdk client
 // over streamable HTTP. opts may carry client handlers (progress).
-func StartServer(t testing.TB, b execserver.Backend, ws string, cfg execserver.Config, opts *mcp.ClientOptions) *Server {
+func StartServer(t testing.TB, b backend.Backend, ws string, cfg execserver.Config, opts *mcp.ClientOptions) *Server {
 	t.Helper()
 	g, err := pathguard.Open(ws, pathguard.Options{})
 	if err != nil {

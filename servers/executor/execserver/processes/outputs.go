@@ -1,4 +1,4 @@
-package execserver
+package processes
 
 import (
 	"fmt"
@@ -14,14 +14,14 @@ import (
 // process costs the store nothing. The resource's byte offsets are the process's: what a read reports as dropped
 // at stdout_offset N is at ?offset=N of stdout_resource, while the budget keeps it.
 
-// keepStreams sets p's ring buffers to spill into sc's store (its session's, or the stateless one) once they drop
+// keepStreams sets p's ring buffers to spill into ow's store (its session's, or the stateless one) once they drop
 // a byte. Nothing is kept outside both or with full outputs off.
-func (t *processTable) keepStreams(sc scope, p *process) {
-	if !sc.keeps() || !t.outputs.Keeps() {
+func (t *Table) keepStreams(ow outputs.Owner, p *Process) {
+	if ow == (outputs.Owner{}) || !t.settings.Outputs.Keeps() {
 		return
 	}
 	keep := func(name string, ring *ringBuffer) *outputs.Stream {
-		k := t.outputs.KeepPartial(sc.owner(), name, fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max))
+		k := t.settings.Outputs.KeepPartial(ow, name, fmt.Sprintf("of which process %s's buffer holds only the last %d bytes at most (complete is false while it runs)", p.id, ring.max))
 		ring.overflow = k
 		return k
 	}
@@ -29,35 +29,25 @@ func (t *processTable) keepStreams(sc scope, p *process) {
 }
 
 // closeKept marks p's kept streams complete: the process ended.
-func (p *process) closeKept() {
+func (p *Process) closeKept() {
 	if p.stdoutKept != nil {
 		p.stdoutKept.Close()
 		p.stderrKept.Close()
 	}
 }
 
-// readProcessResult is sandbox_read_process_output's result: the contract's fields, and a resource_link content
-// item for each stream kept whole.
-type readProcessResult struct {
-	protocol.ReadProcessOutputOutput
-	links []mcp.Content
-}
-
-// MoreContent implements mcpserve.MoreContent.
-func (r readProcessResult) MoreContent() []mcp.Content { return r.links }
-
 // withResources names p's kept streams in out and links them: a stream is named once it has outgrown the buffer,
 // for as long as the store keeps it.
-func (p *process) withResources(out protocol.ReadProcessOutputOutput) readProcessResult {
-	res := readProcessResult{ReadProcessOutputOutput: out}
+func (p *Process) withResources(out protocol.ReadProcessOutputOutput) (protocol.ReadProcessOutputOutput, []mcp.Content) {
 	if p.stdoutKept == nil {
-		return res
+		return out, nil
 	}
+	var links []mcp.Content
 	if link := p.stdoutKept.Link(); link != nil {
-		res.StdoutResource, res.links = link.URI, append(res.links, link)
+		out.StdoutResource, links = link.URI, append(links, link)
 	}
 	if link := p.stderrKept.Link(); link != nil {
-		res.StderrResource, res.links = link.URI, append(res.links, link)
+		out.StderrResource, links = link.URI, append(links, link)
 	}
-	return res
+	return out, links
 }

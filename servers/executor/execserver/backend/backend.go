@@ -1,11 +1,7 @@
-// Package execserver is the executor MCP server: sandbox_run_command, which runs a shell command confined to the
-// workspace on a pluggable backend, and the five process tools (sandbox_start_process, sandbox_read_process_output,
-// sandbox_write_process_input, sandbox_stop_process, sandbox_list_processes). It owns the tools (server.go,
-// process_tools.go), background processes (process.go), the command policy (policy.go), the capped output
-// (output.go), full outputs kept as resources (outputs*.go) and the contract every backend meets (Backend, Request,
-// Result). It imports no backend: the local one is package execserver/local, the Docker one execserver/docker, and
-// execserver/backends picks one for the command (servers/executor) and the agent alike.
-package execserver
+// Package backend is the contract every backend of the executor meets, below everything else of the executor:
+// Request, Result, Backend, ProtectEnforcer and ParseRunAs. The backends (execserver/local, execserver/docker) import
+// it and nothing of the tools above, so the tools, the processes and the backends each build without the others.
+package backend
 
 import (
 	"context"
@@ -36,7 +32,7 @@ type Request struct {
 	// Protected are the protected project paths present in the workspace when the command starts (workspace-
 	// relative, "/"-separated, none inside another; see pathguard.Protection): the command must not change,
 	// replace, rename or delete them. A backend that can makes each read-only in the command's view (a read-only
-	// bind mount); the server sweeps what any backend could not stop (protect.go).
+	// bind mount); the server sweeps what any backend could not stop (execserver's protect.go).
 	Protected []string
 }
 
@@ -65,4 +61,10 @@ type Backend interface {
 	Confinement() protocol.Confinement
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// ProtectEnforcer is what a backend implements when it makes Request.Protected read-only for its commands. A
+// backend that does not (or answers false) has its commands' changes to protected files undone after they end.
+type ProtectEnforcer interface {
+	EnforcesProtected() bool
 }

@@ -1,8 +1,8 @@
-package execserver
+package processes
 
-// What a call's background processes and kept outputs belong to. Over stdio (one client, both protocol eras) and for
-// MCP 2025-11-25 sessions over HTTP it is the MCP session, as before: a process id ("p1") and an output's URI mean
-// something only within the session that made them, and both end with it. A stateless request (MCP 2026-07-28 over
+// What a call's background processes and kept outputs belong to: the outputs.Owner the tools give. Over stdio (one
+// client, both protocol eras) and for MCP 2025-11-25 sessions over HTTP it is the MCP session, as before: a process
+// id ("p1") and an output's URI mean something only within the session that made them, and both end with it. A stateless request (MCP 2026-07-28 over
 // HTTP, mcpserve.Stateless) has no session: the go-sdk serves it in a throwaway session that ends with its POST. So
 // what such a call makes is reached through a handle the call returns — 130 random bits (crypto/rand) in lower-case
 // base32 — and through nothing else:
@@ -14,16 +14,15 @@ package execserver
 //     the one bearer token, so there is no "caller" to list for), and a session's list shows its own processes only;
 //   - a session's process id ("p1") is not a handle: sent statelessly it finds nothing.
 //
-// Bounds, since no session's end frees them: the stateless era's processes run at most StatelessProcesses at
+// Bounds, since no session's end frees them: the stateless era's processes run at most Settings.StatelessMax at
 // once (all stateless clients together), keep at most statelessEnded ended ones, and each is killed and forgotten
-// when no call has named it for StatelessIdleTimeout (an ended one after StatelessUnusedTimeout); its kept outputs
-// share one store with a budget of half the executor's output total, evicted oldest first and dropped when unread
-// for StatelessIdleTimeout. These mirror a session's limits: the idle and unused timeouts are mcpserve's session
+// when no call has named it for StatelessIdle (an ended one after StatelessUnused); its kept outputs share one store
+// with a budget of half the executor's output total, evicted oldest first and dropped when unread for
+// StatelessIdle. These mirror a session's limits: the idle and unused timeouts are mcpserve's session
 // defaults, and the process buffers and full outputs of the stateless era are held within the same server-wide
 // totals as every session's.
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
 	"sort"
@@ -32,40 +31,9 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// scope is the owner of what a call makes: a session, or (stateless) none but the handles.
-type scope struct {
-	ss        *mcp.ServerSession
-	stateless bool
-}
-
-// sessionScope is the scope of the session ss (nil for none: nothing is kept).
-func sessionScope(ss *mcp.ServerSession) scope { return scope{ss: ss} }
-
-// statelessScope is the scope of every stateless request.
-var statelessScope = scope{stateless: true}
-
-// keeps says whether sc can keep anything: a session's, or the stateless era's.
-func (sc scope) keeps() bool { return sc.stateless || sc.ss != nil }
-
-// owner is whom the outputs store keeps sc's outputs for.
-func (sc scope) owner() outputs.Owner {
-	if sc.stateless {
-		return outputs.StatelessOwner
-	}
-	return outputs.SessionOwner(sc.ss)
-}
-
-// scopeOf is the scope of the call ctx and req belong to.
-func scopeOf(ctx context.Context, ss *mcp.ServerSession) scope {
-	if mcpserve.Stateless(ctx) {
-		return statelessScope
-	}
-	return sessionScope(ss)
-}
 
 // newHandle is an unguessable name for something a stateless call made.
 func newHandle() string { return strings.ToLower(rand.Text()) }
@@ -73,18 +41,12 @@ func newHandle() string { return strings.ToLower(rand.Text()) }
 // statelessProcessPrefix starts a stateless process's process_id, so that it cannot be taken for a session's ("p1").
 const statelessProcessPrefix = "proc-"
 
-// Defaults of the stateless era's bounds (Config).
-const (
-	// DefaultStatelessProcessesPerMax: the stateless era may run 8 times a session's -max-processes (64 by
-	// default) at once: with 1 MiB buffers per stream, at most half the default 256 MiB buffer total.
-	DefaultStatelessProcessesPerMax = 8
-	// statelessEnded is how many ended stateless processes are kept for reading, oldest forgotten first: twice a
-	// session's, since every stateless client shares them.
-	statelessEnded = 2 * endedProcessesPerSession
-)
+// statelessEnded is how many ended stateless processes are kept for reading, oldest forgotten first: twice a
+// session's, since every stateless client shares them.
+const statelessEnded = 2 * endedProcessesPerSession
 
-// reapEvery is how often the stateless era's idle processes are looked for (its outputs' store reaps its own alike): a quarter of the shortest
-// timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
+// reapEvery is how often the stateless era's idle processes are looked for (its outputs' store reaps its own alike):
+// a quarter of the shortest timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
 func reapEvery(timeouts ...time.Duration) time.Duration {
 	shortest := timeouts[0]
 	for _, t := range timeouts[1:] {
@@ -94,7 +56,7 @@ func reapEvery(timeouts ...time.Duration) time.Duration {
 }
 
 // startStateless runs r as a process of the stateless era, named by a new handle.
-func (t *processTable) startStateless(r Request, openStdin bool) (*process, error) {
+func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -106,11 +68,11 @@ func (t *processTable) startStateless(r Request, openStdin bool) (*process, erro
 			running++
 		}
 	}
-	if running >= t.statelessMax {
+	if running >= t.settings.StatelessMax {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("requests without a session (MCP %s) already run %d processes together, the most they may (every such client shares "+
 			"this cap); stop one with %s, or wait: a process no call names for %v is stopped", mcpserve.StatelessVersion, running,
-			protocol.ToolStopProcess, t.statelessIdle)
+			protocol.ToolStopProcess, t.settings.StatelessIdle)
 	}
 	p := t.newProcess(statelessProcessPrefix+newHandle(), r)
 	t.byHandle[p.id] = p
@@ -118,15 +80,15 @@ func (t *processTable) startStateless(r Request, openStdin bool) (*process, erro
 	t.mu.Unlock()
 	t.reaping.Do(func() { go t.reapStateless() })
 	t.forget(forgotten)
-	t.keepStreams(statelessScope, p)
+	t.keepStreams(outputs.StatelessOwner, p)
 	t.launch(p, r, openStdin)
 	return p, nil
 }
 
 // forgetEndedStatelessLocked takes out the oldest ended stateless processes past statelessEnded (t.mu held) and
 // returns them, to be released.
-func (t *processTable) forgetEndedStatelessLocked() map[string]*process {
-	var ended []*process
+func (t *Table) forgetEndedStatelessLocked() []*Process {
+	var ended []*Process
 	for _, p := range t.byHandle {
 		if !p.running() {
 			ended = append(ended, p)
@@ -136,16 +98,15 @@ func (t *processTable) forgetEndedStatelessLocked() map[string]*process {
 		return nil
 	}
 	sort.Slice(ended, func(i, j int) bool { return ended[i].ended.Before(ended[j].ended) })
-	out := map[string]*process{}
-	for _, p := range ended[:len(ended)-statelessEnded] {
+	out := ended[:len(ended)-statelessEnded]
+	for _, p := range out {
 		delete(t.byHandle, p.id)
-		out[p.id] = p
 	}
 	return out
 }
 
 // forget kills procs (those still running) and frees their buffers once they ended.
-func (t *processTable) forget(procs map[string]*process) {
+func (t *Table) forget(procs []*Process) {
 	for _, p := range procs {
 		p.kill()
 	}
@@ -157,9 +118,9 @@ func (t *processTable) forget(procs map[string]*process) {
 }
 
 // reapStateless kills and forgets the stateless processes no call has named for the idle timeout, and forgets
-// ended ones unread for the unused timeout, until endAll.
-func (t *processTable) reapStateless() {
-	tick := time.NewTicker(reapEvery(t.statelessIdle, t.statelessUnused))
+// ended ones unread for the unused timeout, until EndAll.
+func (t *Table) reapStateless() {
+	tick := time.NewTicker(reapEvery(t.settings.StatelessIdle, t.settings.StatelessUnused))
 	defer tick.Stop()
 	for {
 		select {
@@ -171,19 +132,19 @@ func (t *processTable) reapStateless() {
 	}
 }
 
-func (t *processTable) expireStateless(now time.Time) {
-	gone := map[string]*process{}
+func (t *Table) expireStateless(now time.Time) {
+	var gone []*Process
 	t.mu.Lock()
 	for id, p := range t.byHandle {
 		unnamed := now.Sub(p.named)
-		if unnamed >= t.statelessIdle || !p.running() && unnamed >= t.statelessUnused {
+		if unnamed >= t.settings.StatelessIdle || !p.running() && unnamed >= t.settings.StatelessUnused {
 			delete(t.byHandle, id)
-			gone[id] = p
+			gone = append(gone, p)
 		}
 	}
 	t.mu.Unlock()
 	if len(gone) > 0 {
-		t.logger.Info("stateless processes forgotten: no call named them", "processes", len(gone), "idle_timeout", t.statelessIdle.String())
+		t.settings.Logger.Info("stateless processes forgotten: no call named them", "processes", len(gone), "idle_timeout", t.settings.StatelessIdle.String())
 		t.forget(gone)
 	}
 }

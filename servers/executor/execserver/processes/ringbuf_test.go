@@ -1,4 +1,4 @@
-package execserver
+package processes
 
 import (
 	"bytes"
