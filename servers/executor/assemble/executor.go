@@ -5,6 +5,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -64,9 +65,7 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Backend == "" {
-		o.Backend = backends.Auto
-	}
+	o.Backend = cmp.Or(o.Backend, backends.Auto)
 	if o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker {
 		return nil, fmt.Errorf("unknown backend %q: use %s", o.Backend, backends.Names)
 	}

@@ -10,6 +10,7 @@
 package execserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,48 +116,20 @@ func (c *Config) fill() error {
 		}
 		c.Protection = p
 	}
-	if c.DefaultTimeout == 0 {
-		c.DefaultTimeout = DefaultTimeout
-	}
-	if c.MaxTimeout == 0 {
-		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
-	}
-	if c.OutputCap == 0 {
-		c.OutputCap = DefaultOutputCap
-	}
-	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if c.MaxProcesses == 0 {
-		c.MaxProcesses = DefaultMaxProcesses
-	}
-	if c.StatelessProcesses == 0 {
-		c.StatelessProcesses = DefaultStatelessProcessesPerMax * c.MaxProcesses
-	}
-	if c.StatelessIdleTimeout == 0 {
-		c.StatelessIdleTimeout = mcpserve.DefaultSessionIdleTimeout
-	}
-	if c.StatelessUnusedTimeout == 0 {
-		c.StatelessUnusedTimeout = mcpserve.DefaultSessionUnusedTimeout
-	}
-	if c.ProcessLifetime == 0 {
-		c.ProcessLifetime = DefaultProcessLifetime
-	}
-	if c.StdinWriteTimeout == 0 {
-		c.StdinWriteTimeout = DefaultStdinWriteTimeout
-	}
-	if c.ProcessBuffer == 0 {
-		c.ProcessBuffer = DefaultProcessBuffer
-	}
-	if c.ProcessBufferTotal == 0 {
-		c.ProcessBufferTotal = max(DefaultProcessBufferTotal, 2*c.ProcessBuffer)
-	}
-	if c.OutputBudget == 0 {
-		c.OutputBudget = DefaultOutputBudget
-	}
-	if c.OutputTotal == 0 {
-		c.OutputTotal = max(DefaultOutputTotal, c.OutputBudget)
-	}
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, max(DefaultMaxTimeout, c.DefaultTimeout))
+	c.OutputCap = cmp.Or(c.OutputCap, DefaultOutputCap)
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
+	c.MaxProcesses = cmp.Or(c.MaxProcesses, DefaultMaxProcesses)
+	c.StatelessProcesses = cmp.Or(c.StatelessProcesses, DefaultStatelessProcessesPerMax*c.MaxProcesses)
+	c.StatelessIdleTimeout = cmp.Or(c.StatelessIdleTimeout, mcpserve.DefaultSessionIdleTimeout)
+	c.StatelessUnusedTimeout = cmp.Or(c.StatelessUnusedTimeout, mcpserve.DefaultSessionUnusedTimeout)
+	c.ProcessLifetime = cmp.Or(c.ProcessLifetime, DefaultProcessLifetime)
+	c.StdinWriteTimeout = cmp.Or(c.StdinWriteTimeout, DefaultStdinWriteTimeout)
+	c.ProcessBuffer = cmp.Or(c.ProcessBuffer, DefaultProcessBuffer)
+	c.ProcessBufferTotal = cmp.Or(c.ProcessBufferTotal, max(DefaultProcessBufferTotal, 2*c.ProcessBuffer))
+	c.OutputBudget = cmp.Or(c.OutputBudget, DefaultOutputBudget)
+	c.OutputTotal = cmp.Or(c.OutputTotal, max(DefaultOutputTotal, c.OutputBudget))
 	switch {
 	case c.DefaultTimeout < time.Second || c.DefaultTimeout%time.Second != 0:
 		return fmt.Errorf("default timeout %v: must be a whole number of seconds, at least 1s", c.DefaultTimeout)

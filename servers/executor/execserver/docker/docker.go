@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -194,9 +195,7 @@ func New(ctx context.Context, cfg Config) (backend.Backend, error) {
 }
 
 func (cfg *Config) setDefaults() error {
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
+	cfg.Image = cmp.Or(cfg.Image, DefaultImage)
 	if cfg.WorkspaceHostDir == "" || !filepath.IsAbs(cfg.WorkspaceHostDir) {
 		return errors.New("docker backend: the workspace must be an absolute host path")
 	}
@@ -223,18 +222,12 @@ func (cfg *Config) setDefaults() error {
 				"give it to an unprivileged user (chown -R 1000:1000 %s) or configure a non-root uid:gid", wsDir, wsDir)
 		}
 	}
-	if cfg.Memory == 0 {
-		cfg.Memory = defaultDockerMemory
-	}
-	if cfg.PIDs == 0 {
-		cfg.PIDs = defaultDockerPIDs
-	}
+	cfg.Memory = cmp.Or(cfg.Memory, defaultDockerMemory)
+	cfg.PIDs = cmp.Or(cfg.PIDs, defaultDockerPIDs)
 	if cfg.CPUs == 0 {
 		cfg.CPUs = min(float64(runtime.NumCPU()), defaultDockerMaxCPUs)
 	}
-	if cfg.TmpfsSize == 0 {
-		cfg.TmpfsSize = defaultDockerTmpfsSize
-	}
+	cfg.TmpfsSize = cmp.Or(cfg.TmpfsSize, defaultDockerTmpfsSize)
 	switch {
 	case cfg.Memory < 16<<20:
 		return fmt.Errorf("docker backend: memory limit %d bytes is below the 16 MiB minimum", cfg.Memory)
@@ -253,12 +246,8 @@ func (cfg *Config) setDefaults() error {
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
-	if cfg.MaxWorkspaceBytes == 0 {
-		cfg.MaxWorkspaceBytes = diskcap.DefaultMax
-	}
-	if cfg.TotalPIDs == 0 {
-		cfg.TotalPIDs = defaultTotalPIDs
-	}
+	cfg.MaxWorkspaceBytes = cmp.Or(cfg.MaxWorkspaceBytes, diskcap.DefaultMax)
+	cfg.TotalPIDs = cmp.Or(cfg.TotalPIDs, defaultTotalPIDs)
 	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")
 	}

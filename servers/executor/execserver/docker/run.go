@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -356,9 +357,7 @@ func (b *dockerBackend) noteOOM(ctx context.Context, id string, stderr io.Writer
 // workdir maps a workspace-relative folder to its path in the container. The folder must exist: the command would
 // otherwise fail in the launcher with a message naming the container path.
 func (b *dockerBackend) workdir(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	clean := path.Clean(dir)
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(clean, "\x00") {
 		return "", fmt.Errorf("docker backend: folder %q is not inside the workspace", dir)

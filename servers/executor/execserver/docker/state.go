@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,9 +49,7 @@ func (b *dockerBackend) prepareState() error {
 		return nil
 	}
 	cacheBase := b.cfg.CacheHostDir
-	if cacheBase == "" {
-		cacheBase = base
-	}
+	cacheBase = cmp.Or(cacheBase, base)
 	return b.prepareCache(filepath.Join(cacheBase, b.cfg.Instance))
 }
 

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -77,18 +78,10 @@ func (c *Config) fill() error {
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxConnsPerCommand == 0 {
-		c.MaxConnsPerCommand = DefaultMaxConnsPerCommand
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.MaxBytesPerCommand == 0 {
-		c.MaxBytesPerCommand = DefaultMaxBytesPerCommand
-	}
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxConnsPerCommand = cmp.Or(c.MaxConnsPerCommand, DefaultMaxConnsPerCommand)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxBytesPerCommand = cmp.Or(c.MaxBytesPerCommand, DefaultMaxBytesPerCommand)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -226,9 +227,7 @@ func cgroupFor(controller, instance string, limit, def, total int64, without str
 	if limit < 0 {
 		return nil, "none (turned off)"
 	}
-	if limit == 0 {
-		limit = def
-	}
+	limit = cmp.Or(limit, def)
 	c, err := newCgroupLimit(controller, instance, limit, total, logger)
 	if err != nil {
 		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)

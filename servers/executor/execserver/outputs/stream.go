@@ -1,6 +1,7 @@
 package outputs
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"regexp"
@@ -152,9 +153,7 @@ func (k *Stream) Link() *mcp.ResourceLink {
 	}
 	size := k.Total()
 	partial := k.partial
-	if partial == "" {
-		partial = "which the result shows only the head and tail of"
-	}
+	partial = cmp.Or(partial, "which the result shows only the head and tail of")
 	return &mcp.ResourceLink{
 		URI:   uri,
 		Name:  k.name,

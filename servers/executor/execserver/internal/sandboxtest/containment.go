@@ -19,6 +19,7 @@ package sandboxtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -160,9 +161,7 @@ func containmentAttacks(e *containmentEnv, target Target, outsideFile string) []
 	n := e.nonce
 	home, _ := os.UserHomeDir()
 	huge := target.HugeOutput
-	if huge == 0 {
-		huge = 2_000_000_000
-	}
+	huge = cmp.Or(huge, 2_000_000_000)
 	mustNotExist := func(paths ...string) func(*containmentEnv, protocol.RunCommandOutput) {
 		return func(e *containmentEnv, out protocol.RunCommandOutput) {
 			for _, p := range paths {
