@@ -1,5 +1,5 @@
-// Command filesystem is goalbox's filesystem MCP server: seven file tools confined to one workspace folder, over
-// streamable HTTP (default http://127.0.0.1:7101/mcp) or stdio.
+// Command filesystem is goalbox's filesystem MCP server: eleven tools (seven on files, four on checkpoints of the
+// workspace) confined to one workspace folder, over streamable HTTP (default http://127.0.0.1:7101/mcp) or stdio.
 //
 //	filesystem -workspace DIR [-addr 127.0.0.1:7101] [-stdio] [-token T|none] [-token-file F] [-audit-log FILE] ...
 //

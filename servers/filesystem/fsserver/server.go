@@ -1,5 +1,5 @@
 // Package fsserver is goalbox's filesystem MCP server: seven tools that read, write, edit, list, search, delete and
-// move files inside one workspace. Every file operation goes through a pathguard.Guard, so no tool can reach outside
+// move files inside one workspace, and four that checkpoint, list, diff and restore it (checkpoint_*.go). Every file operation goes through a pathguard.Guard, so no tool can reach outside
 // the workspace; this package adds the tools' own limits (lines and bytes per read, entries per listing, matches per
 // search) and their messages.
 package fsserver

@@ -50,19 +50,6 @@ func (e *dockerEgress) mounts() []mount.Mount {
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}}
 }
 
-// systemRoots is the host's CA bundle (the first of the usual places that exists).
-func systemRoots() []byte {
-	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
-		if f == "" {
-			continue
-		}
-		if b, err := os.ReadFile(f); err == nil {
-			return b
-		}
-	}
-	return nil
-}
-
 // startEgress makes the proxy when the configuration allows hosts, and its listener in the current holder.
 func (b *dockerBackend) startEgress(ctx context.Context) error {
 	if b.cfg.Network.Allow.Empty() {
@@ -77,11 +64,11 @@ func (b *dockerBackend) startEgress(ctx context.Context) error {
 		return fmt.Errorf("docker backend: %w", err)
 	}
 	b.egress = &dockerEgress{proxy: p, addrs: map[string]string{}}
-	if ca := p.CAPEM(); ca != nil {
+	if roots := p.RootsBundle(); roots != nil {
 		// The proxy's CA (-secret), with the host's roots, for every container: a file of the control root, bound
 		// read-only into each container.
 		b.egress.bundle = filepath.Join(b.ctlRoot, "egress-roots.pem")
-		if err := os.WriteFile(b.egress.bundle, append(append(systemRoots(), '\n'), ca...), 0o644); err != nil {
+		if err := os.WriteFile(b.egress.bundle, roots, 0o644); err != nil {
 			return fmt.Errorf("docker backend: the egress proxy's CA: %w", err)
 		}
 	}
@@ -165,9 +152,7 @@ func (e *dockerEgress) staticEnv() []string {
 	}
 	env := append([]string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}, e.proxy.SecretEnv()...)
 	if e.bundle != "" {
-		for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS"} {
-			env = append(env, k+"="+containerBundle)
-		}
+		env = append(env, egress.TrustEnv(containerBundle, containerBundle)...)
 	}
 	return env
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -973,6 +974,31 @@ func (p *Proxy) CAPEM() []byte {
 		return nil
 	}
 	return p.secrets.caPEM
+}
+
+// RootsBundle is the host's CA roots (the first of the usual bundles that exists) followed by the proxy's CA: what
+// a command trusts when the proxy signs the certificates of the secrets' hosts. nil without secrets.
+func (p *Proxy) RootsBundle() []byte {
+	ca := p.CAPEM()
+	if ca == nil {
+		return nil
+	}
+	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+		if b, err := os.ReadFile(f); f != "" && err == nil {
+			return append(append(b, '\n'), ca...)
+		}
+	}
+	return ca
+}
+
+// TrustEnv points the usual variables of TLS clients (OpenSSL, curl, Python's requests, pip, git, cargo) at bundle,
+// a file holding RootsBundle, and node's at caFile, which node adds to its own roots (bundle serves too).
+func TrustEnv(bundle, caFile string) []string {
+	env := []string{"NODE_EXTRA_CA_CERTS=" + caFile}
+	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
+		env = append(env, k+"="+bundle)
+	}
+	return env
 }
 
 // SecretEnv is NAME=placeholder for each secret, for every command's environment.

@@ -228,32 +228,15 @@ func (b *localBackend) egressTrust(cacheDir, instance string) error {
 	if ca == nil {
 		return nil
 	}
-	roots := systemRoots()
 	caFile := filepath.Join(cacheDir, "egress-ca-"+instance+".pem")
 	bundle := filepath.Join(cacheDir, "egress-roots-"+instance+".pem")
-	for f, content := range map[string][]byte{caFile: ca, bundle: append(append(roots, '\n'), ca...)} {
+	for f, content := range map[string][]byte{caFile: ca, bundle: b.egress.proxy.RootsBundle()} {
 		if err := os.WriteFile(f, content, 0o644); err != nil {
 			return fmt.Errorf("local backend: the egress proxy's CA: %w", err)
 		}
 		b.egress.files = append(b.egress.files, f)
 	}
 	b.rules.ReadFiles = append(b.rules.ReadFiles, caFile, bundle)
-	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
-		b.env = append(b.env, k+"="+bundle)
-	}
-	b.env = append(b.env, "NODE_EXTRA_CA_CERTS="+caFile) // node adds it to its own roots
-	return nil
-}
-
-// systemRoots is the host's CA bundle (the first of the usual places that exists).
-func systemRoots() []byte {
-	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
-		if f == "" {
-			continue
-		}
-		if b, err := os.ReadFile(f); err == nil {
-			return b
-		}
-	}
+	b.env = append(b.env, egress.TrustEnv(bundle, caFile)...)
 	return nil
 }
