@@ -69,8 +69,9 @@ go test -count=1 -timeout 30m "$@" "${pkgs[@]}"
 # The race detector over the packages where many goroutines share state — the servers' sessions and transports,
 # the executor's tools, processes and kept outputs, the egress proxy — about a minute; the rest of the suite would
 # take it several times over.
-echo "== the race detector: pkg/mcpserve, execserver, its outputs and egress"
-go test -race -count=1 ./pkg/mcpserve/ ./servers/executor/execserver/ ./servers/executor/execserver/outputs/ ./servers/executor/execserver/egress/
+echo "== the race detector: pkg/mcpserve, execserver, its processes, outputs and egress"
+go test -race -count=1 ./pkg/mcpserve/ ./servers/executor/execserver/ ./servers/executor/execserver/processes/ \
+  ./servers/executor/execserver/outputs/ ./servers/executor/execserver/egress/
 
 echo "== fuzzing the servers' HTTP and stdio entries (${GOALBOX_FUZZ_TIME:=60s} each)"
 for target in ./pkg/mcpserve ./servers/filesystem ./servers/executor; do
