@@ -224,9 +224,7 @@ func (cfg *Config) setDefaults() error {
 	}
 	cfg.Memory = cmp.Or(cfg.Memory, defaultDockerMemory)
 	cfg.PIDs = cmp.Or(cfg.PIDs, defaultDockerPIDs)
-	if cfg.CPUs == 0 {
-		cfg.CPUs = min(float64(runtime.NumCPU()), defaultDockerMaxCPUs)
-	}
+	cfg.CPUs = cmp.Or(cfg.CPUs, min(float64(runtime.NumCPU()), defaultDockerMaxCPUs))
 	cfg.TmpfsSize = cmp.Or(cfg.TmpfsSize, defaultDockerTmpfsSize)
 	switch {
 	case cfg.Memory < 16<<20:
@@ -240,9 +238,7 @@ func (cfg *Config) setDefaults() error {
 	case cfg.WarmPool < 0 || cfg.WarmPool > 16:
 		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
-	if cfg.Instance == "" {
-		cfg.Instance = instanceOf(wsDir, os.Geteuid())
-	}
+	cfg.Instance = cmp.Or(cfg.Instance, instanceOf(wsDir, os.Geteuid()))
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}

@@ -69,10 +69,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	if cfg.Workspace == "" || !filepath.IsAbs(cfg.Workspace) {
 		return nil, fmt.Errorf("local backend: the workspace must be an absolute path, got %q", cfg.Workspace)
 	}
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = defaultCacheDir()
-	}
-	cacheDir, err := filepath.Abs(cfg.CacheDir)
+	cacheDir, err := filepath.Abs(cmp.Or(cfg.CacheDir, defaultCacheDir()))
 	if err != nil {
 		return nil, fmt.Errorf("local backend: cache dir: %w", err)
 	}
