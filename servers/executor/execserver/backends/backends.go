@@ -20,6 +20,7 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,9 +90,7 @@ func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalSta
 	}
 	cfg.Local.Workspace = workspace
 	cfg.Docker.WorkspaceHostDir = workspace
-	if cfg.Docker.Logger == nil {
-		cfg.Docker.Logger = cfg.Logger
-	}
+	cfg.Docker.Logger = cmp.Or(cfg.Docker.Logger, cfg.Logger)
 	switch cfg.Backend {
 	case Local:
 		b, err := startLocal(cfg.Local, cfg.Logger)

@@ -17,6 +17,22 @@ import (
 // a time) and ctl/, the control folders of its containers (container.go). The caches live in
 // CacheBase/<instance>/cache-<workspace identity>. All of it is reached and made as safedir_unix.go describes.
 
+// rootStateBase is where a root server keeps its state and caches: a folder of its own, never $HOME, which sudo -E
+// (and macOS's sudo) leave pointing at the invoking user's home. (On Windows os.Geteuid is -1: never root.)
+const rootStateBase = "/var/cache/goalbox/docker"
+
+// defaultStateBase is the folder holding every instance's state (and, by default, caches) for this server's user.
+func defaultStateBase() (string, error) {
+	if os.Geteuid() == 0 {
+		return rootStateBase, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
+	}
+	return filepath.Join(dir, "goalbox", "docker"), nil
+}
+
 // prepareState opens (making it) the instance's state folder, takes the instance's lock, removes the control
 // folders a dead executor of the instance left, and prepares the cache.
 func (b *dockerBackend) prepareState() error {

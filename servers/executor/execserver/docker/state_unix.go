@@ -15,22 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rootStateBase is where a root server keeps its state and caches: a folder of its own, never $HOME, which sudo -E
-// (and macOS's sudo) leave pointing at the invoking user's home.
-const rootStateBase = "/var/cache/goalbox/docker"
-
-// defaultStateBase is the folder holding every instance's state (and, by default, caches) for this server's user.
-func defaultStateBase() (string, error) {
-	if os.Geteuid() == 0 {
-		return rootStateBase, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
-	}
-	return filepath.Join(dir, "goalbox", "docker"), nil
-}
-
 // instanceLock is held for as long as a backend serves: a second backend of the same instance (the same workspace
 // by default) is refused instead of sweeping away the first one's containers and control folders.
 type instanceLock struct{ f *os.File }

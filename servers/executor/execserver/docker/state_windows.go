@@ -13,14 +13,6 @@ import (
 // On Windows the backend's folders live in the user's own profile (%LocalAppData%), which other users cannot
 // write, and files have no uid to hand a folder to: the plain calls are used.
 
-func defaultStateBase() (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
-	}
-	return filepath.Join(dir, "goalbox", "docker"), nil
-}
-
 func openSafeDir(p string) (*os.File, error) {
 	if err := os.MkdirAll(p, 0o700); err != nil {
 		return nil, err
