@@ -150,11 +150,7 @@ func (e *dockerEgress) staticEnv() []string {
 	if e == nil {
 		return nil
 	}
-	env := append([]string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}, e.proxy.SecretEnv()...)
-	if e.bundle != "" {
-		env = append(env, egress.TrustEnv(containerBundle, containerBundle)...)
-	}
-	return env
+	return e.proxy.Env(containerBundle, containerBundle)
 }
 
 func (e *dockerEgress) health() *protocol.EgressHealth {

@@ -991,21 +991,20 @@ func (p *Proxy) RootsBundle() []byte {
 	return ca
 }
 
-// TrustEnv points the usual variables of TLS clients (OpenSSL, curl, Python's requests, pip, git, cargo) at bundle,
-// a file holding RootsBundle, and node's at caFile, which node adds to its own roots (bundle serves too).
-func TrustEnv(bundle, caFile string) []string {
-	env := []string{"NODE_EXTRA_CA_CERTS=" + caFile}
-	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
-		env = append(env, k+"="+bundle)
-	}
-	return env
-}
-
-// SecretEnv is NAME=placeholder for each secret, for every command's environment.
-func (p *Proxy) SecretEnv() []string {
-	var env []string
+// Env is what every command's environment gets besides its proxy URL: NO_PROXY, NAME=placeholder for each secret,
+// and with secrets the usual variables of TLS clients (OpenSSL, curl, Python's requests, pip, git, cargo) pointing
+// at bundle, a file holding RootsBundle, and node's at caFile, which node adds to its own roots (bundle serves too).
+func (p *Proxy) Env(bundle, caFile string) []string {
+	env := []string{"NO_PROXY=" + NoProxy, "no_proxy=" + NoProxy}
 	for _, s := range p.cfg.Secrets {
 		env = append(env, s.Name+"="+s.placeholder)
+	}
+	if p.secrets == nil {
+		return env
+	}
+	env = append(env, "NODE_EXTRA_CA_CERTS="+caFile)
+	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
+		env = append(env, k+"="+bundle)
 	}
 	return env
 }

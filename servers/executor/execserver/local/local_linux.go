@@ -147,10 +147,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
 		// backend's commands together, and in the fallback for all processes of the run-as user.
-		limit := uint64(DefaultPidsLimit)
-		if cfg.PidsLimit > 0 {
-			limit = uint64(cfg.PidsLimit)
-		}
+		limit := uint64(cmp.Or(cfg.PidsLimit, DefaultPidsLimit))
 		b.rlimits = append(b.rlimits, rlimitV{"nproc", limit})
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
@@ -158,7 +155,6 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	if b.egress, err = newEgress(cfg.Network, logger); err != nil {
 		return nil, err
 	}
-	b.env = slices.Concat(b.env, b.egress.staticEnv())
 	if err := b.egressTrust(cacheDir, instanceLabel(id)); err != nil {
 		b.egress.close()
 		return nil, err
