@@ -23,10 +23,8 @@ package processes
 // totals as every session's.
 
 import (
-	"crypto/rand"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -34,9 +32,6 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 )
-
-// newHandle is an unguessable name for something a stateless call made.
-func newHandle() string { return strings.ToLower(rand.Text()) }
 
 // statelessProcessPrefix starts a stateless process's process_id, so that it cannot be taken for a session's ("p1").
 const statelessProcessPrefix = "proc-"
@@ -74,7 +69,7 @@ func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, err
 			"this cap); stop one with %s, or wait: a process no call names for %v is stopped", mcpserve.StatelessVersion, running,
 			protocol.ToolStopProcess, t.settings.StatelessIdle)
 	}
-	p := t.newProcess(statelessProcessPrefix+newHandle(), r)
+	p := t.newProcess(statelessProcessPrefix+outputs.NewHandle(), r)
 	t.byHandle[p.id] = p
 	forgotten := t.forgetEndedStatelessLocked()
 	t.mu.Unlock()
