@@ -205,13 +205,10 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 
 // totalLimit is a configured total (0: def, negative: none, which is 0 here).
 func totalLimit(v, def int64) int64 {
-	switch {
-	case v < 0:
+	if v < 0 {
 		return 0
-	case v == 0:
-		return def
 	}
-	return v
+	return cmp.Or(v, def)
 }
 
 // cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
@@ -252,17 +249,12 @@ func (b *localBackend) placeInCgroups(pid int) (func(), error) {
 
 func rlimitsFor(cfg Config) []rlimitV {
 	r := []rlimitV{{"core", 0}, {"nofile", maxOpenFiles}}
-	switch {
-	case cfg.MemoryLimit == 0:
-		r = append(r, rlimitV{"data", DefaultMemoryLimit})
-	case cfg.MemoryLimit > 0:
-		r = append(r, rlimitV{"data", uint64(cfg.MemoryLimit)})
+	// A limit of 0 is the default, a negative one none.
+	if cfg.MemoryLimit >= 0 {
+		r = append(r, rlimitV{"data", uint64(cmp.Or(cfg.MemoryLimit, DefaultMemoryLimit))})
 	}
-	switch {
-	case cfg.FileSizeLimit == 0:
-		r = append(r, rlimitV{"fsize", DefaultFileSizeLimit})
-	case cfg.FileSizeLimit > 0:
-		r = append(r, rlimitV{"fsize", uint64(cfg.FileSizeLimit)})
+	if cfg.FileSizeLimit >= 0 {
+		r = append(r, rlimitV{"fsize", uint64(cmp.Or(cfg.FileSizeLimit, DefaultFileSizeLimit))})
 	}
 	return r
 }
