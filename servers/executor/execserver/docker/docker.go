@@ -167,26 +167,6 @@ func New(ctx context.Context, cfg Config) (backend.Backend, error) {
 		return nil, fmt.Errorf("docker backend: open workspace: %w", err)
 	}
 	b := &dockerBackend{cfg: cfg, uid: uid, gid: gid, ws: ws, wsFD: -1, log: cfg.Logger, disk: diskcap.NewMeter()}
-	if err := b.openWorkspaceFD(); err != nil {
-		b.Close()
-		return nil, err
-	}
-	// The lock first: everything after it may remove what a dead executor of this instance left.
-	if err := b.prepareState(); err != nil {
-		b.Close()
-		return nil, err
-	}
-	if b.seccomp, err = seccompProfile(); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("docker backend: seccomp profile: %w", err)
-	}
-	if b.seccomp != "" {
-		b.seccomp = "seccomp=" + b.seccomp
-	}
-	if b.cli, err = newClient(cfg.Host); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("docker backend: %w", err)
-	}
 	if err := b.start(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -279,8 +259,26 @@ func parseDockerUser(s string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// start checks the engine and the image, and removes leftovers of an earlier server.
+// start takes the instance's state, connects to the engine, checks it and the image, and removes leftovers of an
+// earlier server. New closes the backend when it fails.
 func (b *dockerBackend) start(ctx context.Context) error {
+	if err := b.openWorkspaceFD(); err != nil {
+		return err
+	}
+	// The lock first: everything after it may remove what a dead executor of this instance left.
+	if err := b.prepareState(); err != nil {
+		return err
+	}
+	var err error
+	if b.seccomp, err = seccompProfile(); err != nil {
+		return fmt.Errorf("docker backend: seccomp profile: %w", err)
+	}
+	if b.seccomp != "" {
+		b.seccomp = "seccomp=" + b.seccomp
+	}
+	if b.cli, err = newClient(b.cfg.Host); err != nil {
+		return fmt.Errorf("docker backend: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ping, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
@@ -301,10 +299,8 @@ func (b *dockerBackend) start(ctx context.Context) error {
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}
 
-	b.labels = maps.Clone(b.cfg.Labels)
-	if b.labels == nil {
-		b.labels = map[string]string{}
-	}
+	b.labels = map[string]string{}
+	maps.Copy(b.labels, b.cfg.Labels)
 	b.labels[labelExecutor] = "1"
 	b.labels[labelInstance] = b.cfg.Instance
 	b.labels[labelOwner] = strconv.Itoa(os.Geteuid())
