@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -382,12 +383,7 @@ func (s *sessionOutputs) evict(out *keptOutput, why string) {
 		return
 	}
 	delete(s.live, out.id)
-	for i, o := range s.order {
-		if o == out {
-			s.order = append(s.order[:i], s.order[i+1:]...)
-			break
-		}
-	}
+	s.order = slices.DeleteFunc(s.order, func(o *keptOutput) bool { return o == out })
 	s.free = append(s.free, out.blocks...)
 	s.used -= int64(len(out.blocks)) * outputBlock
 	s.total.release(int64(len(out.blocks)) * outputBlock)
