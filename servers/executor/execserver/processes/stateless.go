@@ -40,16 +40,6 @@ const statelessProcessPrefix = "proc-"
 // session's, since every stateless client shares them.
 const statelessEnded = 2 * endedProcessesPerSession
 
-// reapEvery is how often the stateless era's idle processes are looked for (its outputs' store reaps its own alike):
-// a quarter of the shortest timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
-func reapEvery(timeouts ...time.Duration) time.Duration {
-	shortest := timeouts[0]
-	for _, t := range timeouts[1:] {
-		shortest = min(shortest, t)
-	}
-	return min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
-}
-
 // startStateless runs r as a process of the stateless era, named by a new handle.
 func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, error) {
 	t.mu.Lock()
@@ -115,7 +105,7 @@ func (t *Table) forget(procs []*Process) {
 // reapStateless kills and forgets the stateless processes no call has named for the idle timeout, and forgets
 // ended ones unread for the unused timeout, until EndAll.
 func (t *Table) reapStateless() {
-	tick := time.NewTicker(reapEvery(t.settings.StatelessIdle, t.settings.StatelessUnused))
+	tick := time.NewTicker(outputs.ReapEvery(min(t.settings.StatelessIdle, t.settings.StatelessUnused)))
 	defer tick.Stop()
 	for {
 		select {
