@@ -130,11 +130,7 @@ func (b *dockerBackend) release(p *prepared, finished bool) {
 		b.discard(p)
 		return
 	}
-	b.pool.removals.Add(1)
-	go func() {
-		defer b.pool.removals.Done()
-		b.discard(p)
-	}()
+	b.pool.removals.Go(func() { b.discard(p) })
 }
 
 // closePool stops the refill, removes the waiting containers and waits for pending removals.

@@ -206,11 +206,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.serveConn(c)
-		}()
+		p.wg.Go(func() { p.serveConn(c) })
 	}
 }
 
