@@ -33,6 +33,18 @@ func defaultStateBase() (string, error) {
 	return filepath.Join(dir, "goalbox", "docker"), nil
 }
 
+// instanceLock is held for as long as a backend serves: a second backend of the same instance (the same workspace
+// by default) is refused instead of sweeping away the first one's containers and control folders.
+type instanceLock struct{ f *os.File }
+
+// release gives the lock up (closing the file releases a Unix flock; on Windows, the unshared open).
+func (l *instanceLock) release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
 // prepareState opens (making it) the instance's state folder, takes the instance's lock, removes the control
 // folders a dead executor of the instance left, and prepares the cache.
 func (b *dockerBackend) prepareState() error {

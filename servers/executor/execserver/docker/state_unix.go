@@ -15,10 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// instanceLock is held for as long as a backend serves: a second backend of the same instance (the same workspace
-// by default) is refused instead of sweeping away the first one's containers and control folders.
-type instanceLock struct{ f *os.File }
-
 // lockInstance takes the lock file in the trusted state folder dir, without waiting. The file records who holds
 // it, so that the refusal can say.
 func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
@@ -49,14 +45,6 @@ func readHolder(f *os.File) (string, error) {
 		return "pid unknown", err
 	}
 	return strings.TrimSpace(string(buf[:n])), nil
-}
-
-// release gives the lock up (closing the file releases the flock).
-func (l *instanceLock) release() error {
-	if l == nil || l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }
 
 // workspaceIdentity is the key of a workspace's cache: its device, inode and birth time, and the user commands run

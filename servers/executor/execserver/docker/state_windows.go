@@ -24,10 +24,8 @@ func makeOwnedDir(parent *os.File, name string, uid, gid int) error {
 	return os.MkdirAll(filepath.Join(parent.Name(), name), 0o700)
 }
 
-// instanceLock: Windows holds the lock by keeping the lock file open without sharing (os.OpenFile opens it so);
+// lockInstance: Windows holds the lock by keeping the lock file open without sharing (os.OpenFile opens it so);
 // a second executor cannot open it.
-type instanceLock struct{ f *os.File }
-
 func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
 	p := filepath.Join(dir.Name(), "lock")
 	_ = os.Remove(p) // fails while another executor holds it open
@@ -37,13 +35,6 @@ func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
 			"instance of its own with -instance NAME (GOALBOX_EXEC_INSTANCE)", instance, err)
 	}
 	return &instanceLock{f: f}, nil
-}
-
-func (l *instanceLock) release() error {
-	if l == nil || l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }
 
 // workspaceIdentity on Windows: no inode; the path and the file's creation are what is at hand.
