@@ -51,20 +51,11 @@ const noFlags = ^uint(0)
 // the profile does not admit.
 var refused = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
 
-var (
-	profileOnce sync.Once
-	profileJSON string
-	profileErr  error
-)
-
-// seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>").
-func seccompProfile() (string, error) {
-	profileOnce.Do(func() {
-		b, err := json.Marshal(tightenedProfile(refused))
-		profileJSON, profileErr = string(b), err
-	})
-	return profileJSON, profileErr
-}
+// seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>"), built once.
+var seccompProfile = sync.OnceValues(func() (string, error) {
+	b, err := json.Marshal(tightenedProfile(refused))
+	return string(b), err
+})
 
 // tightenedProfile is the Engine's default profile tightened as the package comment says, with the calls in
 // nosysCalls answered with ENOSYS.
