@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,9 +77,7 @@ func (b *dockerBackend) prepareState() error {
 	if b.cfg.CacheHostDir == "-" {
 		return nil
 	}
-	cacheBase := b.cfg.CacheHostDir
-	cacheBase = cmp.Or(cacheBase, base)
-	return b.prepareCache(filepath.Join(cacheBase, b.cfg.Instance))
+	return b.prepareCache(filepath.Join(cmp.Or(b.cfg.CacheHostDir, base), b.cfg.Instance))
 }
 
 // prepareCache makes this workspace's cache in dir, given to the command user, and removes the caches of earlier
@@ -98,12 +97,7 @@ func (b *dockerBackend) prepareCache(dir string) error {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}
 	names, _ := f.Readdirnames(-1)
-	var stale []string
-	for _, n := range names {
-		if strings.HasPrefix(n, "cache-") && n != key {
-			stale = append(stale, n)
-		}
-	}
+	stale := slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, "cache-") || n == key })
 	if len(stale) > 0 {
 		// os.Root: nothing a command left in an old cache (symlinks out of it) is followed while it is removed.
 		root, err := os.OpenRoot(dir)
