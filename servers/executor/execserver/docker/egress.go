@@ -136,15 +136,6 @@ func (e *dockerEgress) proxyFor(s *egress.Session) func(holder string) string {
 	}
 }
 
-// end puts a session's usage in a result.
-func endEgress(s *egress.Session, res *backend.Result) {
-	if s == nil {
-		return
-	}
-	u := s.End()
-	res.NetworkDenied, res.Network = u.Denied, u.Hosts
-}
-
 // staticEnv are the proxy variables every container shares.
 func (e *dockerEgress) staticEnv() []string {
 	if e == nil {
@@ -176,6 +167,7 @@ func (b *dockerBackend) networkTextFor() string {
 func (b *dockerBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
 	s := b.egress.begin()
 	res, err := b.run(ctx, req, s)
-	endEgress(s, &res)
+	u := s.End()
+	res.NetworkDenied, res.Network = u.Denied, u.Hosts
 	return res, err
 }

@@ -276,8 +276,12 @@ type Usage struct {
 	Hosts  []protocol.NetworkHost // host:port reached, in order of first use
 }
 
-// End closes the session's connections (a command that ended leaves no tunnel open) and returns its usage.
+// End closes the session's connections (a command that ended leaves no tunnel open) and returns its usage. A nil
+// session (no -net-allow) used nothing.
 func (s *Session) End() Usage {
+	if s == nil {
+		return Usage{}
+	}
 	s.p.mu.Lock()
 	delete(s.p.sessions, s.id)
 	s.p.mu.Unlock()

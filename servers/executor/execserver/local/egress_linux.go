@@ -19,7 +19,6 @@ import (
 	"strconv"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"golang.org/x/sys/unix"
 )
@@ -168,25 +167,13 @@ func (e *egressState) close() {
 	}
 }
 
-// egressCommand is one command's session with the proxy.
-type egressCommand struct{ s *egress.Session }
-
-// begin opens a command's session: the proxy URL with its own credentials, for the init script's header.
-func (e *egressState) begin() (*egressCommand, string) {
+// begin opens a command's session and gives the proxy URL with its own credentials, for the init script's header.
+func (e *egressState) begin() (*egress.Session, string) {
 	if e == nil {
 		return nil, ""
 	}
 	s := e.proxy.Begin()
-	return &egressCommand{s: s}, s.ProxyURL(e.addr)
-}
-
-// end closes the command's tunnels and puts what it reached and was refused in its result.
-func (c *egressCommand) end(res *backend.Result) {
-	if c == nil {
-		return
-	}
-	u := c.s.End()
-	res.NetworkDenied, res.Network = u.Denied, u.Hosts
+	return s, s.ProxyURL(e.addr)
 }
 
 // health is the proxy's part of the confinement report.
