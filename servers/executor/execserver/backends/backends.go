@@ -82,9 +82,7 @@ type Choice struct {
 // (local.New, or a test's stand-in). workspace is the workspace's real host path (pathguard's Guard.Dir()). An error
 // from an explicitly named backend is that backend's; the automatic choice fails with ErrNoBackend.
 func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.PingTimeout <= 0 {
 		cfg.PingTimeout = DefaultPingTimeout
 	}

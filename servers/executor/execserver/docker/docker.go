@@ -227,9 +227,7 @@ func (cfg *Config) setDefaults() error {
 	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return nil
 }
 

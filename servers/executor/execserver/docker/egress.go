@@ -16,6 +16,7 @@ package docker
 // "proxy" and exported by the launcher; its result gets what the proxy refused it and what it reached.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -56,9 +57,7 @@ func (b *dockerBackend) startEgress(ctx context.Context) error {
 		return nil
 	}
 	cfg := b.cfg.Network
-	if cfg.Logger == nil {
-		cfg.Logger = b.log
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, b.log)
 	p, err := egress.New(cfg)
 	if err != nil {
 		return fmt.Errorf("docker backend: %w", err)

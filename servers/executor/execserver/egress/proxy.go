@@ -83,9 +83,7 @@ func (c *Config) fill() error {
 	c.MaxConnsPerCommand = cmp.Or(c.MaxConnsPerCommand, DefaultMaxConnsPerCommand)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.MaxBytesPerCommand = cmp.Or(c.MaxBytesPerCommand, DefaultMaxBytesPerCommand)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	for _, s := range c.Secrets {
 		for _, h := range s.Hosts {
 			if _, ok, _ := c.Allow.matchName(h, 443); !ok {

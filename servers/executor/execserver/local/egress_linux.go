@@ -8,6 +8,7 @@ package local
 // Nothing else crosses: commands still have no route out, and the proxy decides every connection.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -130,9 +131,7 @@ func newEgress(cfg egress.Config, logger *slog.Logger) (*egressState, error) {
 	if cfg.Allow.Empty() {
 		return nil, nil
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = logger
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, logger)
 	p, err := egress.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)

@@ -63,9 +63,7 @@ type localBackend struct {
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
 // created here, it falls back to a subreaper child init, and logs that loudly.
 func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	if cfg.Workspace == "" || !filepath.IsAbs(cfg.Workspace) {
 		return nil, fmt.Errorf("local backend: the workspace must be an absolute path, got %q", cfg.Workspace)
 	}

@@ -1,6 +1,7 @@
 package outputs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,9 +84,7 @@ func (ow Owner) keeps() bool { return ow.Stateless || ow.Session != nil }
 // New keeps up to budget bytes per session, total bytes in all (total is at least budget); a stateless output
 // unused for statelessIdle (0: mcpserve's session idle timeout) is dropped.
 func New(budget, total int64, statelessIdle time.Duration, logger *slog.Logger) *Store {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	if statelessIdle <= 0 {
 		statelessIdle = mcpserve.DefaultSessionIdleTimeout
 	}
