@@ -62,9 +62,7 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 	for _, opt := range opts {
 		opt(&b)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	o.Backend = cmp.Or(o.Backend, backends.Auto)
 	if o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker {
 		return nil, fmt.Errorf("unknown backend %q: use %s", o.Backend, backends.Names)

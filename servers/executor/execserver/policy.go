@@ -3,6 +3,7 @@ package execserver
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -48,13 +49,8 @@ func (p *Policy) Check(command string) error {
 			return fmt.Errorf("command refused by policy: it matches the deny pattern %q", re.String())
 		}
 	}
-	if len(p.allow) == 0 {
+	if len(p.allow) == 0 || slices.ContainsFunc(p.allow, func(re *regexp.Regexp) bool { return re.MatchString(command) }) {
 		return nil
-	}
-	for _, re := range p.allow {
-		if re.MatchString(command) {
-			return nil
-		}
 	}
 	return fmt.Errorf("command refused by policy: it matches none of the allow patterns (%s)", p.allowList())
 }

@@ -17,6 +17,7 @@ package execserver
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -89,12 +90,9 @@ func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine
 	if err != nil {
 		return nil, err
 	}
-	if quarantine == "" {
-		quarantine = defaultQuarantine(guard.Dir())
-	}
 	_, cfg := prot.Match(".git/config")
 	_, hooks := prot.Match(".git/hooks")
-	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: quarantine, enforced: enforced, logger: logger,
+	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: cmp.Or(quarantine, defaultQuarantine(guard.Dir())), enforced: enforced, logger: logger,
 		dirs: map[string]cachedDir{}, gitlinks: cfg || hooks}, nil
 }
 
@@ -123,11 +121,7 @@ func (p *protector) scan() protectedScan {
 	s := protectedScan{entries: map[string]protectedEntry{}}
 	w := scanWalk{p: p, s: &s, seen: map[string]bool{}}
 	w.visit(".", false)
-	for rel := range p.dirs {
-		if !w.seen[rel] {
-			delete(p.dirs, rel)
-		}
-	}
+	maps.DeleteFunc(p.dirs, func(rel string, _ cachedDir) bool { return !w.seen[rel] })
 	if w.n > protectMaxEntries {
 		p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
 			"limit", protectMaxEntries)
@@ -380,10 +374,8 @@ func safeGitConfig(b []byte) bool {
 		}
 		key, _, _ := strings.Cut(line, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
-		for _, c := range key {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
+		if strings.ContainsFunc(key, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') }) {
+			return false
 		}
 		if subsection {
 			if !sub[section+"."+key] {

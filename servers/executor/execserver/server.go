@@ -176,9 +176,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	e := &Executor{cfg: cfg, backend: b, guard: g, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent),
 		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {

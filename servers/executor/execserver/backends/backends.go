@@ -20,6 +20,7 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,17 +82,13 @@ type Choice struct {
 // (local.New, or a test's stand-in). workspace is the workspace's real host path (pathguard's Guard.Dir()). An error
 // from an explicitly named backend is that backend's; the automatic choice fails with ErrNoBackend.
 func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.PingTimeout <= 0 {
 		cfg.PingTimeout = DefaultPingTimeout
 	}
 	cfg.Local.Workspace = workspace
 	cfg.Docker.WorkspaceHostDir = workspace
-	if cfg.Docker.Logger == nil {
-		cfg.Docker.Logger = cfg.Logger
-	}
+	cfg.Docker.Logger = cmp.Or(cfg.Docker.Logger, cfg.Logger)
 	switch cfg.Backend {
 	case Local:
 		b, err := startLocal(cfg.Local, cfg.Logger)

@@ -167,26 +167,6 @@ func New(ctx context.Context, cfg Config) (backend.Backend, error) {
 		return nil, fmt.Errorf("docker backend: open workspace: %w", err)
 	}
 	b := &dockerBackend{cfg: cfg, uid: uid, gid: gid, ws: ws, wsFD: -1, log: cfg.Logger, disk: diskcap.NewMeter()}
-	if err := b.openWorkspaceFD(); err != nil {
-		b.Close()
-		return nil, err
-	}
-	// The lock first: everything after it may remove what a dead executor of this instance left.
-	if err := b.prepareState(); err != nil {
-		b.Close()
-		return nil, err
-	}
-	if b.seccomp, err = seccompProfile(); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("docker backend: seccomp profile: %w", err)
-	}
-	if b.seccomp != "" {
-		b.seccomp = "seccomp=" + b.seccomp
-	}
-	if b.cli, err = newClient(cfg.Host); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("docker backend: %w", err)
-	}
 	if err := b.start(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -224,9 +204,7 @@ func (cfg *Config) setDefaults() error {
 	}
 	cfg.Memory = cmp.Or(cfg.Memory, defaultDockerMemory)
 	cfg.PIDs = cmp.Or(cfg.PIDs, defaultDockerPIDs)
-	if cfg.CPUs == 0 {
-		cfg.CPUs = min(float64(runtime.NumCPU()), defaultDockerMaxCPUs)
-	}
+	cfg.CPUs = cmp.Or(cfg.CPUs, min(float64(runtime.NumCPU()), defaultDockerMaxCPUs))
 	cfg.TmpfsSize = cmp.Or(cfg.TmpfsSize, defaultDockerTmpfsSize)
 	switch {
 	case cfg.Memory < 16<<20:
@@ -240,9 +218,7 @@ func (cfg *Config) setDefaults() error {
 	case cfg.WarmPool < 0 || cfg.WarmPool > 16:
 		return fmt.Errorf("docker backend: warm pool %d is out of range: 0 (off) to 16", cfg.WarmPool)
 	}
-	if cfg.Instance == "" {
-		cfg.Instance = instanceOf(wsDir, os.Geteuid())
-	}
+	cfg.Instance = cmp.Or(cfg.Instance, instanceOf(wsDir, os.Geteuid()))
 	if !instanceName.MatchString(cfg.Instance) {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
@@ -251,9 +227,7 @@ func (cfg *Config) setDefaults() error {
 	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return nil
 }
 
@@ -283,8 +257,26 @@ func parseDockerUser(s string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// start checks the engine and the image, and removes leftovers of an earlier server.
+// start takes the instance's state, connects to the engine, checks it and the image, and removes leftovers of an
+// earlier server. New closes the backend when it fails.
 func (b *dockerBackend) start(ctx context.Context) error {
+	if err := b.openWorkspaceFD(); err != nil {
+		return err
+	}
+	// The lock first: everything after it may remove what a dead executor of this instance left.
+	if err := b.prepareState(); err != nil {
+		return err
+	}
+	var err error
+	if b.seccomp, err = seccompProfile(); err != nil {
+		return fmt.Errorf("docker backend: seccomp profile: %w", err)
+	}
+	if b.seccomp != "" {
+		b.seccomp = "seccomp=" + b.seccomp
+	}
+	if b.cli, err = newClient(b.cfg.Host); err != nil {
+		return fmt.Errorf("docker backend: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ping, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
@@ -305,10 +297,8 @@ func (b *dockerBackend) start(ctx context.Context) error {
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}
 
-	b.labels = maps.Clone(b.cfg.Labels)
-	if b.labels == nil {
-		b.labels = map[string]string{}
-	}
+	b.labels = map[string]string{}
+	maps.Copy(b.labels, b.cfg.Labels)
 	b.labels[labelExecutor] = "1"
 	b.labels[labelInstance] = b.cfg.Instance
 	b.labels[labelOwner] = strconv.Itoa(os.Geteuid())

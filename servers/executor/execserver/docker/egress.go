@@ -16,6 +16,7 @@ package docker
 // "proxy" and exported by the launcher; its result gets what the proxy refused it and what it reached.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -56,9 +57,7 @@ func (b *dockerBackend) startEgress(ctx context.Context) error {
 		return nil
 	}
 	cfg := b.cfg.Network
-	if cfg.Logger == nil {
-		cfg.Logger = b.log
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, b.log)
 	p, err := egress.New(cfg)
 	if err != nil {
 		return fmt.Errorf("docker backend: %w", err)
@@ -136,25 +135,12 @@ func (e *dockerEgress) proxyFor(s *egress.Session) func(holder string) string {
 	}
 }
 
-// end puts a session's usage in a result.
-func endEgress(s *egress.Session, res *backend.Result) {
-	if s == nil {
-		return
-	}
-	u := s.End()
-	res.NetworkDenied, res.Network = u.Denied, u.Hosts
-}
-
 // staticEnv are the proxy variables every container shares.
 func (e *dockerEgress) staticEnv() []string {
 	if e == nil {
 		return nil
 	}
-	env := append([]string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}, e.proxy.SecretEnv()...)
-	if e.bundle != "" {
-		env = append(env, egress.TrustEnv(containerBundle, containerBundle)...)
-	}
-	return env
+	return e.proxy.Env(containerBundle, containerBundle)
 }
 
 func (e *dockerEgress) health() *protocol.EgressHealth {
@@ -180,6 +166,7 @@ func (b *dockerBackend) networkTextFor() string {
 func (b *dockerBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
 	s := b.egress.begin()
 	res, err := b.run(ctx, req, s)
-	endEgress(s, &res)
+	u := s.End()
+	res.NetworkDenied, res.Network = u.Denied, u.Hosts
 	return res, err
 }

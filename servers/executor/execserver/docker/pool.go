@@ -51,24 +51,18 @@ func (b *dockerBackend) fill() {
 		// The pool waits for no place under the total caps: a command that needs one must not queue behind it.
 		p, err := b.prepare(ctx, doneContext, b.poolProtection())
 		cancel()
-		if errors.Is(err, errSlotsFull) {
-			b.pool.slots <- struct{}{}
-			select {
-			case <-b.pool.stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
 		if err != nil {
 			b.pool.slots <- struct{}{}
-			b.log.Warn("docker backend: warm pool could not start a container", "err", err, "retry_in", backoff)
+			wait := 200 * time.Millisecond // no place under the total caps now: not a failure
+			if !errors.Is(err, errSlotsFull) {
+				b.log.Warn("docker backend: warm pool could not start a container", "err", err, "retry_in", backoff)
+				wait, backoff = backoff, min(2*backoff, 30*time.Second)
+			}
 			select {
 			case <-b.pool.stop:
 				return
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			}
-			backoff = min(2*backoff, 30*time.Second)
 			continue
 		}
 		backoff = 100 * time.Millisecond
@@ -136,11 +130,7 @@ func (b *dockerBackend) release(p *prepared, finished bool) {
 		b.discard(p)
 		return
 	}
-	b.pool.removals.Add(1)
-	go func() {
-		defer b.pool.removals.Done()
-		b.discard(p)
-	}()
+	b.pool.removals.Go(func() { b.discard(p) })
 }
 
 // closePool stops the refill, removes the waiting containers and waits for pending removals.

@@ -73,16 +73,8 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	if req.StdinStream != nil {
 		e.feedStdin(req.StdinStream)
 	}
-	watch := diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill)
-	var (
-		diskOnce     sync.Once
-		killed, used = false, int64(0)
-	)
 	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes.
-	stopDisk := func() (bool, int64) {
-		diskOnce.Do(func() { killed, used = watch() })
-		return killed, used
-	}
+	stopDisk := sync.OnceValues(diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill))
 	defer stopDisk()
 	res, err := e.wait(ctx, req.Timeout, req.Terminate)
 	if killed, used := stopDisk(); killed {

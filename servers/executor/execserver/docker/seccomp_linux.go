@@ -51,24 +51,11 @@ const noFlags = ^uint(0)
 // the profile does not admit.
 var refused = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
 
-var (
-	profileOnce sync.Once
-	profileJSON string
-	profileErr  error
-)
-
-// seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>").
-func seccompProfile() (string, error) {
-	profileOnce.Do(func() {
-		b, err := json.Marshal(buildSeccompProfile())
-		profileJSON, profileErr = string(b), err
-	})
-	return profileJSON, profileErr
-}
-
-func buildSeccompProfile() *seccomp.Seccomp {
-	return tightenedProfile(refused)
-}
+// seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>"), built once.
+var seccompProfile = sync.OnceValues(func() (string, error) {
+	b, err := json.Marshal(tightenedProfile(refused))
+	return string(b), err
+})
 
 // tightenedProfile is the Engine's default profile tightened as the package comment says, with the calls in
 // nosysCalls answered with ENOSYS.
@@ -83,17 +70,7 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	for _, m := range modeCalls {
 		drop = append(drop, m.name)
 	}
-	kept := p.Syscalls[:0]
-	for _, s := range p.Syscalls {
-		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return slices.Contains(drop, n) })
-		if s.Name != "" && slices.Contains(drop, s.Name) {
-			s.Name = ""
-		}
-		if len(s.Names) > 0 || s.Name != "" {
-			kept = append(kept, s)
-		}
-	}
-	p.Syscalls = kept
+	p.Syscalls = withoutCalls(p.Syscalls, drop)
 	allow := func(name string, args ...specs.LinuxSeccompArg) {
 		p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
 			Names: []string{name}, Action: specs.ActAllow, Args: args}})
@@ -114,6 +91,17 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
 		Names: nosysCalls, Action: specs.ActErrno, ErrnoRet: &nosys}})
 	return p
+}
+
+// withoutCalls takes the calls in drop out of every rule of syscalls, and the rules left naming none.
+func withoutCalls(syscalls []*seccomp.Syscall, drop []string) []*seccomp.Syscall {
+	return slices.DeleteFunc(syscalls, func(s *seccomp.Syscall) bool {
+		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return slices.Contains(drop, n) })
+		if slices.Contains(drop, s.Name) {
+			s.Name = ""
+		}
+		return len(s.Names) == 0 && s.Name == ""
+	})
 }
 
 // namespaceCalls are what an unprivileged process needs to build a sandbox of user, mount, PID, network and IPC
@@ -137,17 +125,7 @@ func buildNamespacesProfile() *seccomp.Seccomp {
 	p := tightenedProfile(nosysCalls)
 	// The default's rules for these calls are conditional on CAP_SYS_ADMIN (allowed with it; clone only without
 	// namespace flags, clone3 ENOSYS without it): drop them all, and allow the calls outright.
-	kept := p.Syscalls[:0]
-	for _, s := range p.Syscalls {
-		s.Names = slices.DeleteFunc(s.Names, func(n string) bool { return slices.Contains(namespaceCalls, n) })
-		if slices.Contains(namespaceCalls, s.Name) {
-			s.Name = ""
-		}
-		if len(s.Names) > 0 || s.Name != "" {
-			kept = append(kept, s)
-		}
-	}
-	p.Syscalls = append(kept, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
+	p.Syscalls = append(withoutCalls(p.Syscalls, namespaceCalls), &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
 		Names: namespaceCalls, Action: specs.ActAllow}})
 	return p
 }
@@ -158,7 +136,7 @@ const seccompText = "the backend's own: the Engine's default allow-list (github.
 
 // SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's filesystem
 // container (TestSeccompProfileFile keeps the file current).
-func SeccompProfileJSON() ([]byte, error) { return indented(buildSeccompProfile()) }
+func SeccompProfileJSON() ([]byte, error) { return indented(tightenedProfile(refused)) }
 
 // NamespacesSeccompProfileJSON is the profile of a container running the local backend's namespace mode, indented,
 // as deploy/seccomp-executor.json holds it for the compose stack's executor.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,34 @@ import (
 // The backend's state on the host, per instance: StateBase/<instance>/ holds the lock (one executor per instance at
 // a time) and ctl/, the control folders of its containers (container.go). The caches live in
 // CacheBase/<instance>/cache-<workspace identity>. All of it is reached and made as safedir_unix.go describes.
+
+// rootStateBase is where a root server keeps its state and caches: a folder of its own, never $HOME, which sudo -E
+// (and macOS's sudo) leave pointing at the invoking user's home. (On Windows os.Geteuid is -1: never root.)
+const rootStateBase = "/var/cache/goalbox/docker"
+
+// defaultStateBase is the folder holding every instance's state (and, by default, caches) for this server's user.
+func defaultStateBase() (string, error) {
+	if os.Geteuid() == 0 {
+		return rootStateBase, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
+	}
+	return filepath.Join(dir, "goalbox", "docker"), nil
+}
+
+// instanceLock is held for as long as a backend serves: a second backend of the same instance (the same workspace
+// by default) is refused instead of sweeping away the first one's containers and control folders.
+type instanceLock struct{ f *os.File }
+
+// release gives the lock up (closing the file releases a Unix flock; on Windows, the unshared open).
+func (l *instanceLock) release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
 
 // prepareState opens (making it) the instance's state folder, takes the instance's lock, removes the control
 // folders a dead executor of the instance left, and prepares the cache.
@@ -48,9 +77,7 @@ func (b *dockerBackend) prepareState() error {
 	if b.cfg.CacheHostDir == "-" {
 		return nil
 	}
-	cacheBase := b.cfg.CacheHostDir
-	cacheBase = cmp.Or(cacheBase, base)
-	return b.prepareCache(filepath.Join(cacheBase, b.cfg.Instance))
+	return b.prepareCache(filepath.Join(cmp.Or(b.cfg.CacheHostDir, base), b.cfg.Instance))
 }
 
 // prepareCache makes this workspace's cache in dir, given to the command user, and removes the caches of earlier
@@ -70,12 +97,7 @@ func (b *dockerBackend) prepareCache(dir string) error {
 		return fmt.Errorf("docker backend: cache folder: %w", err)
 	}
 	names, _ := f.Readdirnames(-1)
-	var stale []string
-	for _, n := range names {
-		if strings.HasPrefix(n, "cache-") && n != key {
-			stale = append(stale, n)
-		}
-	}
+	stale := slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, "cache-") || n == key })
 	if len(stale) > 0 {
 		// os.Root: nothing a command left in an old cache (symlinks out of it) is followed while it is removed.
 		root, err := os.OpenRoot(dir)

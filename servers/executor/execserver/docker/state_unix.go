@@ -15,26 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rootStateBase is where a root server keeps its state and caches: a folder of its own, never $HOME, which sudo -E
-// (and macOS's sudo) leave pointing at the invoking user's home.
-const rootStateBase = "/var/cache/goalbox/docker"
-
-// defaultStateBase is the folder holding every instance's state (and, by default, caches) for this server's user.
-func defaultStateBase() (string, error) {
-	if os.Geteuid() == 0 {
-		return rootStateBase, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
-	}
-	return filepath.Join(dir, "goalbox", "docker"), nil
-}
-
-// instanceLock is held for as long as a backend serves: a second backend of the same instance (the same workspace
-// by default) is refused instead of sweeping away the first one's containers and control folders.
-type instanceLock struct{ f *os.File }
-
 // lockInstance takes the lock file in the trusted state folder dir, without waiting. The file records who holds
 // it, so that the refusal can say.
 func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
@@ -65,14 +45,6 @@ func readHolder(f *os.File) (string, error) {
 		return "pid unknown", err
 	}
 	return strings.TrimSpace(string(buf[:n])), nil
-}
-
-// release gives the lock up (closing the file releases the flock).
-func (l *instanceLock) release() error {
-	if l == nil || l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }
 
 // workspaceIdentity is the key of a workspace's cache: its device, inode and birth time, and the user commands run

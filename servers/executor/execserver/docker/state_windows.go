@@ -13,14 +13,6 @@ import (
 // On Windows the backend's folders live in the user's own profile (%LocalAppData%), which other users cannot
 // write, and files have no uid to hand a folder to: the plain calls are used.
 
-func defaultStateBase() (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for the server's user (%v); set one with -cache-dir", err)
-	}
-	return filepath.Join(dir, "goalbox", "docker"), nil
-}
-
 func openSafeDir(p string) (*os.File, error) {
 	if err := os.MkdirAll(p, 0o700); err != nil {
 		return nil, err
@@ -32,10 +24,8 @@ func makeOwnedDir(parent *os.File, name string, uid, gid int) error {
 	return os.MkdirAll(filepath.Join(parent.Name(), name), 0o700)
 }
 
-// instanceLock: Windows holds the lock by keeping the lock file open without sharing (os.OpenFile opens it so);
+// lockInstance: Windows holds the lock by keeping the lock file open without sharing (os.OpenFile opens it so);
 // a second executor cannot open it.
-type instanceLock struct{ f *os.File }
-
 func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
 	p := filepath.Join(dir.Name(), "lock")
 	_ = os.Remove(p) // fails while another executor holds it open
@@ -45,13 +35,6 @@ func lockInstance(dir *os.File, instance string) (*instanceLock, error) {
 			"instance of its own with -instance NAME (GOALBOX_EXEC_INSTANCE)", instance, err)
 	}
 	return &instanceLock{f: f}, nil
-}
-
-func (l *instanceLock) release() error {
-	if l == nil || l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }
 
 // workspaceIdentity on Windows: no inode; the path and the file's creation are what is at hand.

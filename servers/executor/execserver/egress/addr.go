@@ -3,6 +3,7 @@ package egress
 import (
 	"net"
 	"net/netip"
+	"slices"
 )
 
 // metadataAddrs are the cloud metadata services' addresses. 169.254.169.254 is link-local (refused as such);
@@ -35,12 +36,9 @@ func neverReason(ip netip.Addr, own []netip.Addr) string {
 		b := ip.As16()
 		ip = netip.AddrFrom4([4]byte(b[12:]))
 	}
-	for _, m := range metadataAddrs {
-		if ip == m {
-			return "a cloud metadata address"
-		}
-	}
 	switch {
+	case slices.Contains(metadataAddrs, ip):
+		return "a cloud metadata address"
 	case ip.IsLoopback():
 		return "a loopback address"
 	case ip.IsLinkLocalUnicast():
@@ -51,11 +49,8 @@ func neverReason(ip netip.Addr, own []netip.Addr) string {
 		return "the unspecified address"
 	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return "the broadcast address"
-	}
-	for _, o := range own {
-		if ip == o.Unmap() {
-			return "an address of the executor's own host"
-		}
+	case slices.ContainsFunc(own, func(o netip.Addr) bool { return ip == o.Unmap() }):
+		return "an address of the executor's own host"
 	}
 	return ""
 }
@@ -67,15 +62,7 @@ func isNonPublic(ip netip.Addr) bool {
 		b := ip.As16()
 		ip = netip.AddrFrom4([4]byte(b[12:]))
 	}
-	if ip.IsPrivate() {
-		return true
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return ip.IsPrivate() || slices.ContainsFunc(nonPublic, func(p netip.Prefix) bool { return p.Contains(ip) })
 }
 
 // hostAddrs are the addresses of this machine's interfaces, read at every decision: an address added while the

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -201,12 +202,7 @@ func portAllowed(rulePort, port int) bool {
 	if rulePort != 0 {
 		return rulePort == port
 	}
-	for _, p := range DefaultPorts {
-		if p == port {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(DefaultPorts, port)
 }
 
 // matchAddr finds the CIDR entry holding ip.

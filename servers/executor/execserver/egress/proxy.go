@@ -83,9 +83,7 @@ func (c *Config) fill() error {
 	c.MaxConnsPerCommand = cmp.Or(c.MaxConnsPerCommand, DefaultMaxConnsPerCommand)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.MaxBytesPerCommand = cmp.Or(c.MaxBytesPerCommand, DefaultMaxBytesPerCommand)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	for _, s := range c.Secrets {
 		for _, h := range s.Hosts {
 			if _, ok, _ := c.Allow.matchName(h, 443); !ok {
@@ -206,11 +204,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.serveConn(c)
-		}()
+		p.wg.Go(func() { p.serveConn(c) })
 	}
 }
 
@@ -280,8 +274,12 @@ type Usage struct {
 	Hosts  []protocol.NetworkHost // host:port reached, in order of first use
 }
 
-// End closes the session's connections (a command that ended leaves no tunnel open) and returns its usage.
+// End closes the session's connections (a command that ended leaves no tunnel open) and returns its usage. A nil
+// session (no -net-allow) used nothing.
 func (s *Session) End() Usage {
+	if s == nil {
+		return Usage{}
+	}
 	s.p.mu.Lock()
 	delete(s.p.sessions, s.id)
 	s.p.mu.Unlock()
@@ -991,21 +989,20 @@ func (p *Proxy) RootsBundle() []byte {
 	return ca
 }
 
-// TrustEnv points the usual variables of TLS clients (OpenSSL, curl, Python's requests, pip, git, cargo) at bundle,
-// a file holding RootsBundle, and node's at caFile, which node adds to its own roots (bundle serves too).
-func TrustEnv(bundle, caFile string) []string {
-	env := []string{"NODE_EXTRA_CA_CERTS=" + caFile}
-	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
-		env = append(env, k+"="+bundle)
-	}
-	return env
-}
-
-// SecretEnv is NAME=placeholder for each secret, for every command's environment.
-func (p *Proxy) SecretEnv() []string {
-	var env []string
+// Env is what every command's environment gets besides its proxy URL: NO_PROXY, NAME=placeholder for each secret,
+// and with secrets the usual variables of TLS clients (OpenSSL, curl, Python's requests, pip, git, cargo) pointing
+// at bundle, a file holding RootsBundle, and node's at caFile, which node adds to its own roots (bundle serves too).
+func (p *Proxy) Env(bundle, caFile string) []string {
+	env := []string{"NO_PROXY=" + NoProxy, "no_proxy=" + NoProxy}
 	for _, s := range p.cfg.Secrets {
 		env = append(env, s.Name+"="+s.placeholder)
+	}
+	if p.secrets == nil {
+		return env
+	}
+	env = append(env, "NODE_EXTRA_CA_CERTS="+caFile)
+	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"} {
+		env = append(env, k+"="+bundle)
 	}
 	return env
 }

@@ -161,15 +161,7 @@ func newInterceptor(secrets []Secret, extraPEM []byte) (*interceptor, error) {
 
 // intercepts says whether host's CONNECT tunnels are terminated: some secret is for it.
 func (in *interceptor) intercepts(host string) bool {
-	if in == nil {
-		return false
-	}
-	for _, s := range in.secrets {
-		if s.isFor(host) {
-			return true
-		}
-	}
-	return false
+	return in != nil && slices.ContainsFunc(in.secrets, func(s Secret) bool { return s.isFor(host) })
 }
 
 // leaf is the certificate the proxy shows for host.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -99,7 +100,7 @@ func ownCgroupDir(controller string) (dir string, v2 bool, err error) {
 	sc := bufio.NewScanner(mi)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		i := indexOf(f, "-")
+		i := slices.Index(f, "-")
 		if i < 0 || len(f) < i+4 {
 			continue
 		}
@@ -129,23 +130,7 @@ func ownCgroupDir(controller string) (dir string, v2 bool, err error) {
 	return "", false, fmt.Errorf("no %s cgroup controller", controller)
 }
 
-func indexOf(f []string, s string) int {
-	for i, x := range f {
-		if x == s {
-			return i
-		}
-	}
-	return -1
-}
-
-func hasOpt(opts, name string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == name {
-			return true
-		}
-	}
-	return false
-}
+func hasOpt(opts, name string) bool { return slices.Contains(strings.Split(opts, ","), name) }
 
 // prepare makes a fresh per-command cgroup with the limit written.
 func (c *cgroupLimit) prepare() (string, error) {

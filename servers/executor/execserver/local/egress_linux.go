@@ -8,6 +8,7 @@ package local
 // Nothing else crosses: commands still have no route out, and the proxy decides every connection.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"golang.org/x/sys/unix"
 )
@@ -130,9 +131,7 @@ func newEgress(cfg egress.Config, logger *slog.Logger) (*egressState, error) {
 	if cfg.Allow.Empty() {
 		return nil, nil
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = logger
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, logger)
 	p, err := egress.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)
@@ -167,33 +166,13 @@ func (e *egressState) close() {
 	}
 }
 
-// egressCommand is one command's session with the proxy.
-type egressCommand struct{ s *egress.Session }
-
-// begin opens a command's session: the proxy URL with its own credentials, for the init script's header.
-func (e *egressState) begin() (*egressCommand, string) {
+// begin opens a command's session and gives the proxy URL with its own credentials, for the init script's header.
+func (e *egressState) begin() (*egress.Session, string) {
 	if e == nil {
 		return nil, ""
 	}
 	s := e.proxy.Begin()
-	return &egressCommand{s: s}, s.ProxyURL(e.addr)
-}
-
-// staticEnv are the proxy variables every command shares, for the forker's environment.
-func (e *egressState) staticEnv() []string {
-	if e == nil {
-		return nil
-	}
-	return []string{"NO_PROXY=" + egress.NoProxy, "no_proxy=" + egress.NoProxy}
-}
-
-// end closes the command's tunnels and puts what it reached and was refused in its result.
-func (c *egressCommand) end(res *backend.Result) {
-	if c == nil {
-		return
-	}
-	u := c.s.End()
-	res.NetworkDenied, res.Network = u.Denied, u.Hosts
+	return s, s.ProxyURL(e.addr)
 }
 
 // health is the proxy's part of the confinement report.
@@ -216,20 +195,20 @@ const errEgressFallback = "-net-allow needs the local backend's namespace mode: 
 	"the whole network to it, not the allowed hosts. Run where user namespaces are permitted (see the start-up log for why they are not here), " +
 	"or use -backend docker (as root on the Docker host)"
 
-// egressTrust gives commands the secrets' placeholders and the proxy's CA (secret.go): the CA and a bundle of the
+// egressTrust gives commands the proxy's variables (Proxy.Env) and its CA (secret.go): the CA and a bundle of the
 // host's roots with it are written beside the workspaces' folders in cacheDir (not writable by commands: Landlock),
-// named for this instance, and readable by commands; the usual variables point at them. close removes them.
+// named for this instance, and readable by commands. close removes them.
 func (b *localBackend) egressTrust(cacheDir, instance string) error {
 	if b.egress == nil {
 		return nil
 	}
-	b.env = append(b.env, b.egress.proxy.SecretEnv()...)
+	caFile := filepath.Join(cacheDir, "egress-ca-"+instance+".pem")
+	bundle := filepath.Join(cacheDir, "egress-roots-"+instance+".pem")
+	b.env = slices.Concat(b.env, b.egress.proxy.Env(bundle, caFile))
 	ca := b.egress.proxy.CAPEM()
 	if ca == nil {
 		return nil
 	}
-	caFile := filepath.Join(cacheDir, "egress-ca-"+instance+".pem")
-	bundle := filepath.Join(cacheDir, "egress-roots-"+instance+".pem")
 	for f, content := range map[string][]byte{caFile: ca, bundle: b.egress.proxy.RootsBundle()} {
 		if err := os.WriteFile(f, content, 0o644); err != nil {
 			return fmt.Errorf("local backend: the egress proxy's CA: %w", err)
@@ -237,6 +216,5 @@ func (b *localBackend) egressTrust(cacheDir, instance string) error {
 		b.egress.files = append(b.egress.files, f)
 	}
 	b.rules.ReadFiles = append(b.rules.ReadFiles, caFile, bundle)
-	b.env = append(b.env, egress.TrustEnv(bundle, caFile)...)
 	return nil
 }

@@ -108,18 +108,17 @@ func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 		},
 	}
 	eg, err := holderEgressStart(cmd, egress)
+	defer eg.close()
+	if err == nil {
+		if err = cmd.Start(); err != nil {
+			err = fmt.Errorf("start the namespace holder: %w", err)
+		}
+	}
 	if err != nil {
 		stdoutW.Close()
 		stdinW.Close()
 		stdoutR.Close()
 		return nil, err
-	}
-	defer eg.close()
-	if err := cmd.Start(); err != nil {
-		stdoutW.Close()
-		stdinW.Close()
-		stdoutR.Close()
-		return nil, fmt.Errorf("start the namespace holder: %w", err)
 	}
 	stdoutW.Close()
 	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}

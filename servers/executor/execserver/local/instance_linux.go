@@ -34,14 +34,10 @@ func instanceDead(label string) bool {
 		return false
 	}
 	pid, err := strconv.Atoi(m[1])
-	if err != nil || pid <= 0 {
+	if err != nil || pid <= 0 || pid == os.Getpid() {
 		return false
 	}
-	if pid == os.Getpid() {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // removeStaleInstances removes the temp folders under dir whose server is gone.

@@ -87,26 +87,22 @@ func etcReadable() (dirs, files []string) {
 	if err != nil {
 		return nil, nil
 	}
-	for _, e := range ents {
-		if etcHidden[e.Name()] {
-			continue
-		}
-		p := filepath.Join("/etc", e.Name())
-		if e.Name() == "ssl" {
-			// /etc/ssl/private holds keys; certs and openssl.cnf are what commands need.
-			for _, sub := range []string{"certs", "openssl.cnf"} {
-				if isDir(filepath.Join(p, sub)) {
-					dirs = append(dirs, filepath.Join(p, sub))
-				} else {
-					files = append(files, filepath.Join(p, sub))
-				}
-			}
-			continue
-		}
+	add := func(p string) {
 		if isDir(p) {
 			dirs = append(dirs, p)
 		} else {
 			files = append(files, p)
+		}
+	}
+	for _, e := range ents {
+		switch p := filepath.Join("/etc", e.Name()); {
+		case etcHidden[e.Name()]:
+		case e.Name() == "ssl":
+			// /etc/ssl/private holds keys; certs and openssl.cnf are what commands need.
+			add(filepath.Join(p, "certs"))
+			add(filepath.Join(p, "openssl.cnf"))
+		default:
+			add(p)
 		}
 	}
 	return dirs, files

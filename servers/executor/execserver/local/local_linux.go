@@ -63,16 +63,11 @@ type localBackend struct {
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
 // created here, it falls back to a subreaper child init, and logs that loudly.
 func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	if cfg.Workspace == "" || !filepath.IsAbs(cfg.Workspace) {
 		return nil, fmt.Errorf("local backend: the workspace must be an absolute path, got %q", cfg.Workspace)
 	}
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = defaultCacheDir()
-	}
-	cacheDir, err := filepath.Abs(cfg.CacheDir)
+	cacheDir, err := filepath.Abs(cmp.Or(cfg.CacheDir, defaultCacheDir()))
 	if err != nil {
 		return nil, fmt.Errorf("local backend: cache dir: %w", err)
 	}
@@ -150,10 +145,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		// No pids cgroup (an ordinary user, a container): RLIMIT_NPROC bounds processes instead. The kernel
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
 		// backend's commands together, and in the fallback for all processes of the run-as user.
-		limit := uint64(DefaultPidsLimit)
-		if cfg.PidsLimit > 0 {
-			limit = uint64(cfg.PidsLimit)
-		}
+		limit := uint64(cmp.Or(cfg.PidsLimit, DefaultPidsLimit))
 		b.rlimits = append(b.rlimits, rlimitV{"nproc", limit})
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
@@ -161,7 +153,6 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	if b.egress, err = newEgress(cfg.Network, logger); err != nil {
 		return nil, err
 	}
-	b.env = slices.Concat(b.env, b.egress.staticEnv())
 	if err := b.egressTrust(cacheDir, instanceLabel(id)); err != nil {
 		b.egress.close()
 		return nil, err
@@ -212,13 +203,10 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 
 // totalLimit is a configured total (0: def, negative: none, which is 0 here).
 func totalLimit(v, def int64) int64 {
-	switch {
-	case v < 0:
+	if v < 0 {
 		return 0
-	case v == 0:
-		return def
 	}
-	return v
+	return cmp.Or(v, def)
 }
 
 // cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
@@ -259,17 +247,12 @@ func (b *localBackend) placeInCgroups(pid int) (func(), error) {
 
 func rlimitsFor(cfg Config) []rlimitV {
 	r := []rlimitV{{"core", 0}, {"nofile", maxOpenFiles}}
-	switch {
-	case cfg.MemoryLimit == 0:
-		r = append(r, rlimitV{"data", DefaultMemoryLimit})
-	case cfg.MemoryLimit > 0:
-		r = append(r, rlimitV{"data", uint64(cfg.MemoryLimit)})
+	// A limit of 0 is the default, a negative one none.
+	if cfg.MemoryLimit >= 0 {
+		r = append(r, rlimitV{"data", uint64(cmp.Or(cfg.MemoryLimit, DefaultMemoryLimit))})
 	}
-	switch {
-	case cfg.FileSizeLimit == 0:
-		r = append(r, rlimitV{"fsize", DefaultFileSizeLimit})
-	case cfg.FileSizeLimit > 0:
-		r = append(r, rlimitV{"fsize", uint64(cfg.FileSizeLimit)})
+	if cfg.FileSizeLimit >= 0 {
+		r = append(r, rlimitV{"fsize", uint64(cmp.Or(cfg.FileSizeLimit, DefaultFileSizeLimit))})
 	}
 	return r
 }

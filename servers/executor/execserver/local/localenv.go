@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -35,15 +36,11 @@ type sandboxDirs struct {
 func newSandboxDirs(cacheDir, workspace, sharedCache, instance string) sandboxDirs {
 	sum := sha256.Sum256([]byte(workspace))
 	base := filepath.Join(cacheDir, "ws-"+hex.EncodeToString(sum[:8]))
-	d := sandboxDirs{
+	return sandboxDirs{
 		Home:  filepath.Join(base, "home"),
 		Tmp:   filepath.Join(base, "tmp", instance),
-		Cache: filepath.Join(base, "cache"),
+		Cache: cmp.Or(sharedCache, filepath.Join(base, "cache")),
 	}
-	if sharedCache != "" {
-		d.Cache = sharedCache
-	}
-	return d
 }
 
 func (d sandboxDirs) create() error {

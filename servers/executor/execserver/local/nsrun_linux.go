@@ -344,7 +344,11 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	defer st.release()
 
 	egr, egrEnv := b.egress.begin() // nil without -net-allow
-	defer egr.end(&res)
+	defer func() {
+		// The command's tunnels close; what it reached and was refused goes in its result.
+		u := egr.End()
+		res.NetworkDenied, res.Network = u.Denied, u.Hosts
+	}()
 	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
 	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command, egrEnv), req)
 	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.

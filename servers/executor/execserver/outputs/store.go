@@ -1,10 +1,12 @@
 package outputs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,9 +84,7 @@ func (ow Owner) keeps() bool { return ow.Stateless || ow.Session != nil }
 // New keeps up to budget bytes per session, total bytes in all (total is at least budget); a stateless output
 // unused for statelessIdle (0: mcpserve's session idle timeout) is dropped.
 func New(budget, total int64, statelessIdle time.Duration, logger *slog.Logger) *Store {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	if statelessIdle <= 0 {
 		statelessIdle = mcpserve.DefaultSessionIdleTimeout
 	}
@@ -166,15 +166,15 @@ func (o *Store) statelessStore(create bool) *sessionOutputs {
 	return o.stateless
 }
 
-// reapEvery is how often the stateless store looks for idle outputs: a quarter of the timeout, within 25 ms and
-// 30 s (as mcpserve reaps sessions).
-func reapEvery(idle time.Duration) time.Duration {
+// ReapEvery is how often the stateless store looks for idle outputs, and package processes for idle processes: a
+// quarter of the (shortest) timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
+func ReapEvery(idle time.Duration) time.Duration {
 	return min(max(idle/4, 25*time.Millisecond), 30*time.Second)
 }
 
 // reapStateless drops the outputs of s no call has used for the idle timeout, until Close.
 func (o *Store) reapStateless(s *sessionOutputs) {
-	tick := time.NewTicker(reapEvery(o.statelessIdle))
+	tick := time.NewTicker(ReapEvery(o.statelessIdle))
 	defer tick.Stop()
 	for {
 		select {
@@ -382,12 +382,7 @@ func (s *sessionOutputs) evict(out *keptOutput, why string) {
 		return
 	}
 	delete(s.live, out.id)
-	for i, o := range s.order {
-		if o == out {
-			s.order = append(s.order[:i], s.order[i+1:]...)
-			break
-		}
-	}
+	s.order = slices.DeleteFunc(s.order, func(o *keptOutput) bool { return o == out })
 	s.free = append(s.free, out.blocks...)
 	s.used -= int64(len(out.blocks)) * outputBlock
 	s.total.release(int64(len(out.blocks)) * outputBlock)

@@ -105,7 +105,7 @@ func (k *Stream) start() bool {
 	if k.session != nil {
 		id := newOutputID()
 		if k.owner.Stateless {
-			id = newHandle() // the URI is the only way to it: 130 bits
+			id = NewHandle() // the URI is the only way to it: 130 bits
 		}
 		k.out = k.session.add(id + "/" + k.name)
 	}
@@ -168,8 +168,9 @@ func (k *Stream) Link() *mcp.ResourceLink {
 // handleLen is the length of a handle: rand.Text's 26 base32 characters, 130 bits.
 const handleLen = 26
 
-// newHandle is the unguessable name of a stateless output, whose URI is the only way to it.
-func newHandle() string { return strings.ToLower(rand.Text()) }
+// NewHandle is an unguessable name for something a stateless call made: an output, whose URI is the only way to it,
+// or a process (package processes).
+func NewHandle() string { return strings.ToLower(rand.Text()) }
 
 // newOutputID is 80 random bits in lower-case base32: an output's URI names no session and cannot be guessed.
 func newOutputID() string { return strings.ToLower(rand.Text()[:16]) }

@@ -142,12 +142,9 @@ func (r *ringBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	r.total += int64(n)
-	if size == 0 { // the pool is spent and this buffer has nothing: the bytes are counted, and dropped
-		close(r.changed)
-		r.changed = make(chan struct{})
-		return n, nil
-	}
-	if len(p) > size { // only the tail of p can be held
+	// Only the tail of p can be held; none when the pool is spent and this buffer has nothing (the bytes are
+	// counted, and dropped).
+	if len(p) > size {
 		p = p[len(p)-size:]
 	}
 	for len(p) > 0 {

@@ -23,10 +23,8 @@ package processes
 // totals as every session's.
 
 import (
-	"crypto/rand"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
@@ -35,25 +33,12 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 )
 
-// newHandle is an unguessable name for something a stateless call made.
-func newHandle() string { return strings.ToLower(rand.Text()) }
-
 // statelessProcessPrefix starts a stateless process's process_id, so that it cannot be taken for a session's ("p1").
 const statelessProcessPrefix = "proc-"
 
 // statelessEnded is how many ended stateless processes are kept for reading, oldest forgotten first: twice a
 // session's, since every stateless client shares them.
 const statelessEnded = 2 * endedProcessesPerSession
-
-// reapEvery is how often the stateless era's idle processes are looked for (its outputs' store reaps its own alike):
-// a quarter of the shortest timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
-func reapEvery(timeouts ...time.Duration) time.Duration {
-	shortest := timeouts[0]
-	for _, t := range timeouts[1:] {
-		shortest = min(shortest, t)
-	}
-	return min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
-}
 
 // startStateless runs r as a process of the stateless era, named by a new handle.
 func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, error) {
@@ -74,7 +59,7 @@ func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, err
 			"this cap); stop one with %s, or wait: a process no call names for %v is stopped", mcpserve.StatelessVersion, running,
 			protocol.ToolStopProcess, t.settings.StatelessIdle)
 	}
-	p := t.newProcess(statelessProcessPrefix+newHandle(), r)
+	p := t.newProcess(statelessProcessPrefix+outputs.NewHandle(), r)
 	t.byHandle[p.id] = p
 	forgotten := t.forgetEndedStatelessLocked()
 	t.mu.Unlock()
@@ -120,7 +105,7 @@ func (t *Table) forget(procs []*Process) {
 // reapStateless kills and forgets the stateless processes no call has named for the idle timeout, and forgets
 // ended ones unread for the unused timeout, until EndAll.
 func (t *Table) reapStateless() {
-	tick := time.NewTicker(reapEvery(t.settings.StatelessIdle, t.settings.StatelessUnused))
+	tick := time.NewTicker(outputs.ReapEvery(min(t.settings.StatelessIdle, t.settings.StatelessUnused)))
 	defer tick.Stop()
 	for {
 		select {
