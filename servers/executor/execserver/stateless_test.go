@@ -211,8 +211,10 @@ func TestStatelessIdleExpiry(t *testing.T) {
 	const idle = 1500 * time.Millisecond // reads every idle/4 keep a process: room for a loaded machine
 	s := startOutputsServer(t, execserver.Config{OutputCap: 1024, StatelessIdleTimeout: idle, StatelessUnusedTimeout: idle})
 	cs := s.connectVersion(t, mcptest.StatelessEra)
+	// Each beat is written aside and renamed into place, so that a kill between the shell's truncation and date's
+	// write cannot leave the file empty (which once read as "never beat" on a loaded machine).
 	beat := func(name string) string {
-		return "while :; do date +%s%N > " + name + "; sleep 0.05; done"
+		return "while :; do date +%s%N > " + name + ".new; mv " + name + ".new " + name + "; sleep 0.05; done"
 	}
 	forgotten := startProcess(t, cs, beat("forgotten.beat"))
 	kept := startProcess(t, cs, beat("kept.beat"))
