@@ -80,22 +80,17 @@ func wrap(op, rel string, err error) error {
 }
 
 // Stat describes the file or folder at p, following symlinks that stay inside.
-func (g *Guard) Stat(p string) (string, fs.FileInfo, error) {
-	rel, err := g.Clean(p)
-	if err != nil {
-		return "", nil, err
-	}
-	fi, err := g.root.Stat(rel)
-	return rel, fi, wrap("stat", rel, err)
-}
+func (g *Guard) Stat(p string) (string, fs.FileInfo, error) { return g.stat(p, g.root.Stat) }
 
 // Lstat describes the entry at p without following a final symlink.
-func (g *Guard) Lstat(p string) (string, fs.FileInfo, error) {
+func (g *Guard) Lstat(p string) (string, fs.FileInfo, error) { return g.stat(p, g.root.Lstat) }
+
+func (g *Guard) stat(p string, stat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, error) {
 	rel, err := g.Clean(p)
 	if err != nil {
 		return "", nil, err
 	}
-	fi, err := g.root.Lstat(rel)
+	fi, err := stat(rel)
 	return rel, fi, wrap("stat", rel, err)
 }
 
