@@ -56,12 +56,8 @@ const (
 )
 
 func (o CheckpointOptions) withDefaults() CheckpointOptions {
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultCheckpointMaxBytes
-	}
-	if o.MaxCount <= 0 {
-		o.MaxCount = DefaultCheckpointMaxCount
-	}
+	positiveOr(&o.MaxBytes, DefaultCheckpointMaxBytes)
+	positiveOr(&o.MaxCount, DefaultCheckpointMaxCount)
 	if o.Protection == nil {
 		o.Protection, _ = pathguard.NewProtection(nil, nil) // the defaults always validate
 	}
