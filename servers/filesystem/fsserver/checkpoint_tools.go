@@ -153,6 +153,7 @@ func (c *checkpoints) checkpoint(ctx context.Context, in protocol.CheckpointInpu
 		Skipped: nonNil(m.Skipped), SkippedCount: m.SkippedCount}, nil
 }
 
+// nonNil is s, or an empty list for nil: the lists of a result are never null.
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

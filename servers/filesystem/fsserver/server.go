@@ -168,16 +168,8 @@ func (s *Filesystem) Health() protocol.FilesystemHealth {
 			MaxTreeEntries:      gopts.MaxTreeEntries,
 			MaxWorkspaceBytes:   gopts.MaxWorkspaceBytes,
 		},
-		Protected: protectedPatterns(gopts.Protection),
+		Protected: nonNil(gopts.Protection.Patterns()), // an empty list, never null, when nothing is protected
 	}
-}
-
-// protectedPatterns is p's patterns for a health report: an empty list, never null, when nothing is protected.
-func protectedPatterns(p *pathguard.Protection) []string {
-	if list := p.Patterns(); list != nil {
-		return list
-	}
-	return []string{}
 }
 
 // annotations are the tools' hints, in one place so they can be compared at a glance.
