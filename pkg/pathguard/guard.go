@@ -226,6 +226,14 @@ func isCap(err error) bool {
 	return IsReason(err, ReasonTooDeep) || IsReason(err, ReasonTooMany) || IsReason(err, ReasonBusy)
 }
 
+// capRefusal refuses op on rel because a walk's cap (err, isCap) stopped it checking the tree: what was not
+// checked, why, and what the client can do instead.
+func capRefusal(op, rel string, err error, unchecked, instead string) error {
+	var ge *Error
+	errors.As(err, &ge)
+	return &Error{Op: op, Path: rel, Reason: ge.Reason, Detail: unchecked + ": " + ge.Detail + "; " + instead}
+}
+
 // Error is a refused or failed operation. Path is workspace-relative (or the client's own input when that was
 // refused); no other host path ever appears in it.
 type Error struct {

@@ -520,14 +520,11 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo, inside *treeCh
 		return check(dest+p[len(src):], p, link)
 	})
 	if isCap(err) {
-		var ge *Error
-		errors.As(err, &ge)
 		what := "its symlinks"
 		if inside != nil {
 			what = "its symlinks and protected project files"
 		}
-		return &Error{Op: "move", Path: src, Reason: ge.Reason,
-			Detail: what + " could not all be checked: " + ge.Detail + "; move it with a command, or its contents in parts"}
+		return capRefusal("move", src, err, what+" could not all be checked", "move it with a command, or its contents in parts")
 	}
 	return err
 }
