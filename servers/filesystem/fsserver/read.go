@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/goalbox/goalbox/pkg/headtail"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -202,7 +203,7 @@ func (l *linesRead) cutBefore(line, start int, n int64, capBytes int) {
 		l.content.Truncate(start)
 		return
 	}
-	l.content.Truncate(start + len(trimPartialRune(l.content.Bytes()[start:])))
+	l.content.Truncate(start + len(headtail.TrimCutEnd(l.content.Bytes()[start:])))
 	l.end = line
 	l.note = fmt.Sprintf("line %d is %d bytes long, more than the %s one read returns: only its first %d bytes are shown, and the rest of that line cannot be read with this tool",
 		line, n, sizeText(int64(capBytes)), l.content.Len()-start)
