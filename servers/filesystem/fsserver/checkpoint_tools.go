@@ -16,7 +16,6 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,16 +104,6 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 		InputSchema:  arraysNotNull(schemaFor[protocol.RestoreInput](), "paths"),
 		OutputSchema: arraysNotNull(schemaFor[protocol.RestoreOutput](), "not_restored"),
 	}, withHint(c.restore))
-}
-
-// arraysNotNull declares the named list fields of s plain arrays: Go's nil slice makes the inferred schema allow
-// null too (a type array, which not every client takes), but these lists are never null.
-func arraysNotNull(s *jsonschema.Schema, names ...string) *jsonschema.Schema {
-	for _, n := range names {
-		p := s.Properties[n]
-		p.Types, p.Type = nil, "array"
-	}
-	return s
 }
 
 func info(in ckInfo) protocol.CheckpointInfo {
