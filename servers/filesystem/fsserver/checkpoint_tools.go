@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -298,11 +299,5 @@ func sameTree(a, b *manifest) bool {
 }
 
 func hasUnder(m *manifest, p string) bool {
-	sc := scope{p}
-	for _, e := range m.Entries {
-		if sc.has(e.Path) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Entries, func(e mEntry) bool { return scope{p}.has(e.Path) })
 }
