@@ -188,13 +188,9 @@ func (s *ckStore) save(ctx context.Context, g *pathguard.Guard, label string, re
 }
 
 func distinctBytes(m *manifest) int64 {
-	seen := map[string]bool{}
 	var n int64
-	for _, e := range m.Entries {
-		if e.Kind == kindFile && !seen[e.Hash] {
-			seen[e.Hash] = true
-			n += e.Size
-		}
+	for _, b := range m.info().distinct() {
+		n += b.size
 	}
 	return n
 }
