@@ -70,8 +70,7 @@ type Guard struct {
 
 // Open opens dir as a workspace, creating it if it is missing.
 func Open(dir string, opts Options) (*Guard, error) {
-	opts.AdvertisedRoot = cmp.Or(opts.AdvertisedRoot, DefaultAdvertisedRoot)
-	opts.AdvertisedRoot = path.Clean(opts.AdvertisedRoot)
+	opts.AdvertisedRoot = path.Clean(cmp.Or(opts.AdvertisedRoot, DefaultAdvertisedRoot))
 	if !path.IsAbs(opts.AdvertisedRoot) {
 		return nil, fmt.Errorf("advertised root %q must be an absolute path", opts.AdvertisedRoot)
 	}

@@ -102,8 +102,7 @@ func (g *Guard) folderOf(op, rel, dir string) (string, root, func(), error) {
 	}
 	if fi == nil || !fi.IsDir() || hpath != real {
 		release()
-		return "", root{}, nil, &Error{Op: op, Path: rel, Reason: ReasonChanged,
-			Detail: "a folder on its way was replaced while it was in use; nothing was changed; try again"}
+		return "", root{}, nil, &Error{Op: op, Path: rel, Reason: ReasonChanged, Detail: folderReplaced}
 	}
 	return real, h, release, nil
 }
