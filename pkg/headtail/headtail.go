@@ -27,17 +27,17 @@ func Keep(s string, head, tail int) string {
 // them (a stream keeps its ends as they arrive: see the executor's capped writer). A character cut at the end of
 // head or at the start of tail is dropped and counted as left out.
 func Join(head, tail string, omitted int64) string {
-	h := trimCutEnd(head)
+	h := TrimCutEnd(head)
 	t := trimCutStart(tail)
 	omitted += int64(len(head)-len(h)) + int64(len(tail)-len(t))
 	return h + Marker(omitted) + t
 }
 
-// trimCutEnd drops an incomplete UTF-8 sequence at the end of s.
-func trimCutEnd(s string) string {
+// TrimCutEnd drops an incomplete UTF-8 sequence at the end of s, left by cutting a longer text or buffer.
+func TrimCutEnd[T string | []byte](s T) T {
 	for i := 1; i <= utf8.UTFMax && i <= len(s); i++ {
 		if utf8.RuneStart(s[len(s)-i]) {
-			if !utf8.FullRuneInString(s[len(s)-i:]) {
+			if !utf8.FullRune([]byte(s[len(s)-i:])) {
 				return s[:len(s)-i]
 			}
 			return s

@@ -113,17 +113,14 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// The POST ended before the call began: its client went away.
 			cancel(ErrClientGone)
 		} else {
-			stop := context.AfterFunc(call.ctx, func() { cancel(ErrClientGone) })
-			defer stop()
+			defer context.AfterFunc(call.ctx, func() { cancel(ErrClientGone) })()
 		}
 		if call != nil && call.stateless {
-			stop := context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })
-			defer stop()
+			defer context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })()
 			return next(context.WithValue(ctx, statelessKey{}, true), method, req)
 		}
 		if method == "initialize" {
-			stop := context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })
-			defer stop()
+			defer context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })()
 			res, err := next(ctx, method, req)
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && call != nil {
 				if sess := s.sessions.add(ss, call.client, call.res.take()); sess != nil {
@@ -138,8 +135,7 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			cancel(ErrSessionClosed)
 			return next(ctx, method, req)
 		}
-		stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
-		defer stop()
+		defer context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })()
 		ctx = context.WithValue(ctx, holdKey{}, sessionRef{s.sessions, sess})
 		return next(context.WithValue(ctx, sessionKey{}, sess.ctx), method, req)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -128,9 +129,7 @@ func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, 
 	mux.Handle(protocol.HealthPath, hostCheck(cfg.AllowedHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := map[string]any{"status": "ok"}
 		if health != nil {
-			for k, v := range health() {
-				body[k] = v
-			}
+			maps.Copy(body, health())
 		}
 		body["sessions"] = map[string]any{"live": s.sessions.count(), "max": cfg.MaxSessions, "idle_timeout_s": int(cfg.SessionIdleTimeout.Seconds())}
 		if ln := s.ln.Load(); ln != nil {
@@ -203,26 +202,36 @@ func (s *serving) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer s.sessions.leave(sess)
 	}
 	if r.Method == http.MethodPost {
-		rw, ok := s.prepareIDs(w, r, sid, sess)
-		if !ok {
+		var call *httpCall
+		var end func()
+		if w, call, end = s.startPOST(w, r, sid, sess); end == nil {
 			return
 		}
-		defer rw.release()
-		if rw.restore != nil {
-			w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
-		}
-		tok, call := s.calls.add(r.Context(), client)
 		call.res = res
-		r.Header.Set(callHeader, tok)
-		w = splicingWriter{w}
 		defer func() {
-			s.calls.remove(tok)
+			end()
 			if created := call.created.Load(); created != nil {
 				s.sessions.touch(created)
 			}
 		}()
 	}
 	s.streamable.ServeHTTP(w, r)
+}
+
+// startPOST gives the SDK a POST's body with its JSON-RPC ids kept exact (prepareIDs) and ties the calls it carries
+// to the POST (the call header). It returns the writer to serve the POST with, its call, and what ends them when it
+// is served; a nil end when the POST was answered here.
+func (s *serving) startPOST(w http.ResponseWriter, r *http.Request, sid string, sess *session) (http.ResponseWriter, *httpCall, func()) {
+	rw, ok := s.prepareIDs(w, r, sid, sess)
+	if !ok {
+		return w, nil, nil
+	}
+	if rw.restore != nil {
+		w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
+	}
+	tok, call := s.calls.add(r.Context(), clientAddr(r))
+	r.Header.Set(callHeader, tok)
+	return splicingWriter{w}, call, func() { s.calls.remove(tok); rw.release() }
 }
 
 // prepareIDs reads the body of a POST and gives the SDK in its place one whose JSON-RPC ids it keeps exact

@@ -90,15 +90,12 @@ func HoldSession(ctx context.Context) (release func()) {
 	ref.t.mu.Lock()
 	ref.s.holds++
 	ref.t.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			ref.t.mu.Lock()
-			ref.s.holds--
-			ref.s.last = time.Now()
-			ref.t.mu.Unlock()
-		})
-	}
+	return sync.OnceFunc(func() {
+		ref.t.mu.Lock()
+		ref.s.holds--
+		ref.s.last = time.Now()
+		ref.t.mu.Unlock()
+	})
 }
 
 // sessions is the table of live HTTP sessions: it expires idle ones, caps their number, and ends each one's context

@@ -45,19 +45,13 @@ func Stateless(ctx context.Context) bool {
 // GET and DELETE, which the era removed, get the SDK's 405.
 func (s *serving) serveStateless(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
-		rw, ok := s.prepareIDs(w, r, "", nil)
-		if !ok {
+		var call *httpCall
+		var end func()
+		if w, call, end = s.startPOST(w, r, "", nil); end == nil {
 			return
 		}
-		defer rw.release()
-		if rw.restore != nil {
-			w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
-		}
-		tok, call := s.calls.add(r.Context(), clientAddr(r))
 		call.stateless = true
-		r.Header.Set(callHeader, tok)
-		w = splicingWriter{w}
-		defer s.calls.remove(tok)
+		defer end()
 	}
 	s.stateless.ServeHTTP(w, r)
 }

@@ -70,23 +70,14 @@ type Guard struct {
 
 // Open opens dir as a workspace, creating it if it is missing.
 func Open(dir string, opts Options) (*Guard, error) {
-	opts.AdvertisedRoot = cmp.Or(opts.AdvertisedRoot, DefaultAdvertisedRoot)
-	opts.AdvertisedRoot = path.Clean(opts.AdvertisedRoot)
+	opts.AdvertisedRoot = path.Clean(cmp.Or(opts.AdvertisedRoot, DefaultAdvertisedRoot))
 	if !path.IsAbs(opts.AdvertisedRoot) {
 		return nil, fmt.Errorf("advertised root %q must be an absolute path", opts.AdvertisedRoot)
 	}
-	if opts.MaxReadBytes <= 0 {
-		opts.MaxReadBytes = DefaultMaxReadBytes
-	}
-	if opts.MaxWriteBytes <= 0 {
-		opts.MaxWriteBytes = DefaultMaxWriteBytes
-	}
-	if opts.MaxTreeDepth <= 0 {
-		opts.MaxTreeDepth = DefaultMaxTreeDepth
-	}
-	if opts.MaxTreeEntries <= 0 {
-		opts.MaxTreeEntries = DefaultMaxTreeEntries
-	}
+	positiveOr(&opts.MaxReadBytes, DefaultMaxReadBytes)
+	positiveOr(&opts.MaxWriteBytes, DefaultMaxWriteBytes)
+	positiveOr(&opts.MaxTreeDepth, DefaultMaxTreeDepth)
+	positiveOr(&opts.MaxTreeEntries, DefaultMaxTreeEntries)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
@@ -118,6 +109,13 @@ func Open(dir string, opts Options) (*Guard, error) {
 	return g, nil
 }
 
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // Close releases the workspace handle.
 func (g *Guard) Close() error { return g.root.Close() }
 
@@ -136,7 +134,7 @@ func (g *Guard) Options() Options { return g.opts }
 // climbs out lexically. Clean does not touch the file system: symlinks are judged when the path is opened.
 func (g *Guard) Clean(p string) (string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
-		return "", &Error{Path: printable(p), Reason: ReasonInvalid, Detail: "the path contains a NUL byte"}
+		return "", invalid(p, "the path contains a NUL byte")
 	}
 	if p == "" {
 		return ".", nil
@@ -157,7 +155,7 @@ func (g *Guard) Clean(p string) (string, error) {
 		return "", err
 	}
 	c := path.Clean(p)
-	if c == ".." || strings.HasPrefix(c, "../") {
+	if escapes(c) {
 		return "", &Error{Path: printable(p), Reason: ReasonOutside, Detail: "\"..\" may not climb out of the workspace"}
 	}
 	return c, nil
@@ -176,12 +174,8 @@ func (g *Guard) underRoot(p string) (string, bool) {
 		if c == base {
 			return ".", true
 		}
-		prefix := base
-		if !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		if strings.HasPrefix(c, prefix) {
-			return c[len(prefix):], true
+		if rest, ok := strings.CutPrefix(c, strings.TrimSuffix(base, "/")+"/"); ok {
+			return rest, true
 		}
 	}
 	return "", false
@@ -221,9 +215,22 @@ const (
 	ReasonProtected  = "protected project file"
 )
 
+// invalid refuses the client path p as ReasonInvalid, saying why.
+func invalid(p, detail string) error {
+	return &Error{Path: printable(p), Reason: ReasonInvalid, Detail: detail}
+}
+
 // isCap reports whether err is a refusal by one of the caps on a walk, which a walk never skips over.
 func isCap(err error) bool {
 	return IsReason(err, ReasonTooDeep) || IsReason(err, ReasonTooMany) || IsReason(err, ReasonBusy)
+}
+
+// capRefusal refuses op on rel because a walk's cap (err, isCap) stopped it checking the tree: what was not
+// checked, why, and what the client can do instead.
+func capRefusal(op, rel string, err error, unchecked, instead string) error {
+	var ge *Error
+	errors.As(err, &ge)
+	return &Error{Op: op, Path: rel, Reason: ge.Reason, Detail: unchecked + ": " + ge.Detail + "; " + instead}
 }
 
 // Error is a refused or failed operation. Path is workspace-relative (or the client's own input when that was

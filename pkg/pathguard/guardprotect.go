@@ -60,12 +60,11 @@ func (g *Guard) refuseProtectedWrite(op, rel string) error {
 	if err := g.refuseProtected(op, rel, rel); err != nil {
 		return err
 	}
-	real, _, _, _, release, err := g.resolveOpen(op, rel)
+	real, _, err := g.resolve(op, rel)
 	if err != nil {
 		// A path that cannot be followed (a loop, a link out) cannot be checked: refuse it, with why.
 		return err
 	}
-	release()
 	return g.refuseProtected(op, rel, real)
 }
 
@@ -86,11 +85,10 @@ func (g *Guard) CheckChange(op, p string) error {
 // entryPath is the real path of the entry rel names, its final symlink not followed: what a delete or a move
 // changes. Folders on the way are followed as the kernel follows them.
 func (g *Guard) entryPath(op, rel string) (string, error) {
-	parent, _, _, _, release, err := g.resolveOpen(op, path.Dir(rel))
+	parent, _, err := g.resolve(op, path.Dir(rel))
 	if err != nil {
 		return "", err
 	}
-	release()
 	return path.Join(parent, path.Base(rel)), nil
 }
 
@@ -104,8 +102,7 @@ func (g *Guard) folderOf(op, rel, dir string) (string, root, func(), error) {
 	}
 	if fi == nil || !fi.IsDir() || hpath != real {
 		release()
-		return "", root{}, nil, &Error{Op: op, Path: rel, Reason: ReasonChanged,
-			Detail: "a folder on its way was replaced while it was in use; nothing was changed; try again"}
+		return "", root{}, nil, &Error{Op: op, Path: rel, Reason: ReasonChanged, Detail: folderReplaced}
 	}
 	return real, h, release, nil
 }
@@ -207,10 +204,7 @@ func (g *Guard) refuseProtectedTree(op, rel string, fi fs.FileInfo, instead stri
 		return c.entry(e, rel)
 	})
 	if isCap(err) {
-		var ge *Error
-		errors.As(err, &ge)
-		return &Error{Op: op, Path: rel, Reason: ge.Reason,
-			Detail: "it could not all be checked for protected project files: " + ge.Detail + "; " + instead}
+		return capRefusal(op, rel, err, "it could not all be checked for protected project files", instead)
 	}
 	// Any other failure of the walk (a folder that vanished or changed under it, one that cannot be read) refuses
 	// the delete too: what was not seen was not checked.

@@ -29,17 +29,14 @@ import (
 // portable checks the client path p (NUL bytes already refused) for UNC, drive and backslash spellings; root is the
 // advertised root, for the message.
 func portable(p, root string) error {
-	refuse := func(detail string) error {
-		return &Error{Path: printable(p), Reason: ReasonInvalid, Detail: detail}
-	}
 	allowed := `paths are relative to the workspace with "/" between names (e.g. "src/main.go"), or absolute under ` + root
 	switch {
 	case len(p) >= 2 && isSlash(p[0]) && isSlash(p[1]):
-		return refuse(`a path that starts with two slashes is a UNC or device path on Windows (\\server\share, \\?\C:\...); ` + allowed)
+		return invalid(p, `a path that starts with two slashes is a UNC or device path on Windows (\\server\share, \\?\C:\...); `+allowed)
 	case len(p) >= 2 && isLetter(p[0]) && p[1] == ':':
-		return refuse(fmt.Sprintf("%q is a drive letter: the workspace has no drives; %s", p[:2], allowed))
+		return invalid(p, fmt.Sprintf("%q is a drive letter: the workspace has no drives; %s", p[:2], allowed))
 	case strings.IndexByte(p, '\\') >= 0:
-		return refuse(`"\" is not a separator here (it is one on Windows and an ordinary character on Linux, so it is refused everywhere); ` + allowed)
+		return invalid(p, `"\" is not a separator here (it is one on Windows and an ordinary character on Linux, so it is refused everywhere); `+allowed)
 	}
 	return nil
 }
@@ -48,24 +45,21 @@ func portable(p, root string) error {
 // the server's own configuration chose, is not judged), against the rules above. p is the path as given, for the
 // message.
 func portableNames(p, rel string) error {
-	refuse := func(detail string) error {
-		return &Error{Path: printable(p), Reason: ReasonInvalid, Detail: detail}
-	}
 	for name := range strings.SplitSeq(rel, "/") {
 		if name == "" || name == "." || name == ".." {
 			continue
 		}
 		if dev, ok := reservedName(name); ok {
-			return refuse(fmt.Sprintf("%q is the reserved device name %s on Windows (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, CONOUT$, with or without an extension), refused on every platform so the workspace means the same everywhere; choose another name", name, strings.ToUpper(dev)))
+			return invalid(p, fmt.Sprintf("%q is the reserved device name %s on Windows (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, CONOUT$, with or without an extension), refused on every platform so the workspace means the same everywhere; choose another name", name, strings.ToUpper(dev)))
 		}
 		if strings.IndexByte(name, ':') >= 0 {
-			return refuse(fmt.Sprintf(`%q has a colon: on Windows "a.txt:s" names an alternate data stream of a.txt and "C:" a drive, so ":" is not allowed in a name`, name))
+			return invalid(p, fmt.Sprintf(`%q has a colon: on Windows "a.txt:s" names an alternate data stream of a.txt and "C:" a drive, so ":" is not allowed in a name`, name))
 		}
 		if last := name[len(name)-1]; last == '.' || last == ' ' {
-			return refuse(fmt.Sprintf(`%q ends in %q, which Windows drops ("a.txt." would be "a.txt"), so a name may not end in a dot or a space`, name, string(last)))
+			return invalid(p, fmt.Sprintf(`%q ends in %q, which Windows drops ("a.txt." would be "a.txt"), so a name may not end in a dot or a space`, name, string(last)))
 		}
 		if i := strings.IndexFunc(name, func(r rune) bool { return r < 32 || strings.ContainsRune(`<>"|?*`, r) }); i >= 0 {
-			return refuse(fmt.Sprintf(`%q has %q, which Windows does not allow in a file name (< > " | ? * and control characters), so it is refused everywhere`, name, string(name[i])))
+			return invalid(p, fmt.Sprintf(`%q has %q, which Windows does not allow in a file name (< > " | ? * and control characters), so it is refused everywhere`, name, string(name[i])))
 		}
 	}
 	return nil

@@ -80,22 +80,17 @@ func wrap(op, rel string, err error) error {
 }
 
 // Stat describes the file or folder at p, following symlinks that stay inside.
-func (g *Guard) Stat(p string) (string, fs.FileInfo, error) {
-	rel, err := g.Clean(p)
-	if err != nil {
-		return "", nil, err
-	}
-	fi, err := g.root.Stat(rel)
-	return rel, fi, wrap("stat", rel, err)
-}
+func (g *Guard) Stat(p string) (string, fs.FileInfo, error) { return g.stat(p, g.root.Stat) }
 
 // Lstat describes the entry at p without following a final symlink.
-func (g *Guard) Lstat(p string) (string, fs.FileInfo, error) {
+func (g *Guard) Lstat(p string) (string, fs.FileInfo, error) { return g.stat(p, g.root.Lstat) }
+
+func (g *Guard) stat(p string, stat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, error) {
 	rel, err := g.Clean(p)
 	if err != nil {
 		return "", nil, err
 	}
-	fi, err := g.root.Lstat(rel)
+	fi, err := stat(rel)
 	return rel, fi, wrap("stat", rel, err)
 }
 
@@ -525,14 +520,11 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo, inside *treeCh
 		return check(dest+p[len(src):], p, link)
 	})
 	if isCap(err) {
-		var ge *Error
-		errors.As(err, &ge)
 		what := "its symlinks"
 		if inside != nil {
 			what = "its symlinks and protected project files"
 		}
-		return &Error{Op: "move", Path: src, Reason: ge.Reason,
-			Detail: what + " could not all be checked: " + ge.Detail + "; move it with a command, or its contents in parts"}
+		return capRefusal("move", src, err, what+" could not all be checked", "move it with a command, or its contents in parts")
 	}
 	return err
 }

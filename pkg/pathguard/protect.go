@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // DefaultProtected are the paths protected unless -unprotect removes one: what git, editors, direnv and agent tools
@@ -220,11 +222,7 @@ func ParseProtection(add, remove []string) (*Protection, error) {
 	split := func(items []string) []string {
 		var out []string
 		for _, it := range items {
-			for p := range strings.SplitSeq(it, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					out = append(out, p)
-				}
-			}
+			out = append(out, envflag.SplitList(it)...)
 		}
 		return out
 	}

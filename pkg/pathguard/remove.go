@@ -50,10 +50,7 @@ func (g *Guard) removeTree(rel string, fi fs.FileInfo) error {
 	}
 	r := &remover{g: g, rel: rel, levels: []level{{dir: top, name: path.Base(rel)}}}
 	defer r.closeAll()
-	if err := r.run(parent); err != nil {
-		return err
-	}
-	return nil
+	return r.run(parent)
 }
 
 // remover is the state of one delete: the folders from the one being deleted down to where it is.

@@ -2,6 +2,7 @@ package pathguard
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -30,14 +31,7 @@ const loopDetail = "too many levels of symlinks: a loop, or more than 8 symlinks
 
 // splitPath splits a slash-separated path into its names, dropping empty and "." names.
 func splitPath(p string) []string {
-	parts := strings.Split(p, "/")
-	out := parts[:0]
-	for _, s := range parts {
-		if s != "" && s != "." {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(strings.Split(p, "/"), func(s string) bool { return s == "" || s == "." })
 }
 
 // escapes reports whether a clean relative path climbs out of the folder it is relative to.

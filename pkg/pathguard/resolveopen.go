@@ -93,6 +93,9 @@ func (g *Guard) resolveOpen(op, rel string) (real string, fi fs.FileInfo, dir ro
 	return w.path(), last, w.cur, w.path(), w.close, nil
 }
 
+// folderReplaced is the detail of a refusal because a folder on the way changed between its check and its use.
+const folderReplaced = "a folder on its way was replaced while it was in use; nothing was changed; try again"
+
 // realWalk is the state of resolveOpen: the real folders entered so far and the handle of the last.
 type realWalk struct {
 	g       *Guard
@@ -126,8 +129,7 @@ func (w *realWalk) enter(name string, info fs.FileInfo) error {
 	}
 	if now, err := next.Stat("."); err != nil || !os.SameFile(info, now) {
 		next.Close()
-		return &Error{Op: w.op, Path: w.rel, Reason: ReasonChanged,
-			Detail: "a folder on its way was replaced while it was in use; nothing was changed; try again"}
+		return &Error{Op: w.op, Path: w.rel, Reason: ReasonChanged, Detail: folderReplaced}
 	}
 	w.close()
 	w.cur, w.owned = next, true
@@ -149,8 +151,7 @@ func (w *realWalk) fresh() error {
 			return wrap(w.op, w.rel, err)
 		}
 		if !info.IsDir() {
-			return &Error{Op: w.op, Path: w.rel, Reason: ReasonChanged,
-				Detail: "a folder on its way was replaced while it was in use; nothing was changed; try again"}
+			return &Error{Op: w.op, Path: w.rel, Reason: ReasonChanged, Detail: folderReplaced}
 		}
 		if err := w.enter(name, info); err != nil {
 			return err

@@ -48,11 +48,10 @@ func (g *Guard) count(u *usage) {
 	linked := map[fileID]bool{} // files with more than one link, counted once
 	err := g.Walk(context.Background(), ".", WalkOptions{Unsorted: true, NoEntryCap: true, SkipUnreadable: true}, func(e *Entry) error {
 		if e.nlink > 1 && !e.IsDir() {
-			key := e.id
-			if linked[key] {
+			if linked[e.id] {
 				return nil
 			}
-			linked[key] = true
+			linked[e.id] = true
 		}
 		total += e.Allocated
 		return nil

@@ -218,17 +218,14 @@ func (w *walker) push(parent root, name string, e *Entry) error {
 		return wrap("walk", path, err)
 	}
 	list, err := dir.Open(".")
-	if err == nil && e == nil && w.opts.start != nil {
+	if err == nil && (e != nil || w.opts.start != nil) {
+		// The start must be the folder the caller checked (opts.start). An entry must still be the folder that was
+		// listed: one swapped for a symlink since would be followed by OpenRoot (inside the parent, so never out of
+		// the workspace, but maybe into a loop).
 		var fi fs.FileInfo
-		if fi, err = list.Stat(); err == nil && !os.SameFile(fi, w.opts.start) {
+		if fi, err = list.Stat(); err == nil && e == nil && !os.SameFile(fi, w.opts.start) {
 			err = &Error{Op: "walk", Path: path, Reason: ReasonChanged, Detail: "it was replaced while it was being checked"}
-		}
-	}
-	if err == nil && e != nil {
-		// The entry must still be the folder that was listed: one swapped for a symlink since would be followed
-		// by OpenRoot (inside the parent, so never out of the workspace, but maybe into a loop).
-		var fi fs.FileInfo
-		if fi, err = list.Stat(); err == nil && !e.same(fi) {
+		} else if err == nil && e != nil && !e.same(fi) {
 			err = &Error{Op: "walk", Path: path, Reason: ReasonChanged}
 		}
 	}
@@ -253,11 +250,16 @@ func (w *walker) push(parent root, name string, e *Entry) error {
 	}
 	if !w.opts.Unsorted {
 		// A sorted walk has read the whole folder: its listing is no longer needed while the walk is below it.
-		f.list.Close()
-		f.list = nil
-		w.g.releaseHandles(1)
+		w.closeList(f)
 	}
 	return nil
+}
+
+// closeList closes the listing of f, which has been read to its end or is no longer needed.
+func (w *walker) closeList(f *frame) {
+	f.list.Close()
+	f.list = nil
+	w.g.releaseHandles(1)
 }
 
 // more reads the next entries of the folder f: all of them, sorted, in a sorted walk (on the first call; later
@@ -295,9 +297,7 @@ func (w *walker) more(f *frame) error {
 		}
 		if err == io.EOF || (err == nil && len(batch) == 0) {
 			if w.opts.Unsorted {
-				f.list.Close()
-				f.list = nil
-				w.g.releaseHandles(1)
+				w.closeList(f)
 			}
 			break
 		}

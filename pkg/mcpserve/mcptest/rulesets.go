@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -68,12 +69,7 @@ func (r RuleSet) Check(schema map[string]any) []Violation {
 	}
 	var walk func(path string, s map[string]any)
 	walk = func(path string, s map[string]any) {
-		keys := make([]string, 0, len(s))
-		for k := range s {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s)) {
 			if !slices.Contains(r.keywords, k) {
 				add(path, "keyword", "keyword %q is not accepted", k)
 			}
@@ -109,12 +105,7 @@ func (r RuleSet) Check(schema map[string]any) []Violation {
 				add(path, "additional-properties", "an object without additionalProperties false")
 			}
 			required, _ := s["required"].([]any)
-			names := make([]string, 0, len(props))
-			for name := range props {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
+			for _, name := range slices.Sorted(maps.Keys(props)) {
 				if !slices.Contains(required, any(name)) {
 					add(path+"/properties/"+name, "optional", "property %q is optional (strict mode wants it required, and nullable if it may be left out)", name)
 				}

@@ -24,12 +24,7 @@ const (
 type scope []string
 
 func (sc scope) has(p string) bool {
-	for _, s := range sc {
-		if s == "." || p == s || strings.HasPrefix(p, s+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sc, func(s string) bool { return s == "." || p == s || strings.HasPrefix(p, s+"/") })
 }
 
 // cleanScope checks the paths a client gave; none means the whole workspace.

@@ -35,6 +35,21 @@ func (s *ckStore) restoreTo(ctx context.Context, g *pathguard.Guard, m, cur *man
 		}
 		return false
 	}
+	// remove deletes p (not a folder with entries) unless it is protected, and counts it or says why not.
+	remove := func(p string, isDir bool) {
+		if protected(p) {
+			return
+		}
+		_, _, err := g.Remove(p, false)
+		switch {
+		case err == nil:
+			out.Deleted++
+		case isDir && pathguard.IsReason(err, pathguard.ReasonNotEmpty):
+			fail(p, errors.New("the folder still holds files that checkpoints leave out (.git, protected files, files over the write cap, special files), so it was kept"))
+		default:
+			fail(p, err)
+		}
+	}
 	// 1. What is now there and the checkpoint does not hold in that form: files, symlinks, special files, then
 	// folders, deepest first (a folder still holding what checkpoints leave out stays, and is reported).
 	var dirs []string
@@ -55,28 +70,11 @@ func (s *ckStore) restoreTo(ctx context.Context, g *pathguard.Guard, m, cur *man
 		case c.Kind == kindFile && w != nil && w.Kind == kindFile:
 			continue // rewritten in place below
 		}
-		if protected(c.Path) {
-			continue
-		}
-		if _, _, err := g.Remove(c.Path, false); err != nil {
-			fail(c.Path, err)
-			continue
-		}
-		out.Deleted++
+		remove(c.Path, false)
 	}
 	slices.Reverse(dirs) // sorted by path: children come after their folder
 	for _, d := range dirs {
-		if protected(d) {
-			continue
-		}
-		if _, _, err := g.Remove(d, false); err != nil {
-			if pathguard.IsReason(err, pathguard.ReasonNotEmpty) {
-				err = errors.New("the folder still holds files that checkpoints leave out (.git, protected files, files over the write cap, special files), so it was kept")
-			}
-			fail(d, err)
-			continue
-		}
-		out.Deleted++
+		remove(d, true)
 	}
 	// 2. What the checkpoint holds, in path order, so folders come before what they hold.
 	for _, e := range m.Entries {

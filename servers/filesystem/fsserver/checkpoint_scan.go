@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -204,7 +203,9 @@ func (s *ckStore) scan(ctx context.Context, g *pathguard.Guard, store bool) (*ma
 		walkErr = firstErr
 	}
 	if walkErr != nil {
-		return nil, 0, scanError(walkErr)
+		// The walk caps are the guard's, named as such.
+		return nil, 0, walkError(walkErr, "checkpoint",
+			"a checkpoint covers the whole workspace, so it cannot hold a tree this large (-max-tree-entries, -max-tree-depth)")
 	}
 	for _, p := range tooLarge {
 		skip(p, "grew past the write cap while it was read")
@@ -218,18 +219,4 @@ func (s *ckStore) scan(ctx context.Context, g *pathguard.Guard, store bool) (*ma
 	}
 	slices.SortFunc(m.Entries, func(a, b mEntry) int { return strings.Compare(a.Path, b.Path) })
 	return m, newBytes, nil
-}
-
-// scanError says what a failed scan means for the caller: the walk caps are the guard's, named as such.
-func scanError(err error) error {
-	var ge *pathguard.Error
-	if errors.As(err, &ge) && ge.Op == "walk" {
-		c := *ge
-		c.Op = "checkpoint"
-		if c.Reason == pathguard.ReasonTooMany || c.Reason == pathguard.ReasonTooDeep {
-			c.Detail += "; a checkpoint covers the whole workspace, so it cannot hold a tree this large (-max-tree-entries, -max-tree-depth)"
-		}
-		return &c
-	}
-	return err
 }

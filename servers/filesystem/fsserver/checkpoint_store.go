@@ -56,12 +56,8 @@ const (
 )
 
 func (o CheckpointOptions) withDefaults() CheckpointOptions {
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultCheckpointMaxBytes
-	}
-	if o.MaxCount <= 0 {
-		o.MaxCount = DefaultCheckpointMaxCount
-	}
+	positiveOr(&o.MaxBytes, DefaultCheckpointMaxBytes)
+	positiveOr(&o.MaxCount, DefaultCheckpointMaxCount)
 	if o.Protection == nil {
 		o.Protection, _ = pathguard.NewProtection(nil, nil) // the defaults always validate
 	}
@@ -135,6 +131,12 @@ type ckInfo struct {
 type blobRef struct {
 	hash string
 	size int64
+}
+
+// distinct is the checkpoint's blobs, each once, by hash.
+func (in ckInfo) distinct() []blobRef {
+	return slices.CompactFunc(slices.SortedFunc(slices.Values(in.blobs), func(a, b blobRef) int { return strings.Compare(a.hash, b.hash) }),
+		func(a, b blobRef) bool { return a.hash == b.hash })
 }
 
 // ckStore is the store of one workspace. Its mutex serializes the operations that change the store or the
@@ -268,8 +270,7 @@ func idNumber(id string) int {
 func (s *ckStore) add(m *manifest) {
 	in := m.info()
 	s.list = append(s.list, in)
-	for _, b := range slices.CompactFunc(slices.SortedFunc(slices.Values(in.blobs), func(a, b blobRef) int { return strings.Compare(a.hash, b.hash) }),
-		func(a, b blobRef) bool { return a.hash == b.hash }) {
+	for _, b := range in.distinct() {
 		if s.refs[b.hash] == 0 {
 			s.bytes += b.size
 			s.sizes[b.hash] = b.size
@@ -289,12 +290,7 @@ func (s *ckStore) drop(i int) {
 	if err := s.root.Remove("checkpoints/" + in.ID + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.logger.Warn("checkpoint store: remove manifest", "id", in.ID, "err", err)
 	}
-	seen := map[string]bool{}
-	for _, b := range in.blobs {
-		if seen[b.hash] {
-			continue
-		}
-		seen[b.hash] = true
+	for _, b := range in.distinct() {
 		if s.refs[b.hash]--; s.refs[b.hash] <= 0 {
 			delete(s.refs, b.hash)
 			s.bytes -= s.sizes[b.hash]

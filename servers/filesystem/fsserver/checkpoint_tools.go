@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,16 +107,6 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 	}, withHint(c.restore))
 }
 
-// arraysNotNull declares the named list fields of s plain arrays: Go's nil slice makes the inferred schema allow
-// null too (a type array, which not every client takes), but these lists are never null.
-func arraysNotNull(s *jsonschema.Schema, names ...string) *jsonschema.Schema {
-	for _, n := range names {
-		p := s.Properties[n]
-		p.Types, p.Type = nil, "array"
-	}
-	return s
-}
-
 func info(in ckInfo) protocol.CheckpointInfo {
 	return protocol.CheckpointInfo{ID: in.ID, Label: in.Label, CreatedAt: in.Created.UTC().Format(time.RFC3339), Files: in.Files, Bytes: in.Bytes}
 }
@@ -153,6 +143,7 @@ func (c *checkpoints) checkpoint(ctx context.Context, in protocol.CheckpointInpu
 		Skipped: nonNil(m.Skipped), SkippedCount: m.SkippedCount}, nil
 }
 
+// nonNil is s, or an empty list for nil: the lists of a result are never null.
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -162,32 +153,44 @@ func nonNil(s []string) []string {
 
 // take scans the workspace into a new checkpoint and keeps the store within its caps. The caller holds s.mu.
 func (s *ckStore) take(ctx context.Context, g *pathguard.Guard, label string) (*manifest, int64, []string, error) {
-	m, newBytes, err := s.scan(ctx, g, true)
+	m, newBytes, err := s.save(ctx, g, label, false,
+		"checkpoint: the workspace's files take %s, more than the checkpoint store's cap of %s; no checkpoint was taken and none was dropped (whoever runs the server can raise -checkpoint-max-bytes)")
 	if err != nil {
-		s.collect() // what the scan stored before it failed
-		return nil, 0, nil, err
-	}
-	if distinct := distinctBytes(m); distinct > s.opts.MaxBytes {
-		s.collect()
-		return nil, 0, nil, fmt.Errorf("checkpoint: the workspace's files take %s, more than the checkpoint store's cap of %s; no checkpoint was taken and none was dropped (whoever runs the server can raise -checkpoint-max-bytes)",
-			sizeText(distinct), sizeText(s.opts.MaxBytes))
-	}
-	m.ID, m.Label = fmt.Sprintf("cp-%d", s.next), label
-	if err := s.writeManifest(m); err != nil {
-		s.collect()
 		return nil, 0, nil, err
 	}
 	return m, newBytes, s.enforceCap(), nil
 }
 
+// save scans the workspace into a new checkpoint labelled label, unless its distinct content would pass the
+// store's cap (overCap is then the refusal, formatted with that size and the cap). With reuse, a workspace exactly
+// as the newest checkpoint holds it is not saved again: the scan comes back with that checkpoint's id. The caller
+// holds s.mu.
+func (s *ckStore) save(ctx context.Context, g *pathguard.Guard, label string, reuse bool, overCap string) (*manifest, int64, error) {
+	m, newBytes, err := s.scan(ctx, g, true)
+	if err != nil {
+		s.collect() // what the scan stored before it failed
+		return nil, 0, err
+	}
+	if reuse && s.latest != nil && sameTree(s.latest, m) {
+		m.ID = s.latest.ID
+		return m, newBytes, nil
+	}
+	if distinct := distinctBytes(m); distinct > s.opts.MaxBytes {
+		s.collect()
+		return nil, 0, fmt.Errorf(overCap, sizeText(distinct), sizeText(s.opts.MaxBytes))
+	}
+	m.ID, m.Label = fmt.Sprintf("cp-%d", s.next), label
+	if err := s.writeManifest(m); err != nil {
+		s.collect()
+		return nil, 0, err
+	}
+	return m, newBytes, nil
+}
+
 func distinctBytes(m *manifest) int64 {
-	seen := map[string]bool{}
 	var n int64
-	for _, e := range m.Entries {
-		if e.Kind == kindFile && !seen[e.Hash] {
-			seen[e.Hash] = true
-			n += e.Size
-		}
+	for _, b := range m.info().distinct() {
+		n += b.size
 	}
 	return n
 }
@@ -263,7 +266,8 @@ func (c *checkpoints) restore(ctx context.Context, in protocol.RestoreInput) (pr
 		return protocol.RestoreOutput{}, err
 	}
 	// The workspace as it is is saved first: the restore can be undone, and the scan is what it changes from.
-	cur, saved, err := st.saveCurrent(ctx, c.g, "before restoring "+m.ID)
+	cur, _, err := st.save(ctx, c.g, "before restoring "+m.ID, true,
+		"restore: the workspace as it is now takes %s, more than the checkpoint store's cap of %s, so it cannot be saved first; nothing was changed")
 	if err != nil {
 		return protocol.RestoreOutput{}, err
 	}
@@ -273,31 +277,9 @@ func (c *checkpoints) restore(ctx context.Context, in protocol.RestoreInput) (pr
 		}
 	}
 	out, err := st.restoreTo(ctx, c.g, m, cur, sc)
-	out.SavedAs = saved
+	out.SavedAs = cur.ID
 	st.enforceCap() // only now: the cap must not drop the checkpoint being restored while it is read
 	return out, err
-}
-
-// saveCurrent checkpoints the workspace, or, when it is exactly as the newest checkpoint holds it, names that one.
-func (s *ckStore) saveCurrent(ctx context.Context, g *pathguard.Guard, label string) (*manifest, string, error) {
-	cur, _, err := s.scan(ctx, g, true)
-	if err != nil {
-		s.collect()
-		return nil, "", err
-	}
-	if s.latest != nil && sameTree(s.latest, cur) {
-		return cur, s.latest.ID, nil
-	}
-	if distinctBytes(cur) > s.opts.MaxBytes {
-		s.collect()
-		return nil, "", fmt.Errorf("restore: the workspace as it is now takes %s, more than the checkpoint store's cap of %s, so it cannot be saved first; nothing was changed", sizeText(distinctBytes(cur)), sizeText(s.opts.MaxBytes))
-	}
-	cur.ID, cur.Label = fmt.Sprintf("cp-%d", s.next), label
-	if err := s.writeManifest(cur); err != nil {
-		s.collect()
-		return nil, "", err
-	}
-	return cur, cur.ID, nil
 }
 
 func sameTree(a, b *manifest) bool {
@@ -313,11 +295,5 @@ func sameTree(a, b *manifest) bool {
 }
 
 func hasUnder(m *manifest, p string) bool {
-	sc := scope{p}
-	for _, e := range m.Entries {
-		if sc.has(e.Path) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Entries, func(e mEntry) bool { return scope{p}.has(e.Path) })
 }

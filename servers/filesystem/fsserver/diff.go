@@ -71,10 +71,8 @@ func replaceAndDiff(name string, content, old, new []byte, matches, size int) ([
 
 // lineEnd is the offset just past the line that holds content[p]: after its newline, or the end of content.
 func lineEnd(content []byte, p int) int {
-	if i := bytes.IndexByte(content[p:], '\n'); i >= 0 {
-		return p + i + 1
-	}
-	return len(content)
+	_, end := nextLine(content, p)
+	return end
 }
 
 // diffWriter renders the changes of one edit, in order, as a unified diff of at most maxDiffBytes. It keeps one

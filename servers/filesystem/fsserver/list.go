@@ -44,14 +44,14 @@ func (s *Filesystem) list(ctx context.Context, in protocol.ListFilesInput) (prot
 	out.Entries = []protocol.ListEntry{}
 	if !fi.IsDir() {
 		// A file lists as itself: more useful than an error when a model lists a path to see whether it exists.
-		if in.Pattern == "" || matchGlob(in.Pattern, path.Base(rel)) {
+		if matchGlob(in.Pattern, path.Base(rel)) {
 			out.Entries = append(out.Entries, protocol.ListEntry{Path: rel, Type: entryType(fi.Mode()), Size: entrySize(fi)})
 		}
 		return out, nil
 	}
 	// The walk opens each folder from its parent's handle: linear in the entries it reads, whatever the depth.
 	err = s.g.Walk(ctx, rel, pathguard.WalkOptions{SkipUnreadable: true}, func(e *pathguard.Entry) error {
-		if in.Pattern == "" || matchGlob(in.Pattern, e.Name) {
+		if matchGlob(in.Pattern, e.Name) {
 			if len(out.Entries) == s.opts.MaxListEntries {
 				out.Truncated = true
 				return fs.SkipAll
@@ -108,7 +108,8 @@ func checkGlob(field, pattern string) error {
 	return nil
 }
 
+// matchGlob reports whether name matches pattern; an empty pattern matches every name.
 func matchGlob(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
-	return ok
+	return ok || pattern == ""
 }

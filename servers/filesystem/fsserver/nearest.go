@@ -37,10 +37,7 @@ func nearest(content []byte, old string) string {
 		want = append(want, strings.TrimSpace(line))
 	}
 	kw := len(want)
-	n := bytes.Count(content, []byte{'\n'})
-	if len(content) > 0 && content[len(content)-1] != '\n' {
-		n++
-	}
+	n := countLines(content)
 
 	// The window that starts at line s (0-based; it may start before the file) scores the sum, over j, of how like
 	// want[j] line s+j is. Lines are scored in order, so only the kw windows that line i touches are open: a ring

@@ -3,6 +3,7 @@ package fsserver
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/goalbox/goalbox/pkg/headtail"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,11 +131,7 @@ func (s *Filesystem) readRange(in protocol.ReadFileInput) (offset, limit int, er
 		return 0, 0, fmt.Errorf("offset %d and limit %d must not be negative: offset is a 1-based line number, limit a number of lines up to %d",
 			in.Offset, in.Limit, s.opts.MaxReadLines)
 	}
-	offset, limit = max(in.Offset, 1), in.Limit
-	if limit == 0 || limit > s.opts.MaxReadLines {
-		limit = s.opts.MaxReadLines
-	}
-	return offset, limit, nil
+	return max(in.Offset, 1), min(cmp.Or(in.Limit, s.opts.MaxReadLines), s.opts.MaxReadLines), nil
 }
 
 // peekHead returns the first sniffLen bytes of the file r reads, without consuming them; full says they are the
@@ -205,7 +203,7 @@ func (l *linesRead) cutBefore(line, start int, n int64, capBytes int) {
 		l.content.Truncate(start)
 		return
 	}
-	l.content.Truncate(start + len(trimPartialRune(l.content.Bytes()[start:])))
+	l.content.Truncate(start + len(headtail.TrimCutEnd(l.content.Bytes()[start:])))
 	l.end = line
 	l.note = fmt.Sprintf("line %d is %d bytes long, more than the %s one read returns: only its first %d bytes are shown, and the rest of that line cannot be read with this tool",
 		line, n, sizeText(int64(capBytes)), l.content.Len()-start)
@@ -218,7 +216,7 @@ func skipLines(ctx context.Context, r *bufio.Reader, rel string, n int) (total i
 		if err := ctx.Err(); err != nil {
 			return 0, false, err
 		}
-		size, eof, err := skipLine(ctx, r)
+		size, eof, _, err := copyLine(ctx, r, nil, -1) // holds none of it
 		if err != nil {
 			return 0, false, readError(rel, err)
 		}
@@ -260,13 +258,6 @@ func copyLine(ctx context.Context, r *bufio.Reader, buf *bytes.Buffer, room int)
 			return n, false, over, err
 		}
 	}
-}
-
-// skipLine reads past the line r is at, holding none of it. It returns the line's length and whether it ended at
-// the end of the file instead of a newline.
-func skipLine(ctx context.Context, r *bufio.Reader) (n int64, eof bool, err error) {
-	n, eof, _, err = copyLine(ctx, r, nil, -1)
-	return n, eof, err
 }
 
 // countRest counts the lines left in r, which is at the start of a line: each newline ends one, and bytes after

@@ -2,6 +2,8 @@ package fsserver
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -22,18 +24,16 @@ var (
 // another shape: only a text read has start_line, only an image has mime_type, only a base64 read has encoding.
 var readOutputSchema = func() *jsonschema.Schema {
 	s := schemaFor[readOutput]()
-	text := required(s)
+	text := slices.Clone(s.Required)
 	image, b64 := schemaFor[protocol.ReadFileImageOutput](), schemaFor[protocol.ReadFileBase64Output]()
 	for _, shape := range []*jsonschema.Schema{image, b64} {
-		for name, p := range shape.Properties {
-			s.Properties[name] = p
-		}
+		maps.Copy(s.Properties, shape.Properties)
 	}
 	s.Properties["content"].Description = "a text read: the lines' exact text; a base64 read: the whole file, base64-encoded"
 	s.Properties["size"].Description = "the file's size in bytes (images and base64 reads)"
 	s.Required = []string{"path"}
 	s.Description = fmt.Sprintf("one of three shapes: a text read has %v; an image has %v; a base64 read has %v",
-		text, required(image), required(b64))
+		text, image.Required, b64.Required)
 	return s
 }()
 
@@ -43,8 +43,6 @@ func encodingInputSchema[In any]() *jsonschema.Schema {
 	s.Properties["encoding"].Enum = []any{protocol.EncodingText, protocol.EncodingBase64}
 	return s
 }
-
-func required(s *jsonschema.Schema) []string { return append([]string(nil), s.Required...) }
 
 func schemaFor[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](nil)
@@ -61,14 +59,19 @@ func entryTypeEnum(item *jsonschema.Schema) {
 // outputSchema infers T's schema and declares its field list an array that is never null, letting fix refine the
 // schema of the array's items.
 func outputSchema[T any](list string, fix func(item *jsonschema.Schema)) *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("output schema of %T: %v", *new(T), err))
-	}
-	arr := s.Properties[list]
-	arr.Types, arr.Type = nil, "array"
+	s := arraysNotNull(schemaFor[T](), list)
 	if fix != nil {
-		fix(arr.Items)
+		fix(s.Properties[list].Items)
+	}
+	return s
+}
+
+// arraysNotNull declares the named list fields of s plain arrays: Go's nil slice makes the inferred schema allow
+// null too (a type array, which not every client takes), but these lists are never null.
+func arraysNotNull(s *jsonschema.Schema, names ...string) *jsonschema.Schema {
+	for _, n := range names {
+		p := s.Properties[n]
+		p.Types, p.Type = nil, "array"
 	}
 	return s
 }

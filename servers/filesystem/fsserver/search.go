@@ -52,9 +52,7 @@ func (s *Filesystem) search(ctx context.Context, in protocol.SearchFilesInput) (
 	if in.MaxResults < 0 {
 		return out, fmt.Errorf("max_results %d must not be negative: use 1 to %d (default %d)", in.MaxResults, s.opts.MaxSearchResults, s.opts.DefaultSearchResults)
 	}
-	limit := in.MaxResults
-	limit = cmp.Or(limit, s.opts.DefaultSearchResults)
-	limit = min(limit, s.opts.MaxSearchResults)
+	limit := min(cmp.Or(in.MaxResults, s.opts.DefaultSearchResults), s.opts.MaxSearchResults)
 	if err := checkGlob("include", in.Include); err != nil {
 		return out, err
 	}
@@ -76,7 +74,7 @@ func (s *Filesystem) search(ctx context.Context, in protocol.SearchFilesInput) (
 	if !fi.IsDir() {
 		// One file, named by its path (a symlink to a file inside is followed, as read follows it). FIFOs,
 		// devices and binary files give no matches.
-		if in.Include != "" && !matchGlob(in.Include, path.Base(rel)) || fi.Size() > maxBytes {
+		if !matchGlob(in.Include, path.Base(rel)) || fi.Size() > maxBytes {
 			return out, nil
 		}
 		_, f, _, err := s.g.OpenFile(rel)
@@ -98,7 +96,7 @@ func (s *Filesystem) search(ctx context.Context, in protocol.SearchFilesInput) (
 		}
 		// Regular files only: symlinks are not followed (their targets are searched where they live), and FIFOs
 		// or devices are never opened.
-		if !e.Type.IsRegular() || (in.Include != "" && !matchGlob(in.Include, e.Name)) || e.Size > maxBytes {
+		if !e.Type.IsRegular() || !matchGlob(in.Include, e.Name) || e.Size > maxBytes {
 			return nil
 		}
 		f, err := e.Open()
@@ -145,12 +143,8 @@ func (m matcher) file(f io.Reader, name func() string, room int, matches *[]prot
 	}
 	p := ""
 	for line := 1; len(data) > 0; line++ {
-		text := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			text, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var text []byte
+		text, data, _ = bytes.Cut(data, []byte{'\n'})
 		text = bytes.TrimSuffix(text, []byte{'\r'})
 		if !m.re.Match(text) {
 			continue

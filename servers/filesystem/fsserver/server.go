@@ -55,25 +55,25 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.MaxReadLines, DefaultMaxReadLines)
-	def(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
-	if o.MaxBinaryReadBytes <= 0 {
-		o.MaxBinaryReadBytes = DefaultMaxBinaryReadBytes
-	}
-	def(&o.MaxListEntries, DefaultMaxListEntries)
-	def(&o.MaxListDepth, DefaultMaxListDepth)
-	def(&o.MaxSearchResults, DefaultMaxSearchResults)
-	def(&o.DefaultSearchResults, DefaultDefaultSearchResults)
+	positiveOr(&o.MaxReadLines, DefaultMaxReadLines)
+	positiveOr(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
+	positiveOr(&o.MaxBinaryReadBytes, DefaultMaxBinaryReadBytes)
+	positiveOr(&o.MaxListEntries, DefaultMaxListEntries)
+	positiveOr(&o.MaxListDepth, DefaultMaxListDepth)
+	positiveOr(&o.MaxSearchResults, DefaultMaxSearchResults)
+	positiveOr(&o.DefaultSearchResults, DefaultDefaultSearchResults)
 	o.DefaultSearchResults = min(o.DefaultSearchResults, o.MaxSearchResults)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Filesystem is the filesystem server of one workspace: its MCP server, its health report, the same shape as the
@@ -168,16 +168,8 @@ func (s *Filesystem) Health() protocol.FilesystemHealth {
 			MaxTreeEntries:      gopts.MaxTreeEntries,
 			MaxWorkspaceBytes:   gopts.MaxWorkspaceBytes,
 		},
-		Protected: protectedPatterns(gopts.Protection),
+		Protected: nonNil(gopts.Protection.Patterns()), // an empty list, never null, when nothing is protected
 	}
-}
-
-// protectedPatterns is p's patterns for a health report: an empty list, never null, when nothing is protected.
-func protectedPatterns(p *pathguard.Protection) []string {
-	if list := p.Patterns(); list != nil {
-		return list
-	}
-	return []string{}
 }
 
 // annotations are the tools' hints, in one place so they can be compared at a glance.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/goalbox/goalbox/pkg/headtail"
 )
 
 // sniffLen is how much of a file's head is checked for a NUL byte, as git and grep do.
@@ -16,29 +18,12 @@ func binaryReason(head []byte, full bool) string {
 		return fmt.Sprintf("it has a NUL byte at offset %d", i)
 	}
 	if !full {
-		head = trimPartialRune(head)
+		head = headtail.TrimCutEnd(head)
 	}
 	if !utf8.Valid(head) {
 		return "it is not valid UTF-8 text"
 	}
 	return ""
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (at most 3 bytes), left by cutting a buffer.
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax-1 && i <= len(b); i++ {
-		c := b[len(b)-i]
-		if c < utf8.RuneSelf {
-			return b // ASCII: nothing pending
-		}
-		if utf8.RuneStart(c) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
 }
 
 // countLines counts lines the way the tools report them: a final newline does not start another line.
