@@ -165,6 +165,13 @@ func TestStdioIDsExact(t *testing.T) {
 	if got := send("[" + ping(bigA) + "," + ping(bigB) + "]"); !strings.Contains(got, `"id":`+bigA+`,`) || !strings.Contains(got, `"id":`+bigB+`,`) {
 		t.Errorf("a batch on stdio: %s; want an error for each call with its exact id", got)
 	}
+	// Lines refused before any id can be read get an error with "id": null, as JSON-RPC 2.0 requires of an error
+	// whose request's id is unknown.
+	for _, line := range []string{"[1,", "not json", `{"jsonrpc":"2.0"}`} {
+		if got := send(line); !strings.Contains(got, `"id":null`) || !strings.Contains(got, `"code":-32700`) {
+			t.Errorf("refusal of %q: %s; want a parse error with id null", line, got)
+		}
+	}
 	inW.Close()
 	within(t, done, 2*time.Second, "ServeStdio to return")
 }

@@ -86,10 +86,7 @@ type stdioRead struct {
 // readLines reads the input a line at a time, answers the lines the SDK must not see, and hands on the messages,
 // until the input ends or the connection is closed.
 func (c *stdioConn) readLines(in io.Reader, maxLine int64) {
-	reply := func(code int, msg string) {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-		c.out.Write(append(b, '\n'))
-	}
+	reply := func(code int, msg string) { c.out.Write(append(errorLine(code, msg), '\n')) }
 	hand := func(r stdioRead) bool {
 		select {
 		case c.incoming <- r:
@@ -207,7 +204,7 @@ const batchRefusal = "JSON-RPC batches are not accepted on stdio (MCP 2025-06-18
 func refuseBatch(b []byte) []byte {
 	var batch []json.RawMessage
 	if json.Unmarshal(b, &batch) != nil {
-		return errorLine(jsonrpc.ID{}, -32700, "parse error: each line must be one JSON-RPC 2.0 message")
+		return errorLine(-32700, "parse error: each line must be one JSON-RPC 2.0 message")
 	}
 	// Each call's error carries its id as the client sent it (not as the go-sdk would decode it: ids.go).
 	envs := make([]rpcEnvelope, len(batch))
@@ -229,11 +226,9 @@ func refuseBatch(b []byte) []byte {
 	return bytes.TrimRight(refuseBatchCalls(envs, batchRefusal).body, "\n")
 }
 
-func errorLine(id jsonrpc.ID, code int64, msg string) []byte {
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		b, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-	}
+// errorLine is a JSON-RPC error for a line whose id cannot be known: "id" is null, as JSON-RPC 2.0 requires.
+func errorLine(code int, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 	return b
 }
 
