@@ -34,8 +34,10 @@ func TestWriteToProcessThatNeverReads(t *testing.T) {
 		return res, time.Since(start)
 	}
 
+	// A write the process took whole within the server's timeout succeeds: the result is the proof, not the call's
+	// time, which also carries the megabyte's JSON both ways (seconds under the race detector on a busy machine).
 	reader := startProcess(t, cs, "cat >/dev/null")
-	if res, took := write(reader, data); res.IsError || took > timeout {
+	if res, took := write(reader, data); res.IsError || !strings.Contains(mcpserve.ToolErrorText(res), `"bytes_written":1048576`) {
 		t.Errorf("positive control: a process that reads took 1 MiB in %v: %s", took, mcpserve.ToolErrorText(res))
 	}
 
