@@ -149,3 +149,10 @@ func SplitList(s string) []string {
 	}
 	return out
 }
+
+// PositiveOr sets *v to def unless it is positive: the default of a limit whose zero or negative value means unset.
+func PositiveOr[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -305,14 +305,19 @@ func (t *sessions) expire(now time.Time) {
 	}
 }
 
+// ReapEvery is how often something that expires after idle is looked for: a quarter of the timeout, within 25 ms
+// and 30 s. The session table reaps by it, and the executor its stateless outputs and processes.
+func ReapEvery(idle time.Duration) time.Duration {
+	return min(max(idle/4, 25*time.Millisecond), 30*time.Second)
+}
+
 // reap expires idle sessions until ctx ends.
 func (t *sessions) reap(ctx context.Context) {
 	shortest := t.idle
 	if t.unused > 0 {
 		shortest = min(shortest, t.unused)
 	}
-	every := min(max(shortest/4, 25*time.Millisecond), 30*time.Second)
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(ReapEvery(shortest))
 	defer tick.Stop()
 	for {
 		select {

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"github.com/goalbox/goalbox/pkg/envflag"
 )
 
 // Options tune a Guard. Zero values take the defaults.
@@ -74,10 +76,10 @@ func Open(dir string, opts Options) (*Guard, error) {
 	if !path.IsAbs(opts.AdvertisedRoot) {
 		return nil, fmt.Errorf("advertised root %q must be an absolute path", opts.AdvertisedRoot)
 	}
-	positiveOr(&opts.MaxReadBytes, DefaultMaxReadBytes)
-	positiveOr(&opts.MaxWriteBytes, DefaultMaxWriteBytes)
-	positiveOr(&opts.MaxTreeDepth, DefaultMaxTreeDepth)
-	positiveOr(&opts.MaxTreeEntries, DefaultMaxTreeEntries)
+	envflag.PositiveOr(&opts.MaxReadBytes, DefaultMaxReadBytes)
+	envflag.PositiveOr(&opts.MaxWriteBytes, DefaultMaxWriteBytes)
+	envflag.PositiveOr(&opts.MaxTreeDepth, DefaultMaxTreeDepth)
+	envflag.PositiveOr(&opts.MaxTreeEntries, DefaultMaxTreeEntries)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
@@ -107,13 +109,6 @@ func Open(dir string, opts Options) (*Guard, error) {
 		g.usage.mu.Unlock()
 	}
 	return g, nil
-}
-
-// positiveOr sets *v to def unless it is positive.
-func positiveOr[T int | int64](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Close releases the workspace handle.

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/envflag"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 )
 
@@ -56,8 +57,8 @@ const (
 )
 
 func (o CheckpointOptions) withDefaults() CheckpointOptions {
-	positiveOr(&o.MaxBytes, DefaultCheckpointMaxBytes)
-	positiveOr(&o.MaxCount, DefaultCheckpointMaxCount)
+	envflag.PositiveOr(&o.MaxBytes, DefaultCheckpointMaxBytes)
+	envflag.PositiveOr(&o.MaxCount, DefaultCheckpointMaxCount)
 	if o.Protection == nil {
 		o.Protection, _ = pathguard.NewProtection(nil, nil) // the defaults always validate
 	}

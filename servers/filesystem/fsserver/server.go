@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/goalbox/goalbox/pkg/envflag"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -55,25 +56,18 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	positiveOr(&o.MaxReadLines, DefaultMaxReadLines)
-	positiveOr(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
-	positiveOr(&o.MaxBinaryReadBytes, DefaultMaxBinaryReadBytes)
-	positiveOr(&o.MaxListEntries, DefaultMaxListEntries)
-	positiveOr(&o.MaxListDepth, DefaultMaxListDepth)
-	positiveOr(&o.MaxSearchResults, DefaultMaxSearchResults)
-	positiveOr(&o.DefaultSearchResults, DefaultDefaultSearchResults)
+	envflag.PositiveOr(&o.MaxReadLines, DefaultMaxReadLines)
+	envflag.PositiveOr(&o.MaxReadContentBytes, DefaultMaxReadContentBytes)
+	envflag.PositiveOr(&o.MaxBinaryReadBytes, DefaultMaxBinaryReadBytes)
+	envflag.PositiveOr(&o.MaxListEntries, DefaultMaxListEntries)
+	envflag.PositiveOr(&o.MaxListDepth, DefaultMaxListDepth)
+	envflag.PositiveOr(&o.MaxSearchResults, DefaultMaxSearchResults)
+	envflag.PositiveOr(&o.DefaultSearchResults, DefaultDefaultSearchResults)
 	o.DefaultSearchResults = min(o.DefaultSearchResults, o.MaxSearchResults)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
-}
-
-// positiveOr sets *v to def unless it is positive.
-func positiveOr[T int | int64](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Filesystem is the filesystem server of one workspace: its MCP server, its health report, the same shape as the

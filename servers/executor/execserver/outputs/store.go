@@ -166,15 +166,9 @@ func (o *Store) statelessStore(create bool) *sessionOutputs {
 	return o.stateless
 }
 
-// ReapEvery is how often the stateless store looks for idle outputs, and package processes for idle processes: a
-// quarter of the (shortest) timeout, within 25 ms and 30 s (as mcpserve reaps sessions).
-func ReapEvery(idle time.Duration) time.Duration {
-	return min(max(idle/4, 25*time.Millisecond), 30*time.Second)
-}
-
 // reapStateless drops the outputs of s no call has used for the idle timeout, until Close.
 func (o *Store) reapStateless(s *sessionOutputs) {
-	tick := time.NewTicker(ReapEvery(o.statelessIdle))
+	tick := time.NewTicker(mcpserve.ReapEvery(o.statelessIdle))
 	defer tick.Stop()
 	for {
 		select {

@@ -105,7 +105,7 @@ func (t *Table) forget(procs []*Process) {
 // reapStateless kills and forgets the stateless processes no call has named for the idle timeout, and forgets
 // ended ones unread for the unused timeout, until EndAll.
 func (t *Table) reapStateless() {
-	tick := time.NewTicker(outputs.ReapEvery(min(t.settings.StatelessIdle, t.settings.StatelessUnused)))
+	tick := time.NewTicker(mcpserve.ReapEvery(min(t.settings.StatelessIdle, t.settings.StatelessUnused)))
 	defer tick.Stop()
 	for {
 		select {
