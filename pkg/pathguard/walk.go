@@ -218,14 +218,18 @@ func (w *walker) push(parent root, name string, e *Entry) error {
 		return wrap("walk", path, err)
 	}
 	list, err := dir.Open(".")
-	if err == nil && (e != nil || w.opts.start != nil) {
-		// The start must be the folder the caller checked (opts.start). An entry must still be the folder that was
-		// listed: one swapped for a symlink since would be followed by OpenRoot (inside the parent, so never out of
-		// the workspace, but maybe into a loop).
+	if err == nil && e == nil && w.opts.start != nil {
+		// The start must be the folder the caller checked.
 		var fi fs.FileInfo
-		if fi, err = list.Stat(); err == nil && e == nil && !os.SameFile(fi, w.opts.start) {
+		if fi, err = list.Stat(); err == nil && !os.SameFile(fi, w.opts.start) {
 			err = &Error{Op: "walk", Path: path, Reason: ReasonChanged, Detail: "it was replaced while it was being checked"}
-		} else if err == nil && e != nil && !e.same(fi) {
+		}
+	}
+	if err == nil && e != nil {
+		// The entry must still be the folder that was listed: one swapped for a symlink since would be followed
+		// by OpenRoot (inside the parent, so never out of the workspace, but maybe into a loop).
+		var fi fs.FileInfo
+		if fi, err = list.Stat(); err == nil && !e.same(fi) {
 			err = &Error{Op: "walk", Path: path, Reason: ReasonChanged}
 		}
 	}
