@@ -257,7 +257,14 @@ func (in *interceptor) substitute(req *http.Request, host string) {
 func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, host string, port int) {
 	in := p.secrets
 	client := tls.Server(&prefixConn{Conn: c, r: br}, &tls.Config{
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return in.leaf(host) },
+		// A hello naming another secret's host gets that host's certificate, so that a client which verifies
+		// reaches the request and reads the 403 below rather than a certificate error.
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if sni := canonicalHost(hello.ServerName); sni != host && in.intercepts(sni) {
+				return in.leaf(sni)
+			}
+			return in.leaf(host)
+		},
 		NextProtos:     []string{"http/1.1"},
 		MinVersion:     tls.VersionTLS12,
 	})
@@ -277,6 +284,11 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 	for {
 		req, err := http.ReadRequest(cr)
 		if err != nil {
+			return
+		}
+		if why := bindingMismatch(host, port, client.ConnectionState().ServerName, req); why != "" {
+			p.refuse(client, s, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "host-mismatch", denied: true, detailed: true,
+				reason: why + ": a tunnel to a secret's host carries requests for that host only, so that no other name served at its address receives the secret"})
 			return
 		}
 		if sec := in.misplaced(req, host, false); sec != nil {
