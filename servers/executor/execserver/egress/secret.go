@@ -265,8 +265,8 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 			}
 			return in.leaf(host)
 		},
-		NextProtos:     []string{"http/1.1"},
-		MinVersion:     tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		MinVersion: tls.VersionTLS12,
 	})
 	defer client.Close()
 	if err := client.Handshake(); err != nil {
