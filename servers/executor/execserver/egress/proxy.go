@@ -124,6 +124,9 @@ type Proxy struct {
 	wg        sync.WaitGroup
 	seq       uint64
 
+	// leakCheckOff turns off the search for secrets' real values (leak.go): the positive control of its tests.
+	leakCheckOff bool
+
 	// dial connects to an address already checked; tests replace it to reach an upstream on loopback (which the
 	// real dialer refuses) after every check has run.
 	dial func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
@@ -381,6 +384,7 @@ func (p *Proxy) body(r *refusal) string {
 }
 
 func (p *Proxy) refuse(w io.Writer, s *Session, r *refusal) {
+	r.host = p.secrets.redact(r.host)
 	if r.denied {
 		p.denied.Add(1)
 		s.deny(r.hostport())
@@ -644,6 +648,11 @@ func (p *Proxy) auth(req *http.Request) (*Session, string) {
 // tunnel serves CONNECT: decide, dial, 200, then bytes both ways until either side ends or idles out.
 func (p *Proxy) tunnel(c *idleConn, br *bufio.Reader, req *http.Request, s *Session) {
 	host, port := targetOf(req)
+	if sec := p.secrets.leakedInName(host); sec != nil && !p.leakCheckOff {
+		p.refuse(c, s, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "secret", denied: true, detailed: true,
+			reason: "the host name carries the real value of the secret " + sec.Name + ", which resolving it would send to DNS servers"})
+		return
+	}
 	addrs, r := p.decide(req.Context(), host, port)
 	if r != nil {
 		p.refuse(c, s, r)
@@ -800,6 +809,9 @@ func (f *forwarder) forward(c *idleConn, req *http.Request) bool {
 	if sec := p.secrets.misplaced(req, host, true); sec != nil {
 		p.refuse(c, f.s, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "secret", denied: true, detailed: true,
 			reason: fmt.Sprintf("the request carries the placeholder of the secret %s, which is only ever sent over HTTPS, to %s", sec.Name, strings.Join(sec.Hosts, ", "))})
+		return false
+	}
+	if p.refuseLeak(c, f.s, req, host, port, true) {
 		return false
 	}
 	hp := net.JoinHostPort(host, strconv.Itoa(port))

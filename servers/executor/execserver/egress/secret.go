@@ -296,6 +296,9 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 				reason: fmt.Sprintf("the request carries the placeholder of the secret %s, which is only ever sent to %s", sec.Name, strings.Join(sec.Hosts, ", "))})
 			return
 		}
+		if p.refuseLeak(client, s, req, host, port, false) {
+			return
+		}
 		in.substitute(req, host)
 		stripHop(req.Header)
 		continueEarly(client, req)

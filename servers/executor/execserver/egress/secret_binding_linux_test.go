@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,6 +31,7 @@ type secretFixture struct {
 	tok   Secret
 	real  string
 	seen  *safeBuf // every request the upstream received: "host|Authorization|body"
+	logs  *safeBuf
 	trust *x509.CertPool
 }
 
@@ -39,7 +41,7 @@ func newSecretFixture(t *testing.T) *secretFixture {
 	t.Helper()
 	t.Setenv("EGRESS_FIXTURE_TOKEN", secretFixtureValue)
 	up := egresstest.NewUpstream(t, "secret.test", "tenant.test", "allowed.test")
-	f := &secretFixture{up: up, real: secretFixtureValue, seen: &safeBuf{}}
+	f := &secretFixture{up: up, real: secretFixtureValue, seen: &safeBuf{}, logs: &safeBuf{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		host, _, ok := splitHostHeader(r.Host)
@@ -47,7 +49,21 @@ func newSecretFixture(t *testing.T) *secretFixture {
 			host = r.Host
 		}
 		auth := r.Header.Get("Authorization")
-		fmt.Fprintf(f.seen, "%s|%s|%s\n", host, auth, body)
+		// What the upstream received, decoded: every header's value (Basic credentials too), the path, the query and
+		// the body (a long one shortened around the value, if it holds it).
+		var heads []string
+		for _, vs := range r.Header {
+			heads = append(heads, vs...)
+		}
+		if _, pass, ok := r.BasicAuth(); ok {
+			heads = append(heads, pass)
+		}
+		if i := strings.Index(string(body), f.real); len(body) > 200 && i >= 0 {
+			body = fmt.Appendf(nil, "<%d bytes, %s at %d>", len(body), f.real, i)
+		} else if len(body) > 200 {
+			body = fmt.Appendf(nil, "<%d bytes>", len(body))
+		}
+		fmt.Fprintf(f.seen, "%s|%s|%s?%s|%s\n", host, strings.Join(heads, ","), r.URL.Path, r.URL.RawQuery, body)
 		switch host {
 		case "secret.test":
 			if auth != "Bearer "+f.real {
@@ -68,7 +84,8 @@ func newSecretFixture(t *testing.T) *secretFixture {
 		t.Fatal(err)
 	}
 	allow, _ := ParseAllowList("secret.test,allowed.test," + up.Subnet)
-	f.p, err = New(Config{Allow: allow, Resolver: HostsFile(hosts), Secrets: []Secret{f.tok}, UpstreamCA: up.CAPEM})
+	f.p, err = New(Config{Allow: allow, Resolver: HostsFile(hosts), Secrets: []Secret{f.tok}, UpstreamCA: up.CAPEM,
+		Logger: slog.New(slog.NewTextHandler(f.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
