@@ -61,7 +61,7 @@ func newSecretFixture(t *testing.T) *secretFixture {
 		if i := strings.Index(string(body), f.real); len(body) > 200 && i >= 0 {
 			body = fmt.Appendf(nil, "<%d bytes, %s at %d>", len(body), f.real, i)
 		} else if len(body) > 200 {
-			body = fmt.Appendf(nil, "<%d bytes>", len(body))
+			body = fmt.Appendf(nil, "<%d bytes, ending %q>", len(body), body[len(body)-40:])
 		}
 		fmt.Fprintf(f.seen, "%s|%s|%s?%s|%s\n", host, strings.Join(heads, ","), r.URL.Path, r.URL.RawQuery, body)
 		switch host {

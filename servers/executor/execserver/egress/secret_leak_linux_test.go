@@ -63,8 +63,9 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 	if strings.Join(u.Denied, " ") != "allowed.test:80 secret.test:80" {
 		t.Errorf("network_denied %v", u.Denied)
 	}
-	if got := f.seen.String(); strings.Count(got, f.real) != 1 || strings.Contains(got, "allowed.test") {
-		t.Errorf("the value reached the upstream other than at secret.test over HTTPS: %q", got)
+	// The cut request may have reached the upstream in part: with no byte of the value.
+	if got := f.seen.String(); strings.Count(got, f.real) != 1 || strings.Count(got, f.real[:5]) != 1 {
+		t.Errorf("the value, or its beginning, reached the upstream other than at secret.test over HTTPS: %q", got)
 	}
 
 	// A name made of the value is refused before it is resolved, and the value is redacted where it is told.
