@@ -37,6 +37,9 @@ const (
 	DefaultMaxConnsPerCommand = 64
 	// DefaultIdleTimeout closes a connection on which nothing moved either way for this long.
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultHeadTimeout is how long a new connection has to send its first request's head, whole: every client
+	// sends it at once, and until it does the connection is nobody's (pending.go).
+	DefaultHeadTimeout = 10 * time.Second
 	// DefaultMaxBytesPerCommand bounds what one command moves through the proxy, both ways together: a large
 	// toolchain download fits, an exfiltration of a disk does not.
 	DefaultMaxBytesPerCommand = 4 << 30
@@ -60,6 +63,8 @@ type Config struct {
 	MaxConnsPerCommand int
 	// IdleTimeout closes a connection idle both ways this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// HeadTimeout bounds the time to a new connection's first request head; 0 means DefaultHeadTimeout.
+	HeadTimeout time.Duration
 	// MaxBytesPerCommand bounds the bytes one command moves, both ways together; 0 means
 	// DefaultMaxBytesPerCommand, -1 none.
 	MaxBytesPerCommand int64
@@ -82,6 +87,7 @@ func (c *Config) fill() error {
 	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
 	c.MaxConnsPerCommand = cmp.Or(c.MaxConnsPerCommand, DefaultMaxConnsPerCommand)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.HeadTimeout = cmp.Or(c.HeadTimeout, DefaultHeadTimeout)
 	c.MaxBytesPerCommand = cmp.Or(c.MaxBytesPerCommand, DefaultMaxBytesPerCommand)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	for _, s := range c.Secrets {
@@ -118,7 +124,9 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*Session
-	conns     int
+	conns     int                 // connections that named their session (pending ones are not counted)
+	pending   map[net.Conn]uint64 // connections that have not yet sent a request head, by order of arrival
+	arrivals  uint64
 	listeners []net.Listener
 	closed    bool
 	wg        sync.WaitGroup
@@ -137,7 +145,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, sessions: map[string]*Session{}}
+	p := &Proxy{cfg: cfg, sessions: map[string]*Session{}, pending: map[net.Conn]uint64{}}
 	if len(cfg.Secrets) > 0 {
 		in, err := newInterceptor(cfg.Secrets, cfg.UpstreamCA)
 		if err != nil {
@@ -217,9 +225,13 @@ func (p *Proxy) Close() error {
 	p.closed = true
 	lns := p.listeners
 	sessions := slices.Collect(maps.Values(p.sessions))
+	pending := slices.Collect(maps.Keys(p.pending))
 	p.mu.Unlock()
 	for _, ln := range lns {
 		ln.Close()
+	}
+	for _, c := range pending {
+		c.Close()
 	}
 	for _, s := range append(sessions, p.anon) {
 		s.closeConns()
@@ -508,24 +520,29 @@ func (p *Proxy) connect(ctx context.Context, addrs []netip.AddrPort) (net.Conn, 
 }
 
 // serveConn serves one client connection: requests in a row (plain HTTP keeps the connection), or one CONNECT.
+// Until its first request head names a session the connection is pending (pending.go), bounded in number and in
+// time, and counts against no limit of a command's or of the executor's; from then on it is its session's.
 func (p *Proxy) serveConn(c net.Conn) {
 	defer c.Close()
-	idle := p.cfg.IdleTimeout
-	ic := &idleConn{Conn: c, idle: idle}
+	ic := &idleConn{Conn: c, idle: p.cfg.IdleTimeout, until: time.Now().Add(p.cfg.HeadTimeout)}
+	p.pend(c)
+	lr := &io.LimitedReader{R: ic}
+	br := bufio.NewReaderSize(lr, 16<<10)
+	req, err := readRequest(br, lr)
+	ic.until = time.Time{}
+	if !p.unpend(c) || err != nil {
+		return // made room for a newer connection, or no head in time
+	}
 	p.mu.Lock()
 	full := p.conns >= p.cfg.MaxConns
 	if !full {
 		p.conns++
 	}
 	p.mu.Unlock()
-	lr := &io.LimitedReader{R: ic}
-	br := bufio.NewReaderSize(lr, 16<<10)
 	if full {
-		if req, err := readRequest(br, lr); err == nil {
-			host, port := targetOf(req)
-			p.refuse(ic, p.anon, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true,
-				reason: fmt.Sprintf("the executor's commands already hold %d proxy connections, its -net-max-conns; try again when some end", p.cfg.MaxConns)})
-		}
+		host, port := targetOf(req)
+		p.refuse(ic, p.anon, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true,
+			reason: fmt.Sprintf("the executor's commands already hold %d proxy connections, its -net-max-conns; try again when some end", p.cfg.MaxConns)})
 		return
 	}
 	defer func() {
@@ -546,11 +563,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 			sess.mu.Unlock()
 		}
 	}()
-	for {
-		req, err := readRequest(br, lr)
-		if err != nil {
-			return
-		}
+	for ; err == nil; req, err = readRequest(br, lr) {
 		s, authErr := p.auth(req)
 		if authErr != "" {
 			p.cfg.Logger.Warn("egress: bad proxy credentials", "error", authErr)
@@ -900,14 +913,20 @@ func (f *forwarder) writeSized(c *idleConn, resp *http.Response) error {
 	return err
 }
 
-// idleConn closes a connection on which nothing moves for idle: every read and write pushes the deadline on.
+// idleConn closes a connection on which nothing moves for idle: every read and write pushes the deadline on. While
+// until is set, reads have that fixed deadline instead, which bytes trickled in one at a time do not push on.
 type idleConn struct {
 	net.Conn
-	idle time.Duration
+	idle  time.Duration
+	until time.Time
 }
 
 func (c *idleConn) Read(b []byte) (int, error) {
-	_ = c.Conn.SetDeadline(time.Now().Add(c.idle))
+	if !c.until.IsZero() {
+		_ = c.Conn.SetDeadline(c.until)
+	} else {
+		_ = c.Conn.SetDeadline(time.Now().Add(c.idle))
+	}
 	return c.Conn.Read(b)
 }
 
