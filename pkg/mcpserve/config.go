@@ -11,6 +11,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/envflag"
@@ -28,7 +30,7 @@ type Config struct {
 	// Token is required as "Authorization: Bearer <token>" on the MCP endpoint over HTTP. Empty (the default)
 	// generates one at start: Run writes it to TokenFile and prints it, Start keeps it in Running.Token. NoToken
 	// ("none") serves without one, which lets every user of the machine in (loopback is shared): Run warns.
-	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint over HTTP; default: one generated at start, printed and written to -token-file; none to serve without (any user of this machine gets in); prefer the environment variable: flags show in ps"`
+	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint over HTTP; several, separated by commas, are each accepted and tell stateless clients apart; default: one generated at start, printed and written to -token-file; none to serve without (any user of this machine gets in); prefer the environment variable: flags show in ps"`
 	// TokenFile is where Run writes a generated token, readable by this user only; empty is DefaultTokenDir plus a
 	// name per server and port.
 	TokenFile string `env:"TOKEN_FILE" flag:"token-file" usage:"file a generated token is written to, mode 0600 (default $XDG_RUNTIME_DIR/goalbox, else the user cache folder/goalbox, /run/goalbox for root; one file per server and port)"`
@@ -129,6 +131,9 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	}
 	if cfg.Workspace == "" {
 		return fs, fmt.Errorf("no workspace: give -workspace DIR or %sWORKSPACE", prefix)
+	}
+	if cfg.Token != "" && slices.Contains(strings.Split(cfg.Token, ","), "") {
+		return fs, errors.New("-token has an empty token (a stray comma): give one token, or several separated by commas, each a client of its own (docs/serving.md, Tokens)")
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)

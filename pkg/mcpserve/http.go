@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,6 +229,7 @@ func (s *serving) startPOST(w http.ResponseWriter, r *http.Request, sid string, 
 		w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
 	}
 	tok, call := s.calls.add(r.Context(), clientAddr(r))
+	call.token = clientOf(r.Context())
 	r.Header.Set(callHeader, tok)
 	return splicingWriter{w}, call, func() { s.calls.remove(tok); rw.release() }
 }
@@ -317,11 +317,12 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 // bearer requires "Authorization: Bearer <token>". The scheme is case-insensitive and may be followed by more than
 // one space (RFC 9110 section 11.1); the token is compared in constant time.
 func bearer(token string, next http.Handler) http.Handler {
-	want := []byte(token)
+	wants := tokens(token) // several: clients.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := strings.TrimSpace(r.Header.Get("Authorization"))
 		scheme, got, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
+		n := matchToken([]byte(strings.TrimLeft(got, " ")), wants)
+		if !strings.EqualFold(scheme, "Bearer") || n == 0 {
 			what := "no bearer token"
 			switch {
 			case header != "" && !strings.EqualFold(scheme, "Bearer"):
@@ -335,7 +336,7 @@ func bearer(token string, next http.Handler) http.Handler {
 				"and wrote to its token file (-token-file)")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withToken(r, n, len(wants)))
 	})
 }
 
