@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,13 @@ func startOutputsServer(t *testing.T, cfg execserver.Config) outputsServer {
 
 func startOutputsServerAs(t *testing.T, cfg execserver.Config) outputsServer {
 	t.Helper()
+	return startOutputsServerToken(t, cfg, mcpserve.NoToken)
+}
+
+// startOutputsServerToken serves over HTTP with token as -token (several, comma-separated, tell stateless clients
+// apart); connectAs sends one of them.
+func startOutputsServerToken(t *testing.T, cfg execserver.Config, token string) outputsServer {
+	t.Helper()
 	g, err := pathguard.Open(t.TempDir(), pathguard.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +57,7 @@ func startOutputsServerAs(t *testing.T, cfg execserver.Config) outputsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: mcpserve.NoToken}, ex.Health, nil)
+	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: token}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +76,14 @@ func (s outputsServer) connect(t *testing.T) *mcp.ClientSession {
 // 2026-07-28.
 func (s outputsServer) connectVersion(t *testing.T, version string) *mcp.ClientSession {
 	t.Helper()
+	return s.connectAs(t, version, "")
+}
+
+// connectAs connects a client pinned to a protocol version that sends the bearer token token ("" none).
+func (s outputsServer) connectAs(t *testing.T, version, token string) *mcp.ClientSession {
+	t.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "outputs-test", Version: "0"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, mcptest.ClientOptions(version))
+		&mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1, HTTPClient: &http.Client{Transport: mcptest.Bearer(token, nil)}}, mcptest.ClientOptions(version))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 // by their handles alone (package processes, stateless.go).
 func ownerOf(ctx context.Context, ss *mcp.ServerSession) outputs.Owner {
 	if mcpserve.Stateless(ctx) {
-		return outputs.StatelessOwner
+		return outputs.Owner{Stateless: true, Client: mcpserve.StatelessClient(ctx)}
 	}
 	return outputs.SessionOwner(ss)
 }

@@ -70,6 +70,9 @@ type Store struct {
 type Owner struct {
 	Session   *mcp.ServerSession
 	Stateless bool
+	// Client names a stateless request's client when clients can be told apart (mcpserve.StatelessClient: "token
+	// 2"), "" when they cannot; the stateless store shares its room between clients by it (fair.go).
+	Client string
 }
 
 // SessionOwner is the owner of the outputs of the session ss.
@@ -118,9 +121,10 @@ func (t *outputTotal) release(n int64) { t.used.Add(-n) }
 
 // sessionOutputs is one session's outputs and the file that holds them.
 type sessionOutputs struct {
-	budget int64
-	total  *outputTotal
-	logger *slog.Logger
+	budget    int64
+	total     *outputTotal
+	logger    *slog.Logger
+	stateless bool // the stateless store: room is made by fair.go's rule, not oldest first
 
 	mu          sync.Mutex
 	ended       bool
@@ -141,6 +145,8 @@ type keptOutput struct {
 	size     int64
 	complete bool      // the stream ended
 	used     time.Time // made, written or read last, for the stateless store's expiry
+	client   string    // the stateless client that made it, when clients can be told apart
+	read     bool      // read to its end once complete: the stateless store may make room with it (fair.go)
 }
 
 // owned is ow's outputs: a session's, made (and set to be freed when the session ends) on first use, or the
@@ -160,7 +166,8 @@ func (o *Store) statelessStore(create bool) *sessionOutputs {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.stateless == nil && create && !o.closed {
-		o.stateless = &sessionOutputs{budget: o.statelessBudget(), total: o.total, logger: o.logger, live: map[string]*keptOutput{}, evicted: map[string]string{}}
+		o.stateless = &sessionOutputs{budget: o.statelessBudget(), total: o.total, logger: o.logger, live: map[string]*keptOutput{}, evicted: map[string]string{},
+			stateless: true}
 		go o.reapStateless(o.stateless)
 	}
 	return o.stateless
@@ -273,14 +280,14 @@ func (o *Store) Health() protocol.FullOutputsHealth {
 	return h
 }
 
-// add starts a new, empty output named id.
-func (s *sessionOutputs) add(id string) *keptOutput {
+// add starts a new, empty output named id, of client (a stateless store's; "" otherwise).
+func (s *sessionOutputs) add(id, client string) *keptOutput {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return nil
 	}
-	out := &keptOutput{id: id, used: time.Now()}
+	out := &keptOutput{id: id, used: time.Now(), client: client}
 	s.live[id] = out
 	s.order = append(s.order, out)
 	return out
@@ -318,6 +325,12 @@ func (s *sessionOutputs) write(out *keptOutput, p []byte) {
 // allocate gives out a free block, evicting the session's oldest outputs while its budget, or the executor's total,
 // is full; false when out itself had to go.
 func (s *sessionOutputs) allocate(out *keptOutput) (int64, bool) {
+	if s.stateless {
+		if !s.makeRoomFairly(out) {
+			return 0, false
+		}
+		return s.takeBlock(out)
+	}
 	for {
 		overBudget := s.used+outputBlock > s.budget
 		if !overBudget && s.total.reserve(outputBlock) {
@@ -342,6 +355,11 @@ func (s *sessionOutputs) allocate(out *keptOutput) (int64, bool) {
 			return 0, false
 		}
 	}
+	return s.takeBlock(out)
+}
+
+// takeBlock gives out a block of the file, its room already reserved in the total; false when there is no file.
+func (s *sessionOutputs) takeBlock(out *keptOutput) (int64, bool) {
 	if s.file == nil {
 		f, err := os.CreateTemp("", "goalbox-outputs-*")
 		if err == nil {
@@ -430,6 +448,9 @@ func (s *sessionOutputs) read(id string, offset, length int64) (page, error) {
 	}
 	out.used = time.Now()
 	n := min(length, out.size-offset)
+	if out.complete && offset+n == out.size {
+		out.read = true
+	}
 	data := make([]byte, n)
 	for done := int64(0); done < n; {
 		at := offset + done

@@ -65,6 +65,8 @@ type Process struct {
 	// named is when a call last named the process (started, read, written, stopped), for the stateless era's idle
 	// expiry; guarded by Table.mu.
 	named time.Time
+	// client is the stateless client that started it, when clients can be told apart (stateless.go).
+	client string
 }
 
 // ID is the process's process_id: "p1" in a session, a handle without one (stateless.go).
@@ -163,7 +165,7 @@ func (t *Table) newProcess(id string, r backend.Request) *Process {
 // requests' together (StatelessMax).
 func (t *Table) Start(ow outputs.Owner, r backend.Request, openStdin bool) (*Process, error) {
 	if ow.Stateless {
-		return t.startStateless(r, openStdin)
+		return t.startStateless(ow, r, openStdin)
 	}
 	ss := ow.Session
 	t.mu.Lock()

@@ -40,32 +40,43 @@ const statelessProcessPrefix = "proc-"
 // session's, since every stateless client shares them.
 const statelessEnded = 2 * endedProcessesPerSession
 
-// startStateless runs r as a process of the stateless era, named by a new handle.
-func (t *Table) startStateless(r backend.Request, openStdin bool) (*Process, error) {
+// startStateless runs r as a process of the stateless era for ow's client, named by a new handle. When clients can
+// be told apart (ow.Client, one per token of several), each runs at most Settings.Max at once, a session's cap, so
+// that no client takes the stateless era's whole StatelessMax; with one token they share it.
+func (t *Table) startStateless(ow outputs.Owner, r backend.Request, openStdin bool) (*Process, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("the executor is shutting down")
 	}
-	running := 0
+	running, mine := 0, 0
 	for _, p := range t.byHandle {
 		if p.running() {
 			running++
+			if ow.Client != "" && p.client == ow.Client {
+				mine++
+			}
 		}
+	}
+	if ow.Client != "" && mine >= t.settings.Max {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("this client (%s of the executor's -token) already runs %d processes without a session, the most one client may "+
+			"(the executor's -max-processes, a session's cap); stop one with %s first", ow.Client, mine, protocol.ToolStopProcess)
 	}
 	if running >= t.settings.StatelessMax {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("requests without a session (MCP %s) already run %d processes together, the most they may (every such client shares "+
-			"this cap); stop one with %s, or wait: a process no call names for %v is stopped", mcpserve.StatelessVersion, running,
-			protocol.ToolStopProcess, t.settings.StatelessIdle)
+		return nil, fmt.Errorf("requests without a session (MCP %s) already run %d processes together, the most they may (the executor's "+
+			"-stateless-processes; every such client shares this cap, unless each has a token of its own in -token); stop one with %s, or wait: "+
+			"a process no call names for %v is stopped", mcpserve.StatelessVersion, running, protocol.ToolStopProcess, t.settings.StatelessIdle)
 	}
 	p := t.newProcess(statelessProcessPrefix+outputs.NewHandle(), r)
+	p.client = ow.Client
 	t.byHandle[p.id] = p
 	forgotten := t.forgetEndedStatelessLocked()
 	t.mu.Unlock()
 	t.reaping.Do(func() { go t.reapStateless() })
 	t.forget(forgotten)
-	t.keepStreams(outputs.StatelessOwner, p)
+	t.keepStreams(ow, p)
 	t.launch(p, r, openStdin)
 	return p, nil
 }
