@@ -430,6 +430,7 @@ type safeBuf struct {
 
 func (s *safeBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *safeBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *safeBuf) Reset()                      { s.mu.Lock(); defer s.mu.Unlock(); s.b.Reset() }
 
 func TestParseSecret(t *testing.T) {
 	t.Setenv("EGRESS_TEST_TOKEN", "s3cr3t-value")

@@ -96,7 +96,7 @@ func (in *interceptor) leaked(req *http.Request, host string, plain bool, cut fu
 // with a 403; true when it did, or when the body could not be read (the client is gone). A value past the first
 // leakScanBytes of the body cuts the request as it streams, and is logged and listed the same way.
 func (p *Proxy) refuseLeak(w io.Writer, s *Session, req *http.Request, host string, port int, plain bool) bool {
-	if p.leakCheckOff || len(p.secrets.guarded(host, plain)) == 0 {
+	if p.leakCheckOff.Load() || len(p.secrets.guarded(host, plain)) == 0 {
 		return false
 	}
 	continueEarly(w, req) // the body is read now: a client waiting for "100 Continue" would wait a second for nothing

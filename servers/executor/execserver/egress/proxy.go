@@ -133,7 +133,7 @@ type Proxy struct {
 	seq       uint64
 
 	// leakCheckOff turns off the search for secrets' real values (leak.go): the positive control of its tests.
-	leakCheckOff bool
+	leakCheckOff atomic.Bool
 
 	// dial connects to an address already checked; tests replace it to reach an upstream on loopback (which the
 	// real dialer refuses) after every check has run.
@@ -661,7 +661,7 @@ func (p *Proxy) auth(req *http.Request) (*Session, string) {
 // tunnel serves CONNECT: decide, dial, 200, then bytes both ways until either side ends or idles out.
 func (p *Proxy) tunnel(c *idleConn, br *bufio.Reader, req *http.Request, s *Session) {
 	host, port := targetOf(req)
-	if sec := p.secrets.leakedInName(host); sec != nil && !p.leakCheckOff {
+	if sec := p.secrets.leakedInName(host); sec != nil && !p.leakCheckOff.Load() {
 		p.refuse(c, s, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "secret", denied: true, detailed: true,
 			reason: "the host name carries the real value of the secret " + sec.Name + ", which resolving it would send to DNS servers"})
 		return

@@ -154,7 +154,7 @@ func TestSecretBoundToItsHost(t *testing.T) {
 	if !strings.Contains(string(b), "tenant.test saw: Bearer "+f.real) {
 		t.Fatalf("control: tenant.test at secret.test's address does not echo what it is sent: %q", b)
 	}
-	f.seen = &safeBuf{}
+	f.seen.Reset()
 
 	s := f.p.Begin()
 	c := f.client(s, nil)

@@ -83,8 +83,8 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 		t.Errorf("the real value is in the log:\n%s", f.logs.String())
 	}
 
-	f.p.leakCheckOff = true
-	f.seen = &safeBuf{}
+	f.p.leakCheckOff.Store(true)
+	f.seen.Reset()
 	s = f.p.Begin()
 	if got := run(s); len(got) != 0 {
 		t.Errorf("control: with the search off, refused %q", got)
