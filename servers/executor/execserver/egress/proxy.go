@@ -396,7 +396,7 @@ func (p *Proxy) body(r *refusal) string {
 }
 
 func (p *Proxy) refuse(w io.Writer, s *Session, r *refusal) {
-	r.host = p.secrets.redact(r.host)
+	r.host, r.reason = p.secrets.redact(r.host), p.secrets.redact(r.reason)
 	if r.denied {
 		p.denied.Add(1)
 		s.deny(r.hostport())
