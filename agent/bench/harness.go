@@ -53,9 +53,9 @@ type harness struct {
 	command string // the test command alone, run from the exercise folder with $GOALBOX_DIR set
 	// reports are the files in $GOALBOX_DIR the trailer sends back (the framework's reports, the epilogues).
 	reports []string
-	// ends are the epilogue files in $GOALBOX_DIR, one per test process the grade must see finish: each must
-	// hold the nonce.
-	ends []string
+	// ends is how many end lines the pipe must carry, one per test process the grade must see finish (Rust: one
+	// per test file), each with the nonce.
+	ends int
 	// checked are the files the run must leave as the harness wrote them: the tests and the grader's own.
 	checked map[string][]byte
 	// pristine holds, for each harness file that stands in for an exercise file (Rust's test file with the
@@ -82,7 +82,8 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 		}
 		h.checked[f] = data
 	}
-	const end = "end"
+	h.files[harnessDir+"/collector.py"] = mustHarnessFile("collector.py")
+	h.ends = 1
 	switch ex.Lang {
 	case "go":
 		pkg, err := goTestPackage(ex)
@@ -95,19 +96,19 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, err
 		}
 		h.files[goMainFile] = b.Bytes()
-		// go test -json: cmd/go's own stream of per-test events, to a file; the human output is rendered from it.
-		// -count=1: a result go test replays from its cache runs no TestMain, so it would carry no epilogue (and
-		// the build cache is shared between the grader's sandboxes).
+		// go test -json: cmd/go's own stream of per-test events, straight into the collector's pipe (and only
+		// cmd/go holds it: the test binary it starts does not inherit descriptor 3); the human output is rendered
+		// from it. -count=1: a result go test replays from its cache runs no TestMain, so it would carry no
+		// epilogue (and the build cache is shared between the grader's sandboxes).
 		plain := strings.Replace(cmd, " go test -v ./...", " go test -count=1 -json ./...", 1)
 		if plain == cmd {
 			return harness{}, fmt.Errorf("%s: unexpected go test command %q", ex.ID(), cmd)
 		}
-		h.command = plain + ` > "$GOALBOX_DIR/report.json"`
-		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+		h.command = plain + ` >&3 3>&-`
 	case "python":
 		h.files["conftest.py"] = mustHarnessFile("conftest.py")
 		h.command = cmd + ` --junitxml="$GOALBOX_DIR/report.xml" -o junit_family=xunit1`
-		h.reports, h.ends = []string{"report.xml", "end"}, []string{end}
+		h.reports = []string{"report.xml"}
 	case "javascript":
 		h.files[harnessDir+"/reporter.js"] = mustHarnessFile("reporter.js")
 		plain := strings.Replace(cmd, " --ci ./*", " --ci --reporters=default --reporters=./"+harnessDir+"/reporter.js --json --outputFile=\"$GOALBOX_DIR/report.json\" ./*", 1)
@@ -115,12 +116,12 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, fmt.Errorf("%s: unexpected jest command %q", ex.ID(), cmd)
 		}
 		h.command = plain
-		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+		h.reports = []string{"report.json"}
 	case "rust":
-		// The test binaries' per-test lines are the report; each pristine test file gets the epilogue test, and
-		// one test thread runs the tests in name order, the epilogue last.
+		// libtest logs each test's result to the collector's pipe as it ends (--logfile); each pristine test file
+		// gets the epilogue test, and one test thread runs the tests in name order, the epilogue last.
 		epilogue := mustHarnessFile("epilogue.rs")
-		h.reports = nil
+		h.ends = 0
 		for _, f := range ex.Test {
 			if !strings.HasPrefix(f, "tests/") || path.Ext(f) != ".rs" {
 				continue
@@ -128,14 +129,12 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			h.pristine[f] = h.checked[f]
 			h.files[f] = append(slices.Clip(h.checked[f]), epilogue...)
 			h.checked[f] = h.files[f]
-			name := "end." + strings.ReplaceAll(strings.TrimSuffix(path.Base(f), ".rs"), "-", "_")
-			h.reports = append(h.reports, name)
-			h.ends = append(h.ends, name)
+			h.ends++
 		}
-		if len(h.ends) == 0 {
+		if h.ends == 0 {
 			return harness{}, fmt.Errorf("%s: no test file under tests/ to add the epilogue to", ex.ID())
 		}
-		h.command = cmd + " --test-threads=1"
+		h.command = cmd + " --test-threads=1 --logfile /dev/fd/3"
 	case "cpp":
 		own, _, err := sourceContent(ex, cppMainFile)
 		if err != nil {
@@ -144,7 +143,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 		h.pristine[cppMainFile] = own
 		h.files[cppMainFile] = mustHarnessFile("tests-main.cpp")
 		h.command = cmd
-		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+		h.reports = []string{"report.txt"}
 	case "java":
 		h.files[harnessDir+"/GoalboxLauncher.java"] = mustHarnessFile("GoalboxLauncher.java")
 		jars, _, err := javaJars(ex)
@@ -152,7 +151,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, err
 		}
 		h.command = javaHarnessCommand(g.Toolchains.JavaLibs, jars)
-		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+		h.reports = []string{"report.txt"}
 	default:
 		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
 	}
