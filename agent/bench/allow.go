@@ -26,7 +26,7 @@ import (
 // exercise may import. Go, Python, Java: a module's own name or a package under it (java.util covers
 // java.util.function); C++: the header's name.
 var pureCore = map[string][]string{
-	"go": {"bytes", "cmp", "container/heap", "container/list", "container/ring", "errors", "fmt", "iter", "maps",
+	"go": {"bufio", "bytes", "cmp", "container/heap", "container/list", "container/ring", "errors", "fmt", "iter", "maps",
 		"math", "math/big", "math/bits", "math/cmplx", "math/rand", "math/rand/v2", "regexp", "slices", "sort",
 		"strconv", "strings", "sync", "time", "unicode", "unicode/utf16", "unicode/utf8"},
 	"python": {"__future__", "abc", "array", "bisect", "calendar", "cmath", "collections", "copy", "dataclasses",

@@ -18,26 +18,23 @@ import (
 )
 
 // The harness is what the grader adds to an exercise for one grade, so that the verdict does not rest on anything
-// the solution can print. The solution runs inside the test process, so every line of that process's output is
-// the solution's to write. The grader therefore needs two things the framework produces and a solution that ends
-// the process early cannot:
-//
-//   - the framework's own per-test results, written to a report file (or for Rust, libtest's per-test lines), and
-//   - an epilogue: grader-owned code that runs only after the framework's run has ended and writes back the
-//     grade's nonce.
+// the solution can print or rewrite. The solution runs inside the test process, so every line of that process's
+// output is the solution's to write, and every file it can name is the solution's to rewrite once the framework
+// is done with it. The grade's first process is therefore the collector (harness/collector.py, record.go), which
+// the solution never runs in: the framework's per-test results reach it over a pipe (descriptor 3) as each test
+// ends, and an end line with the grade's nonce follows the framework's run; what arrives after that end counts for
+// nothing and makes the grade suspect.
 //
 // The nonce reaches the test process without ever being in the workspace, a command line or the environment:
-// the grader gives it on the command's standard input, the shell (before any test code runs) writes it into a
-// fresh private folder, $GOALBOX_DIR (mktemp -d, mode 0700), and the test process runs with stdin from /dev/null.
-// Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a JUnit
-// launcher of the grader's own), that code takes the nonce and removes the file first, so the solution cannot
-// learn it from the file system at all. Where the solution's code can run first (Go package initialisation, Rust
-// and C++ static constructors) it could read the file; docs/benchmark.md says what that leaves open and what
-// catches it instead (the source checks in suspect.go).
+// the collector reads it from its standard input and writes it into a fresh private folder, $GOALBOX_DIR (mode
+// 0700). Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a
+// JUnit launcher of the grader's own), that code takes the nonce and removes the file first. Where the solution's
+// code can run first (Go package initialisation, Rust and C++ static constructors) it could read the file; what a
+// solution may use at all is checked on its source before the run (allow.go, suspect.go).
 //
-// After the test process has ended, the same shell prints a trailer: the report and epilogue files (gzip, base64)
-// and the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files.
-// The grader reads only that trailer for the verdict (trailer.go).
+// After the test process has ended, the collector runs the trailer: the report files (only compared with the
+// pipe), the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files,
+// and prints its signed record (trailer.go, record.go).
 
 //go:embed harness
 var harnessFS embed.FS
