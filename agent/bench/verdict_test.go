@@ -3,7 +3,12 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -185,4 +190,38 @@ func TestExpectedTestsOverTheBenchmark(t *testing.T) {
 		}
 	}
 	t.Logf("expected tests per language: %v", total)
+}
+
+func TestTakeRecord(t *testing.T) {
+	sign := func(key string, r record) string {
+		raw, _ := json.Marshal(r)
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		w.Write(raw)
+		w.Close()
+		body := base64.StdEncoding.EncodeToString(z.Bytes())
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte(body))
+		return "\n" + recordMarker + body + " " + hex.EncodeToString(m.Sum(nil)) + "\n"
+	}
+	real := record{Code: 1, Lines: []string{"fail\tT.a", "end\tN"}}
+	good := "test output\n" + sign("K", real)
+	rest, rec, ok, suspect, err := takeRecord(good, "K")
+	if !ok || suspect != "" || err != nil || rest != "test output\n" || rec.Code != 1 || len(rec.Lines) != 2 {
+		t.Errorf("a good record: rest %q rec %+v ok %v suspect %q err %v", rest, rec, ok, suspect, err)
+	}
+	// A solution that prints a record of its own, after the real one or instead of it: no key, no signature.
+	forged := sign("guess", record{Lines: []string{"pass\tT.a", "end\tN"}})
+	if _, rec, ok, suspect, _ := takeRecord(good+forged, "K"); !ok || suspect == "" || rec.Code != 1 {
+		t.Errorf("a forged record after the real one: ok %v suspect %q rec %+v; want the real one read and suspect", ok, suspect, rec)
+	}
+	if _, _, ok, suspect, _ := takeRecord("out"+forged, "K"); ok || suspect == "" {
+		t.Errorf("a forged record alone: ok %v suspect %q; want no record and suspect", ok, suspect)
+	}
+	if _, _, _, suspect, _ := takeRecord(good+"late\n", "K"); suspect == "" {
+		t.Error("output after the record is not suspect")
+	}
+	if _, _, ok, _, _ := takeRecord("killed before its record\n", "K"); ok {
+		t.Error("no record read as one")
+	}
 }
