@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rewrite is a solution that fails every test and still gets graded as passing by a grader that reads its verdict
@@ -310,6 +311,7 @@ func TestGraderCatchesRewrites(t *testing.T) {
 	ctx := context.Background()
 	g := NewGrader()
 	g.Toolchains.CompilerCache = true
+	g.Timeout = 15 * time.Minute // a cold C++ build of Catch's main on a loaded machine takes minutes, not the 3 a model gets
 	for _, r := range rewrites {
 		t.Run(r.id, func(t *testing.T) {
 			lang, slug, _ := strings.Cut(r.id, "/")
