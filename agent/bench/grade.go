@@ -98,9 +98,10 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 	if timeout <= 0 {
 		timeout = DefaultGradeTimeout
 	}
-	nonce := newNonce()
+	key, nonce := newKey(), newNonce()
+	command, stdin := gradeCommand(h, key, nonce)
 	start := time.Now()
-	run, err := runCommandStdin(ctx, sb, gradeCommand(h), ws.Rel, nonce, timeout)
+	run, err := runCommandStdin(ctx, sb, command, ws.Rel, stdin, timeout)
 	elapsed := time.Since(start)
 	if err != nil {
 		return GradeResult{}, fmt.Errorf("%s: running the tests: %w", ex.ID(), err)
@@ -110,36 +111,43 @@ func (g *Grader) grade(ctx context.Context, sb loop.Sandbox, ex Exercise, ws Wor
 			return GradeResult{}, fmt.Errorf("%s: removing the grader's files: %w", ex.ID(), err)
 		}
 	}
-	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(run.Stdout)
+	stdout, rec, recorded, recordSuspect, recordErr := takeRecord(run.Stdout, key)
+	testOut, got, complete, trailerSuspect, trailerErr := parseTrailer(stdout)
 	code := run.ExitCode
+	if recorded {
+		code = rec.Code
+	}
 	out := loop.CommandOutput(protocol.RunCommandOutput{Stdout: testOut, Stderr: run.Stderr})
 	res := GradeResult{
 		Command:  cmd,
 		ExitCode: code,
-		TimedOut: code == -1 && elapsed >= timeout-time.Second,
+		TimedOut: run.ExitCode == -1 && elapsed >= timeout-time.Second,
 		Output:   out,
 		Seconds:  elapsed.Seconds(),
 		Restored: restored,
 		Tests:    len(expected),
 		Suspect:  suspect,
 	}
+	st, streamErr := readStream(ex.Lang, rec.Lines, nonce, h.ends)
 	if ex.Lang == "go" {
-		// go test -json wrote its stream to the report: the human output is rendered from it.
-		res.Output = goText(got.files["report.json"]) + out
+		// cmd/go wrote its event stream to the collector: the human output is rendered from it.
+		res.Output = st.text + out
 	}
-	cases, reportErr := parseReport(ex.Lang, got.files, testOut)
-	res.TestsOK, res.Verdict = judge(expected, cases)
-	if err := errors.Join(trailerErr, reportErr); err != nil {
-		res.Verdict = "the test reports could not be read: " + err.Error()
+	res.TestsOK, res.Verdict = judge(expected, st.cases)
+	if err := errors.Join(recordErr, trailerErr, streamErr); err != nil {
+		res.Verdict = "the test results could not be read: " + err.Error()
 	}
-	ended, epilogueWhy := checkEpilogues(h, got, nonce)
-	res.Suspect = cmp.Or(res.Suspect, trailerSuspect)
-	if res.Suspect == "" && complete {
-		res.Suspect = runSuspect(h, got, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
+	ended, epilogueWhy := checkEnds(h, st, nonce)
+	res.Suspect = cmp.Or(res.Suspect, recordSuspect, trailerSuspect)
+	if res.Suspect == "" && complete && recorded {
+		reported, _ := parseReport(ex.Lang, got.files, testOut)
+		res.Suspect = runSuspect(h, got, st, reported, expected, nonce, run.Stdout+run.Stderr, code, ended, epilogueWhy)
 	}
 	switch {
 	case res.TimedOut:
 		res.Verdict = fmt.Sprintf("the tests timed out after %s", timeout)
+	case !recorded && res.Verdict == "":
+		res.Verdict = "the grade's collector left no record (killed, or its output was cut)"
 	case !complete && res.Verdict == "":
 		res.Verdict = "the grade's command did not finish its trailer (killed, or its output was cut)"
 	case res.Verdict == "" && !ended:
@@ -254,37 +262,44 @@ func javaCompile(libs string, extra []string, more string) (lib []string, compil
 		" $(find src/main/java src/test/java -name '*.java')" + more + " && "
 }
 
-// checkEpilogues says whether every epilogue h expects is there with this grade's nonce, and if not, why.
-func checkEpilogues(h harness, got collected, nonce string) (bool, string) {
-	for _, e := range h.ends {
-		data, ok := got.files[e]
-		if !ok {
-			return false, "no epilogue (" + e + ")"
+// checkEnds says whether the pipe carried every end line h expects, each with this grade's nonce, and if not, why.
+func checkEnds(h harness, st stream, nonce string) (bool, string) {
+	for _, n := range st.ends {
+		if n != nonce {
+			return false, "an end line that does not carry this grade's nonce"
 		}
-		first, _, _ := strings.Cut(string(data), "\n")
-		if first != nonce {
-			return false, "the epilogue " + e + " does not carry this grade's nonce"
-		}
+	}
+	if len(st.ends) < h.ends {
+		return false, fmt.Sprintf("%d of %d end lines (the framework's run did not finish)", len(st.ends), h.ends)
 	}
 	return true, ""
 }
 
-// runSuspect is the reason, from the run, to distrust a grade, or "": the solution showed the nonce, an epilogue
-// was forged or reports tampering, the run changed the tests or the grader's files, or the process exited with
-// status 0 before the framework's end (a test run that ends early does not exit 0 by itself: something called
-// exit).
-func runSuspect(h harness, got collected, nonce, out string, code int, ended bool, why string) string {
+// runSuspect is the reason, from the run, to distrust a grade, or "": the solution showed the nonce, an end line
+// was forged or reports tampering, a test result came after the framework's end, the report file says more passed
+// than the pipe did, the run changed the tests or the grader's files, or the process exited with status 0 before
+// the framework's end (a test run that ends early does not exit 0 by itself: something called exit).
+func runSuspect(h harness, got collected, st stream, reported []caseResult, expected []string, nonce, out string, code int, ended bool, why string) string {
 	if strings.Contains(out, nonce) {
 		return "the test output shows this grade's nonce: solution code read the grader's secret"
 	}
-	for _, e := range h.ends {
-		data := string(got.files[e])
-		first, rest, _ := strings.Cut(data, "\n")
-		if data != "" && first != nonce {
-			return "an epilogue that is not the grader's: " + e + " does not carry this grade's nonce"
+	for _, n := range st.ends {
+		if n != nonce {
+			return "an end line that is not the grader's: it does not carry this grade's nonce"
 		}
-		if t := strings.TrimSpace(rest); strings.HasPrefix(t, "tampered ") {
-			return "the solution patched the test framework's assertions: " + limitNames(strings.Fields(strings.TrimPrefix(t, "tampered "))) + " replaced during the run"
+	}
+	for _, note := range st.notes {
+		if t, ok := strings.CutPrefix(note, "tampered "); ok {
+			return "the solution patched the test framework's assertions: " + limitNames(strings.Fields(t)) + " replaced during the run"
+		}
+	}
+	if len(st.late) > 0 {
+		return "test results arrived after the framework's end: " + limitNames(st.late) + " (solution code ran after the tests and wrote them)"
+	}
+	if len(reported) > 0 {
+		live, _ := judge(expected, st.cases)
+		if after, _ := judge(expected, reported); after > live {
+			return fmt.Sprintf("the test report says %d tests passed, the framework reported %d as they ran: the report was rewritten after the tests", after, live)
 		}
 	}
 	if changed := changedFiles(h.checked, got.sums); len(changed) > 0 {

@@ -18,26 +18,23 @@ import (
 )
 
 // The harness is what the grader adds to an exercise for one grade, so that the verdict does not rest on anything
-// the solution can print. The solution runs inside the test process, so every line of that process's output is
-// the solution's to write. The grader therefore needs two things the framework produces and a solution that ends
-// the process early cannot:
-//
-//   - the framework's own per-test results, written to a report file (or for Rust, libtest's per-test lines), and
-//   - an epilogue: grader-owned code that runs only after the framework's run has ended and writes back the
-//     grade's nonce.
+// the solution can print or rewrite. The solution runs inside the test process, so every line of that process's
+// output is the solution's to write, and every file it can name is the solution's to rewrite once the framework
+// is done with it. The grade's first process is therefore the collector (harness/collector.py, record.go), which
+// the solution never runs in: the framework's per-test results reach it over a pipe (descriptor 3) as each test
+// ends, and an end line with the grade's nonce follows the framework's run; what arrives after that end counts for
+// nothing and makes the grade suspect.
 //
 // The nonce reaches the test process without ever being in the workspace, a command line or the environment:
-// the grader gives it on the command's standard input, the shell (before any test code runs) writes it into a
-// fresh private folder, $GOALBOX_DIR (mktemp -d, mode 0700), and the test process runs with stdin from /dev/null.
-// Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a JUnit
-// launcher of the grader's own), that code takes the nonce and removes the file first, so the solution cannot
-// learn it from the file system at all. Where the solution's code can run first (Go package initialisation, Rust
-// and C++ static constructors) it could read the file; docs/benchmark.md says what that leaves open and what
-// catches it instead (the source checks in suspect.go).
+// the collector reads it from its standard input and writes it into a fresh private folder, $GOALBOX_DIR (mode
+// 0700). Where the framework loads grader code before any solution code (pytest's conftest, a jest reporter, a
+// JUnit launcher of the grader's own), that code takes the nonce and removes the file first. Where the solution's
+// code can run first (Go package initialisation, Rust and C++ static constructors) it could read the file; what a
+// solution may use at all is checked on its source before the run (allow.go, suspect.go).
 //
-// After the test process has ended, the same shell prints a trailer: the report and epilogue files (gzip, base64)
-// and the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files.
-// The grader reads only that trailer for the verdict (trailer.go).
+// After the test process has ended, the collector runs the trailer: the report files (only compared with the
+// pipe), the checksums of the files the run must not change; then it removes $GOALBOX_DIR and the grader's files,
+// and prints its signed record (trailer.go, record.go).
 
 //go:embed harness
 var harnessFS embed.FS
@@ -53,9 +50,9 @@ type harness struct {
 	command string // the test command alone, run from the exercise folder with $GOALBOX_DIR set
 	// reports are the files in $GOALBOX_DIR the trailer sends back (the framework's reports, the epilogues).
 	reports []string
-	// ends are the epilogue files in $GOALBOX_DIR, one per test process the grade must see finish: each must
-	// hold the nonce.
-	ends []string
+	// ends is how many end lines the pipe must carry, one per test process the grade must see finish (Rust: one
+	// per test file), each with the nonce.
+	ends int
 	// checked are the files the run must leave as the harness wrote them: the tests and the grader's own.
 	checked map[string][]byte
 	// pristine holds, for each harness file that stands in for an exercise file (Rust's test file with the
@@ -82,7 +79,8 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 		}
 		h.checked[f] = data
 	}
-	const end = "end"
+	h.files[harnessDir+"/collector.py"] = mustHarnessFile("collector.py")
+	h.ends = 1
 	switch ex.Lang {
 	case "go":
 		pkg, err := goTestPackage(ex)
@@ -95,19 +93,19 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, err
 		}
 		h.files[goMainFile] = b.Bytes()
-		// go test -json: cmd/go's own stream of per-test events, to a file; the human output is rendered from it.
-		// -count=1: a result go test replays from its cache runs no TestMain, so it would carry no epilogue (and
-		// the build cache is shared between the grader's sandboxes).
+		// go test -json: cmd/go's own stream of per-test events, straight into the collector's pipe (and only
+		// cmd/go holds it: the test binary it starts does not inherit descriptor 3); the human output is rendered
+		// from it. -count=1: a result go test replays from its cache runs no TestMain, so it would carry no
+		// epilogue (and the build cache is shared between the grader's sandboxes).
 		plain := strings.Replace(cmd, " go test -v ./...", " go test -count=1 -json ./...", 1)
 		if plain == cmd {
 			return harness{}, fmt.Errorf("%s: unexpected go test command %q", ex.ID(), cmd)
 		}
-		h.command = plain + ` > "$GOALBOX_DIR/report.json"`
-		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+		h.command = plain + ` >&3 3>&-`
 	case "python":
 		h.files["conftest.py"] = mustHarnessFile("conftest.py")
 		h.command = cmd + ` --junitxml="$GOALBOX_DIR/report.xml" -o junit_family=xunit1`
-		h.reports, h.ends = []string{"report.xml", "end"}, []string{end}
+		h.reports = []string{"report.xml"}
 	case "javascript":
 		h.files[harnessDir+"/reporter.js"] = mustHarnessFile("reporter.js")
 		plain := strings.Replace(cmd, " --ci ./*", " --ci --reporters=default --reporters=./"+harnessDir+"/reporter.js --json --outputFile=\"$GOALBOX_DIR/report.json\" ./*", 1)
@@ -115,12 +113,12 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, fmt.Errorf("%s: unexpected jest command %q", ex.ID(), cmd)
 		}
 		h.command = plain
-		h.reports, h.ends = []string{"report.json", "end"}, []string{end}
+		h.reports = []string{"report.json"}
 	case "rust":
-		// The test binaries' per-test lines are the report; each pristine test file gets the epilogue test, and
-		// one test thread runs the tests in name order, the epilogue last.
+		// libtest logs each test's result to the collector's pipe as it ends (--logfile); each pristine test file
+		// gets the epilogue test, and one test thread runs the tests in name order, the epilogue last.
 		epilogue := mustHarnessFile("epilogue.rs")
-		h.reports = nil
+		h.ends = 0
 		for _, f := range ex.Test {
 			if !strings.HasPrefix(f, "tests/") || path.Ext(f) != ".rs" {
 				continue
@@ -128,14 +126,12 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			h.pristine[f] = h.checked[f]
 			h.files[f] = append(slices.Clip(h.checked[f]), epilogue...)
 			h.checked[f] = h.files[f]
-			name := "end." + strings.ReplaceAll(strings.TrimSuffix(path.Base(f), ".rs"), "-", "_")
-			h.reports = append(h.reports, name)
-			h.ends = append(h.ends, name)
+			h.ends++
 		}
-		if len(h.ends) == 0 {
+		if h.ends == 0 {
 			return harness{}, fmt.Errorf("%s: no test file under tests/ to add the epilogue to", ex.ID())
 		}
-		h.command = cmd + " --test-threads=1"
+		h.command = cmd + " --test-threads=1 --logfile /dev/fd/3"
 	case "cpp":
 		own, _, err := sourceContent(ex, cppMainFile)
 		if err != nil {
@@ -144,7 +140,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 		h.pristine[cppMainFile] = own
 		h.files[cppMainFile] = mustHarnessFile("tests-main.cpp")
 		h.command = cmd
-		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+		h.reports = []string{"report.txt"}
 	case "java":
 		h.files[harnessDir+"/GoalboxLauncher.java"] = mustHarnessFile("GoalboxLauncher.java")
 		jars, _, err := javaJars(ex)
@@ -152,7 +148,7 @@ func (g *Grader) harnessFor(ex Exercise, cmd string) (harness, error) {
 			return harness{}, err
 		}
 		h.command = javaHarnessCommand(g.Toolchains.JavaLibs, jars)
-		h.reports, h.ends = []string{"report.txt", "end"}, []string{end}
+		h.reports = []string{"report.txt"}
 	default:
 		return harness{}, fmt.Errorf("unknown language %q", ex.Lang)
 	}

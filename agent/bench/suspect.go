@@ -83,6 +83,17 @@ func suspectSource(ex Exercise, ws Workspace) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	allowed, err := exerciseAllowance(ex)
+	if err != nil {
+		return "", err
+	}
+	own := func(p string) bool {
+		if slices.Contains(pristine, p) && !slices.Contains(ex.Solution, p) {
+			return false // a test or build file is not the solution's to import
+		}
+		info, err := os.Lstat(filepath.Join(ws.Dir(), filepath.FromSlash(p)))
+		return err == nil && info.Mode().IsRegular()
+	}
 	var found string
 	err = fs.WalkDir(os.DirFS(ws.Dir()), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || found != "" {
@@ -113,10 +124,13 @@ func suspectSource(ex Exercise, ws Workspace) (string, error) {
 			return err
 		}
 		for _, pat := range append(slices.Clip(graderPatterns), suspectPatterns[ex.Lang]...) {
-			if m := pat.re.Find(data); m != nil {
-				found = fmt.Sprintf("%s: %s (%q)", p, pat.why, strings.TrimSpace(string(m)))
+			if m := pat.re.FindIndex(data); m != nil {
+				found = fmt.Sprintf("%s:%d: %s (%q)", p, lineAt(data, m[0]), pat.why, strings.TrimSpace(string(data[m[0]:m[1]])))
 				return nil
 			}
+		}
+		if ex.Lang != "rust" || path.Ext(p) == ".rs" {
+			found = reachPast(ex, allowed, p, data, own)
 		}
 		return nil
 	})

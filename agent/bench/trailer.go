@@ -12,24 +12,30 @@ import (
 	"strings"
 )
 
-// The grade runs one shell command: it makes $GOALBOX_DIR and writes the nonce from its standard input there,
-// runs the test command (stdin from /dev/null), and after that has ended prints the trailer: the report and
-// epilogue files (gzip, base64: one line each, whatever they hold), the checksums of the files the run must not
-// change, and an end line with the test command's exit status; then it removes $GOALBOX_DIR and the grader's
-// files. The trailer is printed by the shell after the test process has exited, so it is the last thing on
-// stdout; a solution can print lines that look like it before, but then the marker appears twice, which the
-// grader treats as suspect.
+// The grade runs one command: the collector (harness/collector.py), the grade's first process, which the
+// solution never runs in. Its standard input carries the record's key, the epilogue's nonce and two scripts: the
+// test command, which it runs with the per-test results' pipe as descriptor 3 (record.go), and then the trailer,
+// which prints the report files (gzip, base64: one line each, whatever they hold), the checksums of the files the
+// run must not change and an end line with the test command's exit status, and removes $GOALBOX_DIR and the
+// grader's files. The trailer runs after the test process has exited, so it is the last thing on stdout before the
+// collector's record; a solution can print lines that look like it before, but then the marker appears twice,
+// which the grader treats as suspect.
 
 const (
 	trailerBegin = "@@goalbox-trailer-begin"
 	trailerEnd   = "@@goalbox-trailer-end"
 )
 
-// gradeCommand wraps h's test command with the nonce's private folder and the trailer.
-func gradeCommand(h harness) string {
+// gradeCommand is the command that runs h and the standard input that goes with it, which carries the grade's
+// secrets: key signs the collector's record, nonce is what the harness's epilogue must give back.
+func gradeCommand(h harness, key, nonce string) (command, stdin string) {
+	command = `P=/usr/bin/python3; [ -x "$P" ] || P=python3; exec "$P" -I -S -B ` + harnessDir + "/collector.py"
+	return command, key + "\n" + nonce + "\n" + h.command + "\x00" + trailerScript(h)
+}
+
+// trailerScript prints the trailer for h; the collector gives it the test command's status as $GOALBOX_CODE.
+func trailerScript(h harness) string {
 	var b strings.Builder
-	b.WriteString(`GOALBOX_DIR="$(mktemp -d)" && export GOALBOX_DIR && cat > "$GOALBOX_DIR/nonce" || exit 125` + "\n")
-	b.WriteString("( " + h.command + " ) </dev/null\ncode=$?\n")
 	b.WriteString("printf '\\n%s\\n' " + trailerBegin + "\n")
 	if len(h.reports) > 0 {
 		b.WriteString("for f in")
@@ -45,7 +51,7 @@ func gradeCommand(h harness) string {
 		}
 		b.WriteString(" 2>/dev/null\n")
 	}
-	b.WriteString(`printf '%s %d\n' ` + trailerEnd + ` "$code"` + "\n")
+	b.WriteString(`printf '%s %d\n' ` + trailerEnd + ` "$GOALBOX_CODE"` + "\n")
 	// The grader's files go, and the exercise's own come back, so the next try finds the exercise as it was.
 	// (Where this user may not write them, the next Restore does it.)
 	b.WriteString(`rm -rf "$GOALBOX_DIR" ` + harnessDir + " 2>/dev/null")
@@ -55,11 +61,11 @@ func gradeCommand(h harness) string {
 		}
 		b.WriteString("; rm -f " + shellQuote(f) + " 2>/dev/null")
 		if own, ok := h.pristine[f]; ok {
-			// Compressed: one argument of sh -c may not pass 128 KiB, and a Rust test file can be 60 KB.
+			// Compressed: a Rust test file can be 60 KB.
 			b.WriteString(" && printf %s " + gzipBase64(own) + " | base64 -d | gzip -dc > " + shellQuote(f))
 		}
 	}
-	b.WriteString("\nexit $code\n")
+	b.WriteString("\nexit 0\n")
 	return b.String()
 }
 

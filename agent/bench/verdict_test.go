@@ -3,7 +3,12 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,31 +85,34 @@ func TestParseTrailer(t *testing.T) {
 }
 
 func TestRunSuspect(t *testing.T) {
-	h := harness{ends: []string{"end"}, checked: map[string][]byte{"t.py": []byte("x")}}
+	h := harness{ends: 1, checked: map[string][]byte{"t.py": []byte("x")}}
 	sums := map[string]string{"t.py": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"} // sha256("x")
+	pass := []caseResult{{name: "T.a", passed: true}}
+	fail := []caseResult{{name: "T.a"}}
 	for _, c := range []struct {
-		name    string
-		end     string // the epilogue's content; "" for none
-		out     string
-		code    int
-		sums    map[string]string
-		suspect string // a part of the reason; "" for none
+		name     string
+		lines    []string // what the pipe carried
+		reported []caseResult
+		out      string
+		code     int
+		sums     map[string]string
+		suspect  string // a part of the reason; "" for none
 	}{
-		{"an honest pass", "N", "", 0, sums, ""},
-		{"an honest failure", "N", "", 1, sums, ""},
-		{"a crash before the epilogue", "", "", 1, sums, ""},
-		{"exit 0 before the epilogue", "", "", 0, sums, "exited with status 0 before"},
-		{"a forged epilogue", "guess", "", 0, sums, "not the grader's"},
-		{"the nonce in the output", "N", "here is N", 0, sums, "nonce"},
-		{"assertions replaced", "N\ntampered unittest.TestCase.assertEqual", "", 0, sums, "assertEqual"},
-		{"a test file changed", "N", "", 0, map[string]string{"t.py": strings.Repeat("0", 64)}, "changed or removed t.py"},
+		{"an honest pass", []string{"pass\tT.a", "end\tN"}, pass, "", 0, sums, ""},
+		{"an honest failure", []string{"fail\tT.a", "end\tN"}, fail, "", 1, sums, ""},
+		{"a crash before the end", []string{"fail\tT.a"}, nil, "", 1, sums, ""},
+		{"exit 0 before the end", nil, nil, "", 0, sums, "exited with status 0 before"},
+		{"a forged end line", []string{"pass\tT.a", "end\tguess"}, pass, "", 0, sums, "not the grader's"},
+		{"the nonce in the output", []string{"pass\tT.a", "end\tN"}, pass, "here is N", 0, sums, "nonce"},
+		{"assertions replaced", []string{"pass\tT.a", "end\tN\ttampered unittest.TestCase.assertEqual"}, pass, "", 0, sums, "assertEqual"},
+		{"a test file changed", []string{"pass\tT.a", "end\tN"}, pass, "", 0, map[string]string{"t.py": strings.Repeat("0", 64)}, "changed or removed t.py"},
+		{"a result after the end", []string{"fail\tT.a", "end\tN", "pass\tT.a"}, pass, "", 0, sums, "after the framework's end"},
+		{"a report rewritten after the tests", []string{"fail\tT.a", "end\tN"}, pass, "", 0, sums, "report was rewritten"},
 	} {
-		got := collected{files: map[string][]byte{}, sums: c.sums}
-		if c.end != "" {
-			got.files["end"] = []byte(c.end)
-		}
-		ended, why := checkEpilogues(h, got, "N")
-		s := runSuspect(h, got, "N", c.out, c.code, ended, why)
+		st, err := readStream("python", c.lines, "N", h.ends)
+		must(t, err)
+		ended, why := checkEnds(h, st, "N")
+		s := runSuspect(h, collected{sums: c.sums}, st, c.reported, []string{"T.a"}, "N", c.out, c.code, ended, why)
 		if (c.suspect == "") != (s == "") || !strings.Contains(s, c.suspect) {
 			t.Errorf("%s: suspect %q, want %q", c.name, s, c.suspect)
 		}
@@ -182,4 +190,38 @@ func TestExpectedTestsOverTheBenchmark(t *testing.T) {
 		}
 	}
 	t.Logf("expected tests per language: %v", total)
+}
+
+func TestTakeRecord(t *testing.T) {
+	sign := func(key string, r record) string {
+		raw, _ := json.Marshal(r)
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		w.Write(raw)
+		w.Close()
+		body := base64.StdEncoding.EncodeToString(z.Bytes())
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte(body))
+		return "\n" + recordMarker + body + " " + hex.EncodeToString(m.Sum(nil)) + "\n"
+	}
+	real := record{Code: 1, Lines: []string{"fail\tT.a", "end\tN"}}
+	good := "test output\n" + sign("K", real)
+	rest, rec, ok, suspect, err := takeRecord(good, "K")
+	if !ok || suspect != "" || err != nil || rest != "test output\n" || rec.Code != 1 || len(rec.Lines) != 2 {
+		t.Errorf("a good record: rest %q rec %+v ok %v suspect %q err %v", rest, rec, ok, suspect, err)
+	}
+	// A solution that prints a record of its own, after the real one or instead of it: no key, no signature.
+	forged := sign("guess", record{Lines: []string{"pass\tT.a", "end\tN"}})
+	if _, rec, ok, suspect, _ := takeRecord(good+forged, "K"); !ok || suspect == "" || rec.Code != 1 {
+		t.Errorf("a forged record after the real one: ok %v suspect %q rec %+v; want the real one read and suspect", ok, suspect, rec)
+	}
+	if _, _, ok, suspect, _ := takeRecord("out"+forged, "K"); ok || suspect == "" {
+		t.Errorf("a forged record alone: ok %v suspect %q; want no record and suspect", ok, suspect)
+	}
+	if _, _, _, suspect, _ := takeRecord(good+"late\n", "K"); suspect == "" {
+		t.Error("output after the record is not suspect")
+	}
+	if _, _, ok, _, _ := takeRecord("killed before its record\n", "K"); ok {
+		t.Error("no record read as one")
+	}
 }

@@ -2,8 +2,10 @@
 // before the next one.
 //
 // Catch's own main would print a summary a solution can print too. This one takes the grade's nonce from the
-// grade's private folder ($GOALBOX_DIR) and removes the file, runs Catch's session, records each test case's result as Catch reports it (a listener), and only after the
-// session has returned writes the report and then the nonce as the epilogue.
+// grade's private folder ($GOALBOX_DIR) and removes the file, runs Catch's session, sends each test case's result
+// to the grade's collector through descriptor 3 as Catch reports it (a listener), and only after the session has
+// returned writes the report, then the end line with the nonce, and closes the descriptor: static destructors and
+// exit handlers run after main returns, when the pipe is already closed.
 #define CATCH_CONFIG_RUNNER
 #include "catch.hpp"
 
@@ -13,14 +15,37 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 std::string goalbox_report;
 
+void goalbox_emit(std::string line) {
+    for (char& c : line) {
+        if (c == '\n') {
+            c = ' ';
+        }
+    }
+    line += '\n';
+    char const* p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+        ssize_t n = ::write(3, p, left);
+        if (n <= 0) {
+            return;  // no collector: not a grade
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
 struct GoalboxListener : Catch::TestEventListenerBase {
     using TestEventListenerBase::TestEventListenerBase;
     void testCaseEnded(Catch::TestCaseStats const& stats) override {
-        goalbox_report += (stats.totals.assertions.failed == 0 ? "pass\t" : "fail\t") + stats.testInfo.name + "\n";
+        std::string const line = (stats.totals.assertions.failed == 0 ? "pass\t" : "fail\t") + stats.testInfo.name;
+        goalbox_report += line + "\n";
+        goalbox_emit(line);
     }
 };
 
@@ -49,8 +74,8 @@ int main(int argc, char* argv[]) {
             std::ofstream out(dir + "/report.txt");
             out << goalbox_report;
         }
-        std::ofstream end(dir + "/end");
-        end << nonce;
+        goalbox_emit("end\t" + nonce);
     }
+    ::close(3);
     return result;
 }
