@@ -45,7 +45,8 @@ type Config struct {
 	// MaxRetryDelay caps one wait between tries (default 60 s). Waits grow from 1 s, doubling, with jitter; a
 	// Retry-After or retry-after-ms header is obeyed instead, up to this cap.
 	MaxRetryDelay time.Duration
-	// RequestTimeout is the longest silence of one attempt: until the headers, then between pieces of the body.
+	// RequestTimeout is the longest silence of one attempt: until the headers, then until the answer starts and
+	// between its pieces (a stream's data events: keep-alive comments do not count; a whole body's bytes).
 	// Answers stream, so a slow model writing a long answer is not cut off. 0 means 10 minutes.
 	RequestTimeout time.Duration
 	// MaxOutputTokens, when positive, caps each answer's length (max_tokens; max_completion_tokens for OpenAI).
@@ -238,14 +239,21 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	}
 	defer res.Body.Close()
 	watchdog.Reset(m.cfg.RequestTimeout)
-	in := &lively{r: res.Body, alive: func() { watchdog.Reset(m.cfg.RequestTimeout) }}
+	alive := func() { watchdog.Reset(m.cfg.RequestTimeout) }
+	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	streamed := res.StatusCode == http.StatusOK && mediaType == "text/event-stream"
+	in := &lively{r: res.Body}
+	if !streamed {
+		in.alive = alive // a whole body: every byte is the answer arriving
+	}
 	defer m.showProgress(in)()
 
 	var a answer
 	var apiErr *errorBody
-	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-	if res.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
-		apiErr, err = readStream(in, &a)
+	if streamed {
+		// A stream is alive when an event with data arrives: comments (": keep-alive") after the headers are a
+		// server holding the connection, not an answer, and must not hold the attempt past -model-timeout.
+		apiErr, err = readStream(in, &a, alive)
 		if err != nil && stalled.Load() && a.finish != "" {
 			err = nil // complete, and the server kept the connection open without [DONE]
 		}
@@ -320,7 +328,13 @@ func (m *Model) readWhole(res *http.Response, in io.Reader, a *answer, stream bo
 		f.err.Kind, f.err.Hint = loop.FailBadRequest, m.hint(&loop.ModelError{Kind: loop.FailBadRequest}, false)
 		return nil, f, nil
 	}
-	if e, isErr := a.add(r); isErr {
+	e, isErr, err := a.add(r)
+	switch {
+	case err != nil:
+		f := &failure{err: m.modelError(res.StatusCode, raw)}
+		f.err.Kind, f.err.Message = loop.FailTransient, "the answer cannot be read: "+err.Error()
+		return nil, f, nil
+	case isErr:
 		return &e, nil, nil
 	}
 	if stream && !m.noStream.Swap(true) {
@@ -338,7 +352,7 @@ func estimate(requestBytes int, msg loop.Message) loop.Usage {
 	return loop.Usage{PromptTokens: int64(requestBytes/4 + 1), CompletionTokens: int64(out/4 + 1), Estimated: true}
 }
 
-// lively is a body that tells the watchdog each time data arrives, and counts it.
+// lively is a body that counts what arrives and, when alive is set, tells the watchdog each time.
 type lively struct {
 	r     io.Reader
 	alive func()
@@ -349,7 +363,9 @@ func (l *lively) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	if n > 0 {
 		l.n.Add(int64(n))
-		l.alive()
+		if l.alive != nil {
+			l.alive()
+		}
 	}
 	return n, err
 }

@@ -1,6 +1,7 @@
 package looptest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -137,4 +138,94 @@ func ImagesOnlyInUserMessages(req Request) *Step {
 		}
 	}
 	return nil
+}
+
+// GeminiMissingSignature is Gemini 3's refusal of a history whose function calls lost their thought signature;
+// Gemini's OpenAI-compatible endpoint sends its errors as a list.
+var GeminiMissingSignature = Step{Status: http.StatusBadRequest,
+	Body: `[{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call ` + "`default_api:sandbox_write_file`" + ` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.","status":"INVALID_ARGUMENT"}}]`}
+
+// GeminiSignedCalls are calls as Gemini 3 streams them: whole, in one chunk, each with an ID of Gemini's and its
+// thought signature in extra_content.google.
+func GeminiSignedCalls(signature string, calls ...Call) Step {
+	var tcs []map[string]any
+	for i, c := range calls {
+		tcs = append(tcs, map[string]any{"id": fmt.Sprintf("function-call-%d", i+1), "type": "function", "index": i,
+			"function":      map[string]any{"name": c.Name, "arguments": c.Args},
+			"extra_content": map[string]any{"google": map[string]any{"thought_signature": signature}}})
+	}
+	return Step{Chunks: []string{chunk(map[string]any{"role": "assistant", "tool_calls": tcs}, "tool_calls")}}
+}
+
+// ThoughtSignaturesReplayed is Gemini 3's check: every function call of its own (IDs function-call-N) comes back
+// with its thought signature.
+func ThoughtSignaturesReplayed(req Request) *Step {
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			var extra struct {
+				Google struct {
+					ThoughtSignature string `json:"thought_signature"`
+				} `json:"google"`
+			}
+			_ = json.Unmarshal(tc.ExtraContent, &extra)
+			if strings.HasPrefix(tc.ID, "function-call-") && extra.Google.ThoughtSignature == "" {
+				s := GeminiMissingSignature
+				return &s
+			}
+		}
+	}
+	return nil
+}
+
+// NameInEveryChunk streams one call as MiniMax on NVIDIA NIM and Kimi on Fireworks do: its name (and ID and
+// index) repeated in every chunk beside each piece of the arguments.
+func NameInEveryChunk(c Call) Step {
+	var out []string
+	for _, piece := range thirds(c.Args) {
+		out = append(out, chunk(map[string]any{"tool_calls": []map[string]any{{"index": 0, "id": "call_mm_1", "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": piece}}}}, nil))
+	}
+	return Step{Chunks: append(out, chunk(map[string]any{}, "tool_calls"))}
+}
+
+// NoIndexCalls streams calls as proxies that drop the index do: each call's name, then its arguments in pieces,
+// every piece with the same id (empty: none at all).
+func NoIndexCalls(id string, calls ...Call) Step {
+	var out []string
+	for _, c := range calls {
+		out = append(out, chunk(map[string]any{"tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+		for _, piece := range thirds(c.Args) {
+			out = append(out, chunk(map[string]any{"tool_calls": []map[string]any{{"id": id, "function": map[string]any{"arguments": piece}}}}, nil))
+		}
+	}
+	return Step{Chunks: append(out, chunk(map[string]any{}, "tool_calls"))}
+}
+
+// WholeCallsSameID is a completion (not streamed) listing calls without an index, all with the same id.
+func WholeCallsSameID(id string, calls ...Call) Step {
+	var tcs []map[string]any
+	for _, c := range calls {
+		tcs = append(tcs, map[string]any{"id": id, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Args}})
+	}
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion", "model": "scripted",
+		"choices": []map[string]any{{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{"role": "assistant", "content": nil, "tool_calls": tcs}}},
+		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 10}})
+	return Step{Body: string(b)}
+}
+
+// chunk is one stream chunk of choice 0.
+func chunk(delta map[string]any, finish any) string {
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": "scripted",
+		"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
+	return string(b)
+}
+
+// thirds splits s in three pieces (fewer when it is short).
+func thirds(s string) []string {
+	if len(s) < 3 {
+		return []string{s}
+	}
+	a, b := len(s)/3, 2*len(s)/3
+	return []string{s[:a], s[a:b], s[b:]}
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goalbox/goalbox/agent/loop"
+	"github.com/goalbox/goalbox/agent/loop/looptest"
+)
+
+// The second round of providers (issue 39): what they send beside a message, how they stream calls, how they word
+// an overflow, what their chat templates refuse. Each test plays one provider's documented behaviour through the
+// scripted model and runs the whole command.
+
+// Gemini 3 puts a thought signature on each function call (extra_content.google.thought_signature) and refuses a
+// history that sends the call back without it.
+func TestGeminiThoughtSignaturesGoBackAsTheyCame(t *testing.T) {
+	const sig = "CiQBcsjafQ6P3qS9+signature=="
+	model := looptest.New(t, looptest.GeminiSignedCalls(sig, writeOK, command("cat ok.txt")),
+		looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+			calls := req.Messages[2].ToolCalls
+			if len(calls) != 2 || string(calls[0].ExtraContent) != `{"google":{"thought_signature":"`+sig+`"}}` {
+				t.Errorf("each call should go back with its extra_content as it came: %s", req.Raw)
+			}
+		}})
+	model.Rules = []looptest.Rule{looptest.ThoughtSignaturesReplayed}
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+}
+
+// MiniMax on NVIDIA NIM and Kimi on Fireworks repeat the tool's name in every chunk of a streamed call.
+func TestAToolNameRepeatedInEveryChunkIsOneName(t *testing.T) {
+	model := looptest.New(t, looptest.NameInEveryChunk(writeOK), looptest.Step{Content: "done"})
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if r.summary.ToolErrors != 0 || r.summary.ToolCalls != 1 {
+		t.Errorf("one call to sandbox_write_file: %+v", r.summary)
+	}
+}
+
+// Several calls without an index and with empty or equal IDs, streamed or whole, are several calls.
+func TestCallsWithoutIndexOrDistinctIDsStayApart(t *testing.T) {
+	t.Parallel()
+	cases := map[string]looptest.Step{
+		"streamed, no ids":        looptest.NoIndexCalls("", writeOK, command("cat ok.txt")),
+		"streamed, equal ids":     looptest.NoIndexCalls("call_0", writeOK, command("cat ok.txt")),
+		"not streamed, equal ids": looptest.WholeCallsSameID("call_0", writeOK, command("cat ok.txt")),
+		"not streamed, no ids":    looptest.WholeCallsSameID("", writeOK, command("cat ok.txt")),
+	}
+	for name, step := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			model := looptest.New(t, step, looptest.Step{Content: "done"})
+			model.Rules = []looptest.Rule{looptest.UniqueToolCallIDs}
+			r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+			r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+			if r.summary.ToolErrors != 0 || r.summary.ToolCalls != 2 {
+				t.Errorf("two calls, neither an error: %+v", r.summary)
+			}
+		})
+	}
+}
+
+// -model-timeout bounds the wait for the answer to start: comments after the headers are not an answer.
+func TestKeepAlivesAloneDoNotHoldTheAttempt(t *testing.T) {
+	model := looptest.New(t, looptest.Step{KeepAliveFor: 20 * time.Second, Calls: []looptest.Call{writeOK}},
+		looptest.Step{Calls: []looptest.Call{writeOK}}, looptest.Step{Content: "done"})
+	r := runAgent(t, model, "", nil, goal(append([]string{"-model-timeout", "1s"}, verifyOK...)...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	if !strings.Contains(r.stderr, "no answer for 1s (-model-timeout); retry 1") || len(model.Requests()) != 3 {
+		t.Errorf("the silent attempt should end at the model timeout and be retried: %d requests", len(model.Requests()))
+	}
+}
