@@ -72,3 +72,30 @@ func TestKeepAlivesAloneDoNotHoldTheAttempt(t *testing.T) {
 		t.Errorf("the silent attempt should end at the model timeout and be retried: %d requests", len(model.Requests()))
 	}
 }
+
+// A context overflow, in each provider's words and status, shrinks the conversation and asks again with the
+// smaller one: never the same oversized body again (llama.cpp's older 500 was retried as it was).
+func TestContextOverflowInEveryProvidersWords(t *testing.T) {
+	t.Parallel()
+	read := command("seq 1 3000")
+	for name, overflow := range map[string]looptest.Step{
+		"Gemini": looptest.GeminiContextLength, "llama.cpp": looptest.LlamaCppContextLength,
+		"llama.cpp older 500": looptest.LlamaCppOldContextLength, "xAI": looptest.XAIContextLength,
+		"TGI": looptest.TGIContextLength, "Mistral": looptest.MistralContextLength,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			model := looptest.New(t, looptest.Step{Calls: []looptest.Call{read}}, overflow,
+				looptest.Step{Calls: []looptest.Call{writeOK}}, looptest.Step{Content: "done"})
+			r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+			r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+			reqs := model.Requests()
+			if len(reqs) != 4 || strings.Contains(r.stderr, "retry 1") {
+				t.Fatalf("the overflow is shrunk, not retried: %d requests", len(reqs))
+			}
+			if refused, next := len(reqs[1].Raw), len(reqs[2].Raw); next > refused*3/4 {
+				t.Errorf("the request after the overflow should be smaller: %d bytes, then %d", refused, next)
+			}
+		})
+	}
+}

@@ -194,9 +194,20 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 			return false, ""
 		}
 		r.shrunk = true
-		saved := r.shrink(r.requestBytes() / 2)
+		// The request the server refused is never sent again as it was: old content is elided, and when nothing
+		// old is left, the latest results are cut. The budget learns the server's limit, so that the next turns
+		// stay under it rather than overflow in turn.
+		size := r.requestBytes()
+		target := size / 2
+		saved := r.shrink(target)
+		if now := size - saved; now > target {
+			saved += r.cutLatest(now - target)
+		}
 		if saved == 0 {
-			return false, "" // nothing old left to elide
+			return false, "" // nothing left to elide: the provider's words end the run
+		}
+		if l := &r.cfg.Limits.ContextBytes; *l <= 0 || *l > size*3/4 {
+			*l = size * 3 / 4
 		}
 		r.event(Event{Type: "elide", Turn: r.turns, SavedBytes: saved, Reason: "context_length", Error: me.Message})
 	case FailToolFormat:

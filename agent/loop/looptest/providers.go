@@ -61,6 +61,31 @@ var (
 		Body: `{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}`}
 )
 
+// Context overflows as each provider words them (openaichat/overflow.go reads them all).
+var (
+	GeminiContextLength = Step{Status: http.StatusBadRequest,
+		Body: `[{"error":{"code":400,"message":"The input token count (1290337) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`}
+	LlamaCppContextLength = Step{Status: http.StatusBadRequest,
+		Body: `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9120,"n_ctx":8192}}`}
+	// Before the 400 (llama.cpp builds of 2024 and early 2025), the same overflow was a 500.
+	LlamaCppOldContextLength = Step{Status: http.StatusInternalServerError,
+		Body: `{"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"server_error"}}`}
+	XAIContextLength = Step{Status: http.StatusBadRequest,
+		Body: `{"code":"Client specified an invalid argument","error":"This model's maximum prompt length is 131072 but the request contains 140122 tokens."}`}
+	TGIContextLength = Step{Status: http.StatusUnprocessableEntity,
+		Body: "{\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 3900 `inputs` tokens and 512 `max_new_tokens`\",\"error_type\":\"validation\"}"}
+	MistralContextLength = Step{Status: http.StatusBadRequest,
+		Body: `{"object":"error","message":"Prompt contains 40129 tokens and 0 draft tokens, too large for model with 32768 maximum context length","type":"invalid_request_message_error","param":null,"code":null}`}
+)
+
+// Gemini's and Anthropic's other refusals, through their OpenAI-compatible endpoints.
+var (
+	GeminiInvalidKey = Step{Status: http.StatusBadRequest,
+		Body: `[{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}}]`}
+	AnthropicModelNotFound = Step{Status: http.StatusNotFound,
+		Body: `{"type":"error","error":{"type":"not_found_error","message":"model: claude-sonnet-9"}}`}
+)
+
 // UniqueToolCallIDs is OpenAI's check that no two tool messages answer the same call ID.
 func UniqueToolCallIDs(req Request) *Step {
 	seen := map[string]bool{}
