@@ -14,14 +14,14 @@ import (
 // errorBody is what a provider sends when it fails. OpenAI, DeepSeek, Groq, Ollama and OpenRouter nest it under
 // "error" (OpenRouter with a numeric code, some servers as a bare string); vLLM sends it as the top-level object.
 type errorBody struct {
-	Message          string          `json:"message"`
-	Type             string          `json:"type"`
-	Code             json.RawMessage `json:"code"`
-	Status           string          `json:"status"` // Google's: INVALID_ARGUMENT, RESOURCE_EXHAUSTED
-	Details          []struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+	Status  string          `json:"status"` // Google's: INVALID_ARGUMENT, RESOURCE_EXHAUSTED
+	Details []struct {
 		Reason string `json:"reason"` // Google's: API_KEY_INVALID
 	} `json:"details"`
-	FailedGeneration string          `json:"failed_generation"`
+	FailedGeneration string `json:"failed_generation"`
 	Metadata         struct {
 		Raw          json.RawMessage `json:"raw"`
 		ProviderName string          `json:"provider_name"`
