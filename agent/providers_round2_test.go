@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,61 @@ func TestContextOverflowInEveryProvidersWords(t *testing.T) {
 				t.Errorf("the request after the overflow should be smaller: %d bytes, then %d", refused, next)
 			}
 		})
+	}
+}
+
+// Mistral's order (and alternating chat templates): an empty first reply, calls without IDs and a -continue after
+// a run that stopped on a tool turn each still send a conversation it accepts.
+func TestMistralAcceptsEveryConversationSent(t *testing.T) {
+	t.Run("empty first reply, then calls without IDs", func(t *testing.T) {
+		model := looptest.New(t, looptest.Step{}, looptest.Step{NoIDs: true, Calls: []looptest.Call{writeOK, command("cat ok.txt")}},
+			looptest.Step{Content: "I am writing a", FinishReason: "length"}, looptest.Step{Content: "done"})
+		model.Rules = []looptest.Rule{looptest.MistralRoles}
+		r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+		r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+		if n := len(model.Requests()); n != 4 {
+			t.Errorf("no request should be refused: %d requests", n)
+		}
+	})
+	t.Run("continue after a tool turn", func(t *testing.T) {
+		dir := t.TempDir()
+		model := looptest.New(t, looptest.Step{IDs: []string{"D681PevKs"}, Calls: []looptest.Call{writeOK}}, looptest.Step{Content: "done"})
+		model.Rules = []looptest.Rule{looptest.MistralRoles}
+		environ := map[string]string{"OPENAI_BASE_URL": model.BaseURL, "GOALBOX_MEMORY_DIR": filepath.Join(dir, "memory")}
+		base := []string{"-runs-dir", filepath.Join(dir, "runs"), "-model", "scripted"}
+		var out bytes.Buffer
+		if code := run(context.Background(), append(base, "-goal", "write ok.txt", "-workspace", filepath.Join(dir, "ws"), "-verify", "grep -qx ok ok.txt", "-max-turns", "1"),
+			environ, strings.NewReader(""), &out, &out); code != exitMet {
+			t.Logf("%s", out.String()) // the turn limit's check finds the work done
+		}
+		out.Reset()
+		if code := run(context.Background(), append(base, "-continue", "last"), environ, strings.NewReader(""), &out, &out); code != exitMet {
+			t.Errorf("continued run: exit %d\n%s", code, out.String())
+		}
+		if n := len(model.Requests()); n != 2 {
+			t.Errorf("no request should be refused: %d requests", n)
+		}
+	})
+}
+
+// The same failing call again and again: after three the model is told, after six the run stops and says why.
+func TestTheSameFailingCallIsNoticed(t *testing.T) {
+	failing := command("python3 -c 'import nosuchmodule'")
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Calls: []looptest.Call{failing}}
+	r := runAgent(t, model, "", nil, goal("-max-turns", "20")...)
+	r.want(t, exitNotMet, loop.OutcomeNotMet, loop.StopRepeating)
+	reqs := model.Requests()
+	if len(reqs) != loop.RepeatStop {
+		t.Errorf("the run should stop at the %dth identical failure: %d requests", loop.RepeatStop, len(reqs))
+	}
+	told := func(req looptest.Request) bool {
+		return strings.Contains(string(req.Raw), "this same call 3 times in a row")
+	}
+	if told(reqs[loop.RepeatNote-1]) || !told(reqs[loop.RepeatNote]) {
+		t.Errorf("the model should be told after the %dth failure, not before", loop.RepeatNote)
+	}
+	if !strings.Contains(r.summary.Error, "same failing call 6 times in a row") || !strings.Contains(r.stdout, "import nosuchmodule") {
+		t.Errorf("the summary should say why: %q", r.summary.Error)
 	}
 }

@@ -100,15 +100,13 @@ func (r *runner) ask(ctx context.Context) (Reply, error) {
 }
 
 // uniqueIDs gives every call an ID no earlier call in the conversation has: some servers send none, some number
-// each turn's calls from 1 again, and the answers must name their call unambiguously.
+// each turn's calls from 1 again, and the answers must name their call unambiguously. An ID the agent makes is
+// nine letters and digits (call00001), the strictest form a provider asks for (Mistral: [a-zA-Z0-9]{9}).
 func (r *runner) uniqueIDs(msg *Message) {
 	for i := range msg.ToolCalls {
 		tc := &msg.ToolCalls[i]
-		for n := 0; tc.ID == "" || r.callIDs[tc.ID]; n++ {
-			tc.ID = fmt.Sprintf("call_%d_%d", r.turns, i+1)
-			if n > 0 {
-				tc.ID += fmt.Sprintf("_%d", n)
-			}
+		for n := len(r.callIDs) + 1; tc.ID == "" || r.callIDs[tc.ID]; n++ {
+			tc.ID = fmt.Sprintf("call%05d", n)
 		}
 		r.callIDs[tc.ID] = true
 		r.toolNames[tc.ID] = tc.Name

@@ -171,6 +171,7 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 		}
 		req.Messages = append(req.Messages, w)
 	}
+	req.Messages = sequence(req.Messages)
 	return req, nil
 }
 

@@ -254,3 +254,49 @@ func thirds(s string) []string {
 	a, b := len(s)/3, 2*len(s)/3
 	return []string{s[:a], s[a:b], s[b:]}
 }
+
+// MistralRoles is the order Mistral's API (and the chat templates that want alternating turns: Gemma, Mistral v1
+// on vLLM or llama.cpp) checks: no two user messages in a row, no user right after a tool message, each tool
+// message answering a call of the assistant message before it, as many answers as calls, and tool-call IDs of
+// nine letters and digits.
+func MistralRoles(req Request) *Step {
+	refuse := func(msg string) *Step {
+		b, _ := json.Marshal(msg)
+		return &Step{Status: http.StatusBadRequest, Body: `{"object":"error","message":` + string(b) + `,"type":"invalid_request_message_error","param":null,"code":"3230"}`}
+	}
+	pending := map[string]bool{}
+	prev := ""
+	for i, m := range req.Messages {
+		switch {
+		case m.Role == "user" && prev == "user":
+			return refuse(fmt.Sprintf("Conversation roles must alternate user/assistant/user/assistant/... (messages %d and %d are both user)", i-1, i))
+		case m.Role == "user" && prev == "tool":
+			return refuse("Unexpected role 'user' after role 'tool'")
+		case m.Role == "tool" && !pending[m.ToolCallID]:
+			return refuse(fmt.Sprintf("Unexpected tool call id %s in tool results", m.ToolCallID))
+		case m.Role != "tool" && len(pending) > 0:
+			return refuse("Not the same number of function calls and responses")
+		}
+		delete(pending, m.ToolCallID)
+		for _, tc := range m.ToolCalls {
+			if !validMistralID(tc.ID) {
+				return refuse(fmt.Sprintf("Tool call id was %s but must be a-z, A-Z, 0-9, with a length of 9.", tc.ID))
+			}
+			pending[tc.ID] = true
+		}
+		prev = m.Role
+	}
+	return nil
+}
+
+func validMistralID(id string) bool {
+	if len(id) != 9 {
+		return false
+	}
+	for _, c := range id {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
