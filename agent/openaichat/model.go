@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,6 +80,9 @@ type Model struct {
 	// noReasoning is set once the server refused the reasoning fields of replayed messages (Groq: "property
 	// 'reasoning' is unsupported"); later requests leave them out.
 	noReasoning atomic.Bool
+	// answered is set once the server sent any response: from then on a refused connection is a server
+	// restarting, retried like any other failure that may heal.
+	answered atomic.Bool
 }
 
 const defaultTimeout = 10 * time.Minute
@@ -150,7 +154,7 @@ func (m *Model) Complete(ctx context.Context, msgs []loop.Message, tools []loop.
 			continue
 		}
 		failure.err.Attempts = attempt
-		if failure.err.Kind != loop.FailTransient {
+		if failure.err.Kind != loop.FailTransient || failure.unreachable {
 			m.note("model server: %s", failure.err.Error())
 			return loop.Reply{}, failure.err
 		}
@@ -190,6 +194,16 @@ type failure struct {
 	err        *loop.ModelError
 	retryAfter time.Duration // the server's Retry-After, if it gave one
 	refused    string        // a request field the server refused: "stream" or "reasoning" (refusedField)
+	// unreachable: no connection could be made (refused, no such host) to a server that never answered: a wrong
+	// URL or a server not started, named at once rather than after a minute of retries.
+	unreachable bool
+}
+
+// isDialError says err is a failure to connect at all: refused, unreachable, or a name that does not resolve.
+func isDialError(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }
 
 func transient(format string, a ...any) *failure {
@@ -235,9 +249,11 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	case err != nil:
 		f := transient("request failed: %v", unwrapURL(err))
 		f.err.Hint = fmt.Sprintf("nothing answered at %s: is the server running, and is -base-url (OPENAI_BASE_URL) right?", m.baseURL)
+		f.unreachable = !m.answered.Load() && isDialError(err)
 		return loop.Reply{}, f
 	}
 	defer res.Body.Close()
+	m.answered.Store(true)
 	watchdog.Reset(m.cfg.RequestTimeout)
 	alive := func() { watchdog.Reset(m.cfg.RequestTimeout) }
 	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
