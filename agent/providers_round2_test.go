@@ -158,3 +158,21 @@ func TestTheSameFailingCallIsNoticed(t *testing.T) {
 		t.Errorf("the summary should say why: %q", r.summary.Error)
 	}
 }
+
+// The terminal a person watches: a diff under each edit, the last lines of a command that failed, a checkpoint in
+// a few words (not its JSON), a check that ran out of time said to have timed out (not "exit -1").
+func TestTheProgressLinesShowWhatHappened(t *testing.T) {
+	edit := looptest.Call{Name: "sandbox_edit_file", Args: looptest.Args(map[string]string{"path": "ok.txt", "old_text": "ok\n", "new_text": "fine\n"})}
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{writeOK}}, looptest.Step{Calls: []looptest.Call{edit}},
+		looptest.Step{Calls: []looptest.Call{command("echo first; echo 'boom: the last words' >&2; exit 3")}},
+		looptest.Step{Content: "done"})
+	r := runAgent(t, model, "", nil, goal("-verify", "sleep 30", "-verify-timeout", "1s", "-max-turns", "4")...)
+	for _, want := range []string{"        | -ok", "        | +fine", "exit 3", "        | boom: the last words", "sandbox_checkpoint agent: before verify 1  cp-1", "verify \"sleep 30\"  timed out"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the progress should show %q", want)
+		}
+	}
+	if strings.Contains(r.stderr, `{"id":"cp-1"`) || strings.Contains(r.stderr, "exit -1") {
+		t.Errorf("no JSON and no exit -1 in the progress lines")
+	}
+}
