@@ -176,3 +176,15 @@ func TestTheProgressLinesShowWhatHappened(t *testing.T) {
 		t.Errorf("no JSON and no exit -1 in the progress lines")
 	}
 }
+
+// The model's text shows as it streams, line by line, before the turn's progress line.
+func TestTheModelsTextShowsAsItStreams(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Content: "I will write ok.txt.\nThen check it.", Calls: []looptest.Call{writeOK}},
+		looptest.Step{Content: "done"})
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+	text, turn := strings.Index(r.stderr, "        > I will write ok.txt.\n        > Then check it.\n"), strings.Index(r.stderr, "turn 1  model")
+	if text < 0 || turn < text {
+		t.Errorf("the text should show as it streams, before the turn's line")
+	}
+}

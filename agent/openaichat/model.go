@@ -59,6 +59,9 @@ type Config struct {
 	// model writing a long answer is seen working.
 	OnProgress    func(message string)
 	ProgressEvery time.Duration
+	// OnText, when set, hears the answer's text as it streams, piece by piece, and a final "\n" when the text did
+	// not end with one: a person reads the model as it writes. A retried attempt is heard again.
+	OnText func(piece string)
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
 }
@@ -266,6 +269,15 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 
 	var a answer
 	var apiErr *errorBody
+	if streamed && m.cfg.OnText != nil {
+		last := ""
+		a.onText = func(p string) { m.cfg.OnText(p); last = p }
+		defer func() {
+			if last != "" && !strings.HasSuffix(last, "\n") {
+				m.cfg.OnText("\n")
+			}
+		}()
+	}
 	if streamed {
 		// A stream is alive when an event with data arrives: comments (": keep-alive") after the headers are a
 		// server holding the connection, not an answer, and must not hold the attempt past -model-timeout.
