@@ -87,3 +87,33 @@ func TestInterruptStopsTheRunningCommandAndExits130(t *testing.T) {
 		t.Error("the command went on after the interrupt")
 	}
 }
+
+// SIGTERM twice (as `timeout` delivers it to a command under `go run`) cancels the run once and does not exit at
+// once: the summary is still written. A Ctrl-C after it still does.
+func TestATermTwiceStillLetsTheRunWindDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan int, 1)
+	var stderr syncBuffer
+	stop := interrupts(cancel, &stderr, func(code int) { exited <- code })
+	defer stop()
+	for range 2 {
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-ctx.Done()
+	select {
+	case code := <-exited:
+		t.Fatalf("a second SIGTERM exited (%d) before the summary", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Ctrl-C after it should exit at once")
+	}
+}
