@@ -65,6 +65,19 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	defer tf.Close()
 
 	sb, workspace, closeSandbox, err := openSandbox(ctx, o, stderr)
+	// Interrupted while the run was being set up: an interrupt, not a configuration error, and with its summary.
+	interruptedAtStart := func(err error) int {
+		sum := summary{Result: loop.Result{Outcome: loop.OutcomeNotMet, StopReason: loop.StopCanceled, Model: o.Model,
+			Error: "interrupted before the model was asked: " + err.Error()}, Goal: o.Goal, Verify: o.Verify, Transcript: transcriptPath, Workspace: o.Workspace}
+		if err := writeJSON(summaryPath, sum); err != nil {
+			fmt.Fprintf(stderr, "agent: summary: %v\n", err)
+		}
+		printSummary(stdout, sum, summaryPath)
+		return exitInterrupted
+	}
+	if err != nil && ctx.Err() != nil {
+		return interruptedAtStart(err)
+	}
 	if err != nil {
 		return failed(stderr, "%v", err)
 	}
@@ -79,6 +92,9 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	mem, err := openMemory(o, workspace)
 	if err == nil {
 		err = mem.configure(ctx, &cfg, sb, stderr)
+	}
+	if err != nil && ctx.Err() != nil {
+		return interruptedAtStart(err)
 	}
 	if err != nil {
 		return failed(stderr, "%v", err)

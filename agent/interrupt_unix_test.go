@@ -117,3 +117,20 @@ func TestATermTwiceStillLetsTheRunWindDown(t *testing.T) {
 		t.Fatal("a Ctrl-C after it should exit at once")
 	}
 }
+
+// An interrupt while the run is being set up (the servers starting, AGENTS.md read) is an interrupt with a
+// summary, not a configuration error: the cancel comes before anything can be asked.
+func TestAnInterruptDuringTheStartIsAnInterrupt(t *testing.T) {
+	model := looptest.New(t)
+	model.Repeat = &looptest.Step{Content: "done"}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout bytes.Buffer
+	code := run(ctx, []string{"-goal", "x", "-workspace", filepath.Join(dir, "ws"), "-runs-dir", filepath.Join(dir, "runs")},
+		map[string]string{"OPENAI_BASE_URL": model.BaseURL}, strings.NewReader(""), &stdout, io.Discard)
+	sums, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "summary.json"))
+	if code != exitInterrupted || len(sums) != 1 || !strings.Contains(stdout.String(), "stop reason  canceled") {
+		t.Errorf("exit %d, summaries %v, stdout %s", code, sums, stdout.String())
+	}
+}
