@@ -35,6 +35,7 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	client.MaxOutputTokens = o.MaxOutputTokens
 	note := func(msg string) { fmt.Fprintf(stderr, "        %s\n", msg) }
 	client.OnFailedAttempt, client.OnProgress, client.ProgressEvery = note, note, 15*time.Second
+	client.OnText = (&textEcho{w: stderr}).write
 	model, err := openaichat.New(client)
 	if err != nil {
 		return failed(stderr, "%v", err)
@@ -64,6 +65,19 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	defer tf.Close()
 
 	sb, workspace, closeSandbox, err := openSandbox(ctx, o, stderr)
+	// Interrupted while the run was being set up: an interrupt, not a configuration error, and with its summary.
+	interruptedAtStart := func(err error) int {
+		sum := summary{Result: loop.Result{Outcome: loop.OutcomeNotMet, StopReason: loop.StopCanceled, Model: o.Model,
+			Error: "interrupted before the model was asked: " + err.Error()}, Goal: o.Goal, Verify: o.Verify, Transcript: transcriptPath, Workspace: o.Workspace}
+		if err := writeJSON(summaryPath, sum); err != nil {
+			fmt.Fprintf(stderr, "agent: summary: %v\n", err)
+		}
+		printSummary(stdout, sum, summaryPath)
+		return exitInterrupted
+	}
+	if err != nil && ctx.Err() != nil {
+		return interruptedAtStart(err)
+	}
 	if err != nil {
 		return failed(stderr, "%v", err)
 	}
@@ -78,6 +92,9 @@ func runGoal(ctx context.Context, o GoalOptions, stdin io.Reader, stdout, stderr
 	mem, err := openMemory(o, workspace)
 	if err == nil {
 		err = mem.configure(ctx, &cfg, sb, stderr)
+	}
+	if err != nil && ctx.Err() != nil {
+		return interruptedAtStart(err)
 	}
 	if err != nil {
 		return failed(stderr, "%v", err)
@@ -238,4 +255,26 @@ func confinementNote(health map[string]any) string {
 		parts = append(parts, fmt.Sprintf("WARNINGS=%v", local.Warnings))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// textEcho shows the model's text as it streams, each line indented and marked under the progress lines.
+type textEcho struct {
+	w       io.Writer
+	midLine bool
+}
+
+func (e *textEcho) write(piece string) {
+	for piece != "" {
+		if !e.midLine {
+			fmt.Fprint(e.w, "        > ")
+			e.midLine = true
+		}
+		line, rest, nl := strings.Cut(piece, "\n")
+		fmt.Fprint(e.w, line)
+		if nl {
+			fmt.Fprint(e.w, "\n")
+			e.midLine = false
+		}
+		piece = rest
+	}
 }

@@ -42,23 +42,29 @@ func main() {
 }
 
 // interrupts makes the first Ctrl-C (or SIGTERM) cancel the run, which stops the sandbox's commands, writes the
-// summary and exits 130; a second one calls exit(130) at once, for a person who will not wait for that. stop
-// ends the handling (for tests).
+// summary and exits 130; a second Ctrl-C calls exit(130) at once, for a person who will not wait for that. A
+// second SIGTERM does not: supervisors deliver one TERM twice (GNU timeout signals the command and then its
+// process group, so `timeout 60 go run ./agent` gets it from timeout and from go run), and a supervisor that will
+// not wait sends SIGKILL. stop ends the handling (for tests).
 func interrupts(cancel context.CancelFunc, stderr io.Writer, exit func(int)) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		for n := 0; ; n++ {
+			var sig os.Signal
 			select {
 			case <-done:
 				return
-			case <-sigs:
+			case sig = <-sigs:
 			}
 			if n == 0 {
 				fmt.Fprintln(stderr, "agent: interrupted: stopping the sandbox's commands (Ctrl-C again to exit at once)")
 				cancel()
 				continue
+			}
+			if sig == syscall.SIGTERM {
+				continue // the same request again: the summary is still written
 			}
 			fmt.Fprintln(stderr, "agent: interrupted twice: exiting now")
 			exit(exitInterrupted)

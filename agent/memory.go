@@ -28,9 +28,18 @@ import (
 //     refused as it would be for the model — and up to maxAgentsMD bytes;
 //   - notes of the last few runs in the same workspace (goal, outcome, the commands that worked, what failed),
 //     kept outside the workspace, so they never show up in the project's diff or its git status, in the user's
-//     cache folder: <cache>/goalbox/memory/<sha256 of the workspace's real path, 16 hex digits>/notes.jsonl (with
-//     running servers the key is the filesystem server's URL, whose workspace the agent cannot see). A
+//     cache folder: <cache>/goalbox/memory/<sha256 of the workspace's real path, 16 hex digits>/notes.jsonl. A
 //     workspace.txt beside it names the workspace for a person looking.
+//
+// Notes are keyed by the workspace itself, never by a URL: with running servers (-fs-url) the agent cannot see
+// the workspace, and a URL names a server, not what it serves — a hostile workspace served there once would
+// plant text in the prompt of every later run on another workspace at the same address. The filesystem server
+// reports no identity of its workspace that the agent could trust (its real path and device/inode, hashed with a
+// secret of the server's, would do), so such runs keep no notes and read none, and say so.
+//
+// A note is what the run's own events say (the model's commands, how they ended, the check), each string cut to
+// 200 bytes and a few of each kind, and reaches the next prompt as data: one JSON object a line inside
+// <earlier_runs>, under a sentence saying that nothing in it is an instruction (memory.md). maxMemory bounds it.
 //
 // -no-memory leaves the notes out and writes none; AGENTS.md is part of the project, as visible to the model as any
 // file in it, and is read either way.
@@ -38,8 +47,11 @@ import (
 // maxAgentsMD bounds AGENTS.md in the system prompt: it is sent with every request.
 const maxAgentsMD = 16 << 10
 
-// keptNotes is how many notes the file keeps; -memory-runs of them go into a prompt.
-const keptNotes = 50
+// keptNotes is how many notes the file keeps; -memory-runs of them go into a prompt, within maxMemory bytes.
+const (
+	keptNotes = 50
+	maxMemory = 4 << 10
+)
 
 // userCacheDir is os.UserCacheDir; the package's tests point it at a folder of their own, so that no test run
 // leaves notes in the user's cache.
@@ -47,24 +59,25 @@ var userCacheDir = os.UserCacheDir
 
 // memory is one workspace's notes.
 type memory struct {
-	file string // notes.jsonl; "" with -no-memory
+	file string // notes.jsonl; "" with -no-memory, or with running servers
+	why  string // why there are no notes, when there are none for a reason the person should hear
 	runs int
 	rec  *noteRecorder
 }
 
-// openMemory finds the notes of the workspace (ws, its real path; or the fs URL of running servers).
+// openMemory finds the notes of the workspace ws (its real path); ws is "" with running servers, which get none.
 func openMemory(o GoalOptions, ws string) (*memory, error) {
 	m := &memory{runs: o.MemoryRuns, rec: &noteRecorder{}}
 	if o.NoMemory {
 		return m, nil
 	}
-	key := o.FSURL
-	if ws != "" {
-		real, err := filepath.EvalSymlinks(ws)
-		if err != nil {
-			return nil, fmt.Errorf("memory: %w", err)
-		}
-		key = real
+	if ws == "" {
+		m.why = "no notes of earlier runs with -fs-url: the server at a URL reports nothing of its workspace that could key them"
+		return m, nil
+	}
+	key, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
 	}
 	dir := o.MemoryDir
 	if dir == "" {
@@ -113,6 +126,9 @@ func (m *memory) configure(ctx context.Context, cfg *loop.Config, sb loop.Sandbo
 	if m.file != "" {
 		cfg.Observers = append(cfg.Observers, m.rec)
 	}
+	if m.why != "" {
+		fmt.Fprintf(stderr, "agent: %s\n", m.why)
+	}
 	if cfg.History != nil {
 		return nil
 	}
@@ -122,7 +138,7 @@ func (m *memory) configure(ctx context.Context, cfg *loop.Config, sb loop.Sandbo
 	}
 	cfg.Instructions = text
 	if notes := m.notes(); len(notes) > 0 {
-		if cfg.Memory, err = prompts.Render("memory.md", prompts.Data{Notes: notes}); err != nil {
+		if cfg.Memory, err = prompts.Render("memory.md", prompts.Data{Output: notesAsData(notes)}); err != nil {
 			return err
 		}
 	}
@@ -130,6 +146,23 @@ func (m *memory) configure(ctx context.Context, cfg *loop.Config, sb loop.Sandbo
 		fmt.Fprintf(stderr, "agent: instructions from AGENTS.md: %d bytes; notes of earlier runs: %d\n", len(text), len(m.notes()))
 	}
 	return nil
+}
+
+// notesAsData is the notes as the prompt shows them: one JSON object a line, newest last, within maxMemory bytes
+// (the oldest go first). JSON keeps each string on its line and quoted, whatever a command held.
+func notesAsData(notes []prompts.RunNote) string {
+	var lines []string
+	size := 0
+	for i := len(notes) - 1; i >= 0; i-- {
+		b, err := json.Marshal(notes[i])
+		if err != nil || size+len(b)+1 > maxMemory {
+			break
+		}
+		size += len(b) + 1
+		lines = append(lines, string(b)) // json escapes < and >: no tag can close the block
+	}
+	slices.Reverse(lines)
+	return strings.Join(lines, "\n")
 }
 
 // agentsMD reads the workspace's AGENTS.md through the filesystem server ("" when there is none).

@@ -24,7 +24,7 @@ type ModelOptions struct {
 	APIKey         string        `env:"OPENAI_API_KEY"` // environment only: a flag would show the key in ps
 	Retries        int           `env:"GOALBOX_MODEL_RETRIES" flag:"retries" usage:"most retries of one model request on 429, 5xx, broken or stalled answers (not on quota, auth or unknown-model errors)"`
 	RetryWindow    time.Duration `env:"GOALBOX_RETRY_WINDOW" flag:"retry-window" usage:"most time spent retrying one model request, waits included (they grow to a minute; Retry-After is obeyed), 0 for no bound but -retries"`
-	AttemptTimeout time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream)"`
+	AttemptTimeout time.Duration `env:"GOALBOX_MODEL_TIMEOUT" flag:"model-timeout" usage:"longest silence of the model server: until its answer starts, then between pieces of it (answers stream; keep-alive comments are silence)"`
 	PriceIn        float64       `env:"GOALBOX_PRICE_IN" flag:"price-in" usage:"USD per million input tokens; overrides the built-in table"`
 	PriceOut       float64       `env:"GOALBOX_PRICE_OUT" flag:"price-out" usage:"USD per million output tokens; overrides the built-in table"`
 	PriceCached    float64       `env:"GOALBOX_PRICE_CACHED" flag:"price-cached" usage:"USD per million input tokens read from the server's prompt cache, where it reports them; 0 prices them as other input"`

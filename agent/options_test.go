@@ -119,3 +119,13 @@ func TestTheEnvironmentChoosesABenchmarkProgram(t *testing.T) {
 		t.Errorf("both in the environment: %v", err)
 	}
 }
+
+// A mistyped flag is answered in a line, with the flags it may have meant, not with the whole list.
+func TestAMistypedFlagIsAnsweredInALine(t *testing.T) {
+	var stdout, stderr strings.Builder
+	code := run(t.Context(), []string{"-goal", "x", "-verfy", "true"}, map[string]string{}, strings.NewReader(""), &stdout, &stderr)
+	out := stderr.String() + stdout.String()
+	if code != exitError || strings.Count(out, "\n") > 2 || !strings.Contains(out, "-verfy") || !strings.Contains(out, "did you mean -verify?") {
+		t.Errorf("exit %d, %d lines:\n%s", code, strings.Count(out, "\n"), out)
+	}
+}

@@ -22,8 +22,9 @@ func TestPlanComesFirstAndStaysAtTheHead(t *testing.T) {
 	head := func(t testing.TB, req looptest.Request) {
 		t.Helper()
 		m := req.Messages
-		if len(m) < 5 || m[2].Role != "user" || !strings.Contains(m[2].Text(), "numbered list") || m[3].Role != "assistant" ||
-			m[3].Text() != threeSteps || m[4].Role != "user" || !strings.Contains(m[4].Text(), "Carry out your plan") {
+		// The plan request joins the goal's user message: turns alternate (openaichat/sequence.go).
+		if len(m) < 4 || m[1].Role != "user" || !strings.Contains(m[1].Text(), "numbered list") || m[2].Role != "assistant" ||
+			m[2].Text() != threeSteps || m[3].Role != "user" || !strings.Contains(m[3].Text(), "Carry out your plan") {
 			t.Errorf("the plan should stay at the head of the conversation: %.3000s", req.Raw)
 		}
 	}
@@ -32,7 +33,7 @@ func TestPlanComesFirstAndStaysAtTheHead(t *testing.T) {
 			if len(req.Tools) != 0 {
 				t.Errorf("no tools before the plan, got %v", req.Tools)
 			}
-			if len(req.Messages) != 3 || !strings.Contains(req.Messages[2].Text(), "sh test.sh") {
+			if len(req.Messages) != 2 || !strings.Contains(req.Messages[1].Text(), "Goal:") || !strings.Contains(req.Messages[1].Text(), "sh test.sh") {
 				t.Errorf("the first request should be system, goal, the plan request naming the check: %s", req.Raw)
 			}
 		}},

@@ -116,8 +116,8 @@ func parseFlags(p *program, o interface{ check() error }, args []string, environ
 	// Parsed with the other programs' flags too, each taking a value as in its own program, so that every one
 	// given is named at once, with its program.
 	all := flag.NewFlagSet(own.Name(), flag.ContinueOnError)
-	all.SetOutput(stderr)
-	all.Usage = own.Usage
+	all.SetOutput(io.Discard) // a mistyped flag is answered in a line or two (below), not with the whole list
+	all.Usage = func() {}
 	own.VisitAll(func(f *flag.Flag) { all.Var(f.Value, f.Name, f.Usage) })
 	var foreign []string
 	for _, q := range programs {
@@ -131,7 +131,7 @@ func parseFlags(p *program, o interface{ check() error }, args []string, environ
 		})
 	}
 	if err := all.Parse(args); err != nil {
-		return nil, usageError("%v", err)
+		return nil, usageError("%v%s", err, didYouMean(err, own, p))
 	}
 	if len(foreign) > 0 {
 		return nil, foreignFlagsError(p, foreign)
@@ -228,4 +228,59 @@ func isHelp(arg string) bool { name := flagName(arg); return name == "h" || name
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// didYouMean follows flag's "flag provided but not defined: -x" with p's flags closest to x, and where the whole
+// list is.
+func didYouMean(err error, own *flag.FlagSet, p *program) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimPrefix(name, "-")
+	type near struct {
+		name string
+		d    int
+	}
+	var best []near
+	own.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name) {
+			d = min(d, 1)
+		}
+		if d <= max(2, len(name)/3) {
+			best = append(best, near{f.Name, d})
+		}
+	})
+	slices.SortStableFunc(best, func(a, b near) int { return a.d - b.d })
+	var names []string
+	for _, b := range best[:min(len(best), 3)] {
+		names = append(names, "-"+b.name)
+	}
+	s := ""
+	if len(names) > 0 {
+		s = "; did you mean " + strings.Join(names, " or ") + "?"
+	}
+	return s + fmt.Sprintf(" (go run ./agent -%s -h lists them all)", p.flag)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

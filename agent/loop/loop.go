@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 			}
 			return StopDone, nil
 		}
-		malformed := 0
+		malformed, repeating := 0, ""
 		for _, call := range reply.Message.ToolCalls {
 			outcome, err := r.call(ctx, call)
 			if err != nil {
@@ -72,10 +73,17 @@ func (r *runner) converse(ctx context.Context) (string, error) {
 			if outcome == CallBadArguments || outcome == CallUnknownTool {
 				malformed++
 			}
+			repeating = cmp.Or(r.rep.note, repeating)
 		}
 		r.flushImages() // after every call's answer: see images.go
+		if repeating != "" {
+			r.add(Message{Role: RoleUser, Content: repeating})
+		}
 		if r.err != nil {
 			return StopInternal, r.err
+		}
+		if r.rep.stop != "" {
+			return StopRepeating, nil
 		}
 		if malformed < len(reply.Message.ToolCalls) {
 			r.formatErrors = 0
@@ -146,6 +154,7 @@ type runner struct {
 	sizes        []int           // each message's bytes in a request, counted once (budget.go)
 	turn0        int             // turns of the run this one continues (resume.go); limits count from it
 	ck           checkpoints     // the states verifies checked (checkpoint.go)
+	rep          repeats         // the latest identical failing calls (repeats.go)
 
 	extras // images, plan and review (images.go, plan.go, review.go)
 }
@@ -233,7 +242,7 @@ func ms(t0 time.Time) int64 { return time.Since(t0).Milliseconds() }
 // finish runs a last verification when a limit or the model server stopped a run whose work was never checked,
 // and builds the Result.
 func (r *runner) finish(ctx context.Context, stop string, err error) (Result, error) {
-	budgetStop := stop == StopMaxTurns || stop == StopMaxTokens || stop == StopMaxCost || stop == StopFormatErrors
+	budgetStop := stop == StopMaxTurns || stop == StopMaxTokens || stop == StopMaxCost || stop == StopFormatErrors || stop == StopRepeating
 	modelStop := stop == StopModelError && r.dirty
 	var runErr error
 	if (err == nil && budgetStop || modelStop) && r.cfg.Verify != "" && r.dirty && ctx.Err() == nil {
@@ -258,6 +267,8 @@ func (r *runner) finish(ctx context.Context, stop string, err error) (Result, er
 		res.Error = runErr.Error()
 	case stop == StopFormatErrors:
 		res.Error = r.formatStop
+	case stop == StopRepeating:
+		res.Error = r.rep.stop
 	}
 	if r.cfg.Price.Known() {
 		c := r.cfg.Price.Cost(r.usage)

@@ -12,6 +12,7 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 )
 
 // Roles of a Message.
@@ -40,6 +41,9 @@ type Message struct {
 	Images []Image `json:"images,omitempty"`
 	// Elided is set once an old tool output was replaced by a short note to keep the conversation within budget.
 	Elided bool `json:"elided,omitempty"`
+	// Extra is what the provider sent beside an assistant message's known fields (OpenRouter's reasoning_details,
+	// a vendor's signatures), as a JSON object; it goes back with the message as it came.
+	Extra Extra `json:"extra,omitempty"`
 }
 
 // ToolCall is one function call requested by the model. Arguments is the model's text verbatim: it may be
@@ -48,6 +52,10 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Extra is what the provider sent beside the call's id, type and function (Gemini 3's
+	// extra_content.google.thought_signature, which it refuses a history without), as a JSON object; it goes
+	// back with the call as it came.
+	Extra Extra `json:"extra,omitempty"`
 }
 
 // Tool is a tool the model may call, as discovered from a server with tools/list.
@@ -91,4 +99,27 @@ type Model interface {
 	Complete(ctx context.Context, msgs []Message, tools []Tool) (Reply, error)
 	// Name is the configured model name, for the transcript and the price table.
 	Name() string
+}
+
+// Extra is a JSON object a provider sent beside the fields the agent knows, kept as text (so that messages stay
+// comparable) and written into the transcript as the object itself.
+type Extra string
+
+func (e Extra) MarshalJSON() ([]byte, error) {
+	if e == "" {
+		return []byte("null"), nil
+	}
+	return []byte(e), nil
+}
+
+func (e *Extra) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*e = ""
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("extra fields must be a JSON object")
+	}
+	*e = Extra(b)
+	return nil
 }

@@ -53,13 +53,19 @@ func (p *Progress) Observe(ev Event) error {
 		fmt.Fprintf(p.w, "turn %d  review: the model is shown the workspace's changes since the start  %s\n", ev.Turn, took)
 	case ev.Type == "tool":
 		fmt.Fprintf(p.w, "turn %d  %s %s  %s%s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), imagesNote(ev.Result.Images), took)
+		if more := detail(*ev.Result); more != "" {
+			fmt.Fprint(p.w, more)
+		}
 	case ev.Type == "stop_process":
 		fmt.Fprintf(p.w, "turn %d  agent stops %s (%s) %s  %s  %s\n", ev.Turn, argNote(*ev.Call), shorten(ev.Command, 60),
 			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
 	case ev.Type == "verify":
-		fmt.Fprintf(p.w, "turn %d  verify %q  exit %d  %s\n", ev.Turn, ev.Command, *ev.ExitCode, took)
+		fmt.Fprintf(p.w, "turn %d  verify %q  %s  %s\n", ev.Turn, ev.Command, resultNote(CallOK, *ev.Result), took)
+		if more := detail(*ev.Result); more != "" {
+			fmt.Fprint(p.w, more)
+		}
 	case ev.Type == "checkpoint":
-		fmt.Fprintf(p.w, "turn %d  agent %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), took)
+		fmt.Fprintf(p.w, "turn %d  agent %s %s  %s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), checkpointNote(ev), took)
 	case ev.Type == "tool_mode":
 		fmt.Fprintf(p.w, "turn %d  the model server refused tools (%s): tools are now described in the prompt and called as <tool_call> text\n", ev.Turn, shorten(ev.Error, 120))
 	case ev.Type == "elide":
@@ -129,6 +135,7 @@ func resultNote(outcome string, res ToolResult) string {
 	if outcome == CallOK {
 		var o struct {
 			ExitCode  *int   `json:"exit_code"`
+			TimedOut  bool   `json:"timed_out"`
 			Killed    bool   `json:"killed"`
 			ProcessID string `json:"process_id"`
 			StartedAt string `json:"started_at"`
@@ -137,6 +144,10 @@ func resultNote(outcome string, res ToolResult) string {
 		case json.Unmarshal(res.Structured, &o) != nil:
 		case o.StartedAt != "":
 			return "started " + o.ProcessID
+		case o.TimedOut:
+			return "timed out" // the executor reports exit -1 for a command it killed
+		case o.ExitCode != nil && *o.ExitCode == -1:
+			return "killed (exit -1)"
 		case o.Killed && o.ExitCode != nil:
 			return fmt.Sprintf("exit %d, killed", *o.ExitCode)
 		case o.ExitCode != nil:
@@ -145,6 +156,68 @@ func resultNote(outcome string, res ToolResult) string {
 		return CallOK
 	}
 	return outcome + ": " + shorten(strings.SplitN(res.Text, "\n", 2)[0], 80)
+}
+
+// detail is what a person wants under a tool's line: the diff of an edit, the last lines of a command that failed.
+func detail(res ToolResult) string {
+	var o struct {
+		Diff     string `json:"diff"`
+		ExitCode *int   `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+	}
+	if res.IsError || json.Unmarshal(res.Structured, &o) != nil {
+		return ""
+	}
+	switch {
+	case o.Diff != "":
+		return indented(o.Diff, 0, 30)
+	case o.ExitCode != nil && *o.ExitCode != 0:
+		return indented(strings.TrimRight(o.Stdout, "\n")+"\n"+strings.TrimRight(o.Stderr, "\n"), 6, 0)
+	}
+	return ""
+}
+
+// indented is text's last `last` lines (or first `first`), each indented under the progress line.
+func indented(text string, last, first int) string {
+	lines := strings.Split(strings.Trim(text, "\n"), "\n")
+	cut := ""
+	switch {
+	case last > 0 && len(lines) > last:
+		lines = lines[len(lines)-last:]
+	case first > 0 && len(lines) > first:
+		cut = fmt.Sprintf("        [%d more lines]\n", len(lines)-first)
+		lines = lines[:first]
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		if l = strings.TrimRight(l, " \r"); l != "" {
+			fmt.Fprintf(&b, "        | %s\n", shorten(l, 160))
+		}
+	}
+	return b.String() + cut
+}
+
+// checkpointNote says what a checkpoint call did in a few words, not its JSON.
+func checkpointNote(ev Event) string {
+	if ev.Result.IsError {
+		return "failed: " + shorten(strings.SplitN(ev.Result.Text, "\n", 2)[0], 80)
+	}
+	var o struct {
+		ID      string `json:"id"`
+		SavedAs string `json:"saved_as"`
+		Files   []any  `json:"files"`
+	}
+	_ = json.Unmarshal(ev.Result.Structured, &o)
+	switch {
+	case o.SavedAs != "":
+		return "restored; the state before is " + o.SavedAs
+	case o.ID != "":
+		return o.ID
+	case o.Files != nil:
+		return fmt.Sprintf("%d file(s) changed", len(o.Files))
+	}
+	return "done"
 }
 
 // shorten cuts s to at most n bytes, an ellipsis included, without splitting a character.

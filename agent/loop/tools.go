@@ -40,6 +40,7 @@ func (r *runner) call(ctx context.Context, tc ToolCall) (string, error) {
 		r.dirty = true
 	}
 	r.noteStart(tc, res, outcome)
+	r.noteCall(tc, res, outcome)
 	sent, cut := compact(res, r.cfg.Limits.ToolOutputBytes)
 	if note := r.keepImages(tc, res); note != "" {
 		sent, cut = sent+"\n"+note, true // recorded as sent: the note is not part of the result

@@ -100,15 +100,13 @@ func (r *runner) ask(ctx context.Context) (Reply, error) {
 }
 
 // uniqueIDs gives every call an ID no earlier call in the conversation has: some servers send none, some number
-// each turn's calls from 1 again, and the answers must name their call unambiguously.
+// each turn's calls from 1 again, and the answers must name their call unambiguously. An ID the agent makes is
+// nine letters and digits (call00001), the strictest form a provider asks for (Mistral: [a-zA-Z0-9]{9}).
 func (r *runner) uniqueIDs(msg *Message) {
 	for i := range msg.ToolCalls {
 		tc := &msg.ToolCalls[i]
-		for n := 0; tc.ID == "" || r.callIDs[tc.ID]; n++ {
-			tc.ID = fmt.Sprintf("call_%d_%d", r.turns, i+1)
-			if n > 0 {
-				tc.ID += fmt.Sprintf("_%d", n)
-			}
+		for n := len(r.callIDs) + 1; tc.ID == "" || r.callIDs[tc.ID]; n++ {
+			tc.ID = fmt.Sprintf("call%05d", n)
 		}
 		r.callIDs[tc.ID] = true
 		r.toolNames[tc.ID] = tc.Name
@@ -194,9 +192,20 @@ func (r *runner) recover(ctx context.Context, err error) (again bool, stop strin
 			return false, ""
 		}
 		r.shrunk = true
-		saved := r.shrink(r.requestBytes() / 2)
+		// The request the server refused is never sent again as it was: old content is elided, and when nothing
+		// old is left, the latest results are cut. The budget learns the server's limit, so that the next turns
+		// stay under it rather than overflow in turn.
+		size := r.requestBytes()
+		target := size / 2
+		saved := r.shrink(target)
+		if now := size - saved; now > target {
+			saved += r.cutLatest(now - target)
+		}
 		if saved == 0 {
-			return false, "" // nothing old left to elide
+			return false, "" // nothing left to elide: the provider's words end the run
+		}
+		if l := &r.cfg.Limits.ContextBytes; *l <= 0 || *l > size*3/4 {
+			*l = size * 3 / 4
 		}
 		r.event(Event{Type: "elide", Turn: r.turns, SavedBytes: saved, Reason: "context_length", Error: me.Message})
 	case FailToolFormat:

@@ -14,18 +14,27 @@ import (
 // errorBody is what a provider sends when it fails. OpenAI, DeepSeek, Groq, Ollama and OpenRouter nest it under
 // "error" (OpenRouter with a numeric code, some servers as a bare string); vLLM sends it as the top-level object.
 type errorBody struct {
-	Message          string          `json:"message"`
-	Type             string          `json:"type"`
-	Code             json.RawMessage `json:"code"`
-	FailedGeneration string          `json:"failed_generation"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+	Status  string          `json:"status"` // Google's: INVALID_ARGUMENT, RESOURCE_EXHAUSTED
+	Details []struct {
+		Reason string `json:"reason"` // Google's: API_KEY_INVALID
+	} `json:"details"`
+	FailedGeneration string `json:"failed_generation"`
 	Metadata         struct {
 		Raw          json.RawMessage `json:"raw"`
 		ProviderName string          `json:"provider_name"`
 	} `json:"metadata"`
 }
 
-// parseError reads a provider's error from a body; ok is false when the body holds none.
+// parseError reads a provider's error from a body; ok is false when the body holds none. Gemini's
+// OpenAI-compatible endpoint sends a list of them: the first is read.
 func parseError(body []byte) (e errorBody, ok bool) {
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) == nil && len(list) > 0 {
+		body = list[0]
+	}
 	var outer struct {
 		Error  json.RawMessage `json:"error"`
 		Object string          `json:"object"`
@@ -68,6 +77,13 @@ func (m *Model) modelError(status int, body []byte) *loop.ModelError {
 	if e.Type != "" && me.Code == "" {
 		me.Code = e.Type
 	}
+	if e.Status != "" && (me.Code == "" || me.Code == strconv.Itoa(status)) {
+		me.Code = e.Status
+	}
+	codes := me.Code + " " + e.Type
+	for _, d := range e.Details {
+		codes += " " + strings.ToLower(d.Reason)
+	}
 	if raw := strings.Trim(string(e.Metadata.Raw), `"`); raw != "" && raw != "null" {
 		me.Message += " (" + e.Metadata.ProviderName + ": " + shortText(raw, 300) + ")"
 	}
@@ -77,7 +93,7 @@ func (m *Model) modelError(status int, body []byte) *loop.ModelError {
 			me.Message = http.StatusText(status)
 		}
 	}
-	me.Kind = classify(status, me.Code+" "+e.Type, strings.ToLower(me.Message))
+	me.Kind = classify(status, codes, strings.ToLower(me.Message))
 	me.Hint = m.hint(me, ok)
 	return me
 }
@@ -93,14 +109,13 @@ func classify(status int, codes, msg string) string {
 		return loop.FailToolFormat
 	case has("insufficient_quota", "exceeded your current quota", "insufficient balance", "insufficient credits", "billing") || status == http.StatusPaymentRequired:
 		return loop.FailQuota
-	case has("context_length_exceeded", "maximum context length", "context window", "context length", "prompt is too long", "too many tokens in") ||
-		status == http.StatusRequestEntityTooLarge:
+	case isOverflow(status, codes, msg):
 		return loop.FailContextLength
 	case has("does not support tools", "support tool use", "tool choice requires", "tools are not supported", "does not support function", "tool calling is not supported"):
 		return loop.FailNoTools
-	case status == http.StatusUnauthorized || status == http.StatusForbidden || has("invalid_api_key", "authentication_error"):
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || has("invalid_api_key", "authentication_error", "api_key_invalid", "api key not valid"):
 		return loop.FailAuth
-	case has("model_not_found") || (strings.Contains(msg, "model") && (strings.Contains(msg, "not found") || strings.Contains(msg, "does not exist"))):
+	case has("model_not_found") || (strings.Contains(msg, "model") && (has("not found", "not_found", "does not exist"))):
 		return loop.FailModelNotFound
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status == http.StatusTooEarly ||
 		status == http.StatusTooManyRequests || status >= 500 || status == http.StatusOK:

@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +40,15 @@ func TestProvidersErrorsAreReadAndSorted(t *testing.T) {
 		{"OpenRouter upstream", looptest.OpenRouterUpstreamError, loop.FailTransient, "502", "Provider returned error (Scripted: upstream connect error)"},
 		{"vLLM context", looptest.VLLMContextLength, loop.FailContextLength, "BadRequestError", "maximum context length is 32768"},
 		{"vLLM tools", looptest.VLLMNoAutoToolChoice, loop.FailNoTools, "BadRequestError", "--enable-auto-tool-choice"},
+		{"Gemini context", looptest.GeminiContextLength, loop.FailContextLength, "INVALID_ARGUMENT", "exceeds the maximum number of tokens allowed"},
+		{"llama.cpp context", looptest.LlamaCppContextLength, loop.FailContextLength, "exceed_context_size_error", "exceeds the available context size"},
+		{"llama.cpp context, older", looptest.LlamaCppOldContextLength, loop.FailContextLength, "server_error", "exceeds the available context size"},
+		{"xAI context", looptest.XAIContextLength, loop.FailContextLength, "", "maximum prompt length is 131072"},
+		{"TGI context", looptest.TGIContextLength, loop.FailContextLength, "", "must be <= 4096"},
+		{"Mistral context", looptest.MistralContextLength, loop.FailContextLength, "invalid_request_message_error", "too large for model with 32768"},
+		{"Gemini key", looptest.GeminiInvalidKey, loop.FailAuth, "INVALID_ARGUMENT", "API key not valid"},
+		{"Gemini signature", looptest.GeminiMissingSignature, loop.FailBadRequest, "INVALID_ARGUMENT", "missing a thought_signature"},
+		{"Anthropic model", looptest.AnthropicModelNotFound, loop.FailModelNotFound, "not_found_error", "model: claude-sonnet-9"},
 		{"plain text", looptest.Step{Status: 502, Body: "<html>Bad Gateway</html>"}, loop.FailTransient, "", "<html>Bad Gateway</html>"},
 	}
 	for _, c := range cases {
@@ -49,6 +59,45 @@ func TestProvidersErrorsAreReadAndSorted(t *testing.T) {
 		}
 		if g := c.step; c.kind == loop.FailToolFormat && !strings.Contains(e.Generation, "<function=sandbox_list_files") {
 			t.Errorf("%s: the failed generation is lost: %q (%s)", c.name, e.Generation, g.Body)
+		}
+	}
+}
+
+// TestOverflowWordings: every row of the overflow table is recognised, by its words with its status, and a
+// message with none of them is not an overflow.
+func TestOverflowWordings(t *testing.T) {
+	for _, o := range contextOverflow {
+		status, _ := strconv.Atoi(o.status)
+		msg := "the provider says " + o.words + " 4096 tokens"
+		if !isOverflow(status, "", strings.ToLower(msg)) {
+			t.Errorf("%s: %q (%s) is not recognised", o.provider, o.words, o.status)
+		}
+	}
+	if isOverflow(400, "invalid_request_error", "messages: unexpected role 'user' after role 'tool'") {
+		t.Error("an ordinary 400 taken for an overflow")
+	}
+}
+
+// The hint that asks whether the URL is the API root goes only with an answer that is no chat API's: not with a
+// refused key or an unknown model, not with a JSON refusal of the request.
+func TestTheAPIRootHintOnlyWhereItFits(t *testing.T) {
+	m, err := New(Config{Model: "scripted", BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		step looptest.Step
+		root bool
+	}{
+		{looptest.GeminiInvalidKey, false}, {looptest.AnthropicModelNotFound, false}, {looptest.GeminiMissingSignature, false},
+		{looptest.Step{Status: 404, Body: "404 page not found"}, true},
+	} {
+		e := m.modelError(c.step.Status, []byte(c.step.Body))
+		if got := strings.Contains(e.Hint, "API root"); got != c.root {
+			t.Errorf("%.80s: hint %q", c.step.Body, e.Hint)
+		}
+		if strings.HasPrefix(e.Message, "[") || strings.HasPrefix(e.Message, "{") {
+			t.Errorf("the provider's words, not its body: %q", e.Message)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,7 +46,8 @@ type Config struct {
 	// MaxRetryDelay caps one wait between tries (default 60 s). Waits grow from 1 s, doubling, with jitter; a
 	// Retry-After or retry-after-ms header is obeyed instead, up to this cap.
 	MaxRetryDelay time.Duration
-	// RequestTimeout is the longest silence of one attempt: until the headers, then between pieces of the body.
+	// RequestTimeout is the longest silence of one attempt: until the headers, then until the answer starts and
+	// between its pieces (a stream's data events: keep-alive comments do not count; a whole body's bytes).
 	// Answers stream, so a slow model writing a long answer is not cut off. 0 means 10 minutes.
 	RequestTimeout time.Duration
 	// MaxOutputTokens, when positive, caps each answer's length (max_tokens; max_completion_tokens for OpenAI).
@@ -57,6 +59,9 @@ type Config struct {
 	// model writing a long answer is seen working.
 	OnProgress    func(message string)
 	ProgressEvery time.Duration
+	// OnText, when set, hears the answer's text as it streams, piece by piece, and a final "\n" when the text did
+	// not end with one: a person reads the model as it writes. A retried attempt is heard again.
+	OnText func(piece string)
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
 }
@@ -78,6 +83,9 @@ type Model struct {
 	// noReasoning is set once the server refused the reasoning fields of replayed messages (Groq: "property
 	// 'reasoning' is unsupported"); later requests leave them out.
 	noReasoning atomic.Bool
+	// answered is set once the server sent any response: from then on a refused connection is a server
+	// restarting, retried like any other failure that may heal.
+	answered atomic.Bool
 }
 
 const defaultTimeout = 10 * time.Minute
@@ -149,7 +157,7 @@ func (m *Model) Complete(ctx context.Context, msgs []loop.Message, tools []loop.
 			continue
 		}
 		failure.err.Attempts = attempt
-		if failure.err.Kind != loop.FailTransient {
+		if failure.err.Kind != loop.FailTransient || failure.unreachable {
 			m.note("model server: %s", failure.err.Error())
 			return loop.Reply{}, failure.err
 		}
@@ -189,6 +197,16 @@ type failure struct {
 	err        *loop.ModelError
 	retryAfter time.Duration // the server's Retry-After, if it gave one
 	refused    string        // a request field the server refused: "stream" or "reasoning" (refusedField)
+	// unreachable: no connection could be made (refused, no such host) to a server that never answered: a wrong
+	// URL or a server not started, named at once rather than after a minute of retries.
+	unreachable bool
+}
+
+// isDialError says err is a failure to connect at all: refused, unreachable, or a name that does not resolve.
+func isDialError(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }
 
 func transient(format string, a ...any) *failure {
@@ -234,18 +252,36 @@ func (m *Model) attempt(ctx context.Context, msgs []loop.Message, tools []loop.T
 	case err != nil:
 		f := transient("request failed: %v", unwrapURL(err))
 		f.err.Hint = fmt.Sprintf("nothing answered at %s: is the server running, and is -base-url (OPENAI_BASE_URL) right?", m.baseURL)
+		f.unreachable = !m.answered.Load() && isDialError(err)
 		return loop.Reply{}, f
 	}
 	defer res.Body.Close()
+	m.answered.Store(true)
 	watchdog.Reset(m.cfg.RequestTimeout)
-	in := &lively{r: res.Body, alive: func() { watchdog.Reset(m.cfg.RequestTimeout) }}
+	alive := func() { watchdog.Reset(m.cfg.RequestTimeout) }
+	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	streamed := res.StatusCode == http.StatusOK && mediaType == "text/event-stream"
+	in := &lively{r: res.Body}
+	if !streamed {
+		in.alive = alive // a whole body: every byte is the answer arriving
+	}
 	defer m.showProgress(in)()
 
 	var a answer
 	var apiErr *errorBody
-	mediaType, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-	if res.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
-		apiErr, err = readStream(in, &a)
+	if streamed && m.cfg.OnText != nil {
+		last := ""
+		a.onText = func(p string) { m.cfg.OnText(p); last = p }
+		defer func() {
+			if last != "" && !strings.HasSuffix(last, "\n") {
+				m.cfg.OnText("\n")
+			}
+		}()
+	}
+	if streamed {
+		// A stream is alive when an event with data arrives: comments (": keep-alive") after the headers are a
+		// server holding the connection, not an answer, and must not hold the attempt past -model-timeout.
+		apiErr, err = readStream(in, &a, alive)
 		if err != nil && stalled.Load() && a.finish != "" {
 			err = nil // complete, and the server kept the connection open without [DONE]
 		}
@@ -320,7 +356,13 @@ func (m *Model) readWhole(res *http.Response, in io.Reader, a *answer, stream bo
 		f.err.Kind, f.err.Hint = loop.FailBadRequest, m.hint(&loop.ModelError{Kind: loop.FailBadRequest}, false)
 		return nil, f, nil
 	}
-	if e, isErr := a.add(r); isErr {
+	e, isErr, err := a.add(r)
+	switch {
+	case err != nil:
+		f := &failure{err: m.modelError(res.StatusCode, raw)}
+		f.err.Kind, f.err.Message = loop.FailTransient, "the answer cannot be read: "+err.Error()
+		return nil, f, nil
+	case isErr:
 		return &e, nil, nil
 	}
 	if stream && !m.noStream.Swap(true) {
@@ -338,7 +380,7 @@ func estimate(requestBytes int, msg loop.Message) loop.Usage {
 	return loop.Usage{PromptTokens: int64(requestBytes/4 + 1), CompletionTokens: int64(out/4 + 1), Estimated: true}
 }
 
-// lively is a body that tells the watchdog each time data arrives, and counts it.
+// lively is a body that counts what arrives and, when alive is set, tells the watchdog each time.
 type lively struct {
 	r     io.Reader
 	alive func()
@@ -349,7 +391,9 @@ func (l *lively) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	if n > 0 {
 		l.n.Add(int64(n))
-		l.alive()
+		if l.alive != nil {
+			l.alive()
+		}
 	}
 	return n, err
 }

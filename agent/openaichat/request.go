@@ -39,6 +39,8 @@ type wireMessage struct {
 	// Images make the content a list of parts: the text, then each image as an image_url part with a data: URL
 	// (OpenAI's format for a user message; vLLM, Ollama, LM Studio and OpenRouter read it too).
 	Images []loop.Image `json:"-"`
+	// Extra is what the provider sent beside an assistant message's known fields, sent back as it came (extra.go).
+	Extra json.RawMessage `json:"-"`
 }
 
 type contentPart struct {
@@ -55,7 +57,11 @@ type imageURL struct {
 func (w wireMessage) MarshalJSON() ([]byte, error) {
 	type plain wireMessage // without this method
 	if len(w.Images) == 0 {
-		return json.Marshal(plain(w))
+		b, err := json.Marshal(plain(w))
+		if err != nil {
+			return nil, err
+		}
+		return withExtra(b, w.Extra)
 	}
 	parts := []contentPart{{Type: "text", Text: w.Content}}
 	for _, img := range w.Images {
@@ -68,9 +74,20 @@ func (w wireMessage) MarshalJSON() ([]byte, error) {
 }
 
 type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	Function wireFunction    `json:"function"`
+	Extra    json.RawMessage `json:"-"` // what the provider sent beside these, sent back as it came (extra.go)
+}
+
+// MarshalJSON sends the call with the provider's own fields after it.
+func (c wireToolCall) MarshalJSON() ([]byte, error) {
+	type plain wireToolCall // without this method
+	b, err := json.Marshal(plain(c))
+	if err != nil {
+		return nil, err
+	}
+	return withExtra(b, c.Extra)
 }
 
 type wireFunction struct {
@@ -131,6 +148,9 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 		case msg.Role == loop.RoleTool:
 			w.ToolCallID = msg.ToolCallID
 		case msg.Role == loop.RoleAssistant:
+			if !text {
+				w.Extra = json.RawMessage(msg.Extra)
+			}
 			// Thinking goes back on tool-calling turns, in the field it came in: DeepSeek refuses such a turn
 			// without it. A reply that ended a turn needs none, and some servers refuse the field (noReasoning).
 			switch {
@@ -145,12 +165,13 @@ func (m *Model) toWire(msgs []loop.Message, tools []loop.Tool, stream bool) (cha
 					w.Content += "\n" + HermesCall(tc)
 					continue
 				}
-				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
+				w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}, Extra: json.RawMessage(tc.Extra)})
 			}
 			w.Content = strings.TrimPrefix(w.Content, "\n")
 		}
 		req.Messages = append(req.Messages, w)
 	}
+	req.Messages = sequence(req.Messages)
 	return req, nil
 }
 

@@ -35,8 +35,8 @@ type Data struct {
 	// Instructions are the workspace's AGENTS.md; Memory the notes of earlier runs (system.md).
 	Instructions string
 	Memory       string
-	// Notes are the earlier runs memory.md lists, newest last.
-	Notes []RunNote
+	// Times is how many times in a row the model made the failing call Command (repeating.md).
+	Times int
 	// Plan is the model's plan (plan_approved.md); Diff the workspace's changes since the start (review.md).
 	Plan string
 	Diff string

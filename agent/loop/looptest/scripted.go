@@ -60,6 +60,13 @@ type Step struct {
 	// NoDone ends a stream without the closing "data: [DONE]"; NoFinish leaves out its finish_reason chunk (with
 	// NoDone: an upstream that hung up cleanly in the middle of the answer).
 	NoDone, NoFinish bool
+	// Chunks, when set, are the stream's data events verbatim (each a JSON chunk as a provider sends it, with its
+	// own tool-call indexes, IDs and fields), followed by the usage and [DONE] as usual: what a provider does
+	// that the fields above cannot say. A request that does not stream gets Body instead.
+	Chunks []string
+	// KeepAliveFor sends only comment lines (KeepAlive's, or ": keep-alive"), every 100 ms, for this long after
+	// the headers before the answer starts: a server holding the connection while it queues the request.
+	KeepAliveFor time.Duration
 	// ChunkDelay is the pause before each stream chunk (a slow model writing its answer); KeepAlive, when set, is
 	// a comment line sent before each chunk (DeepSeek's ": keep-alive", OpenRouter's ": OPENROUTER PROCESSING").
 	ChunkDelay time.Duration
@@ -94,8 +101,10 @@ type Message struct {
 	ReasoningContent *string         `json:"reasoning_content"`
 	Reasoning        *string         `json:"reasoning"`
 	ToolCalls        []struct {
-		ID       string `json:"id"`
-		Function struct {
+		ID string `json:"id"`
+		// ExtraContent is Gemini's field beside the function: its thought signature.
+		ExtraContent json.RawMessage `json:"extra_content"`
+		Function     struct {
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 		} `json:"function"`

@@ -32,6 +32,9 @@ func answer(w http.ResponseWriter, r *http.Request, n int, model string, st Step
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 		bw.flush()
+		if !keepAlive(bw, st) {
+			return
+		}
 		for _, ev := range chunks(n, model, st) {
 			if st.ChunkDelay > 0 {
 				select {
@@ -48,6 +51,22 @@ func answer(w http.ResponseWriter, r *http.Request, n int, model string, st Step
 			}
 		}
 	}
+}
+
+// keepAlive sends comment lines for st.KeepAliveFor; false means the client hung up.
+func keepAlive(bw *bodyWriter, st Step) bool {
+	comment := ": " + cmp.Or(st.KeepAlive, "keep-alive") + "\n\n"
+	for end := time.Now().Add(st.KeepAliveFor); time.Now().Before(end); {
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-bw.r.Context().Done():
+			return false
+		}
+		if !bw.write([]byte(comment)) {
+			return false
+		}
+	}
+	return true
 }
 
 // bodyWriter writes a body, flushing as it goes, and plays a broken connection: after cutAfter bytes it resets the
@@ -198,10 +217,15 @@ func chunks(n int, model string, st Step) []string {
 		b, _ := json.Marshal(c)
 		out = append(out, "data: "+string(b)+"\n\n")
 	}
-	if st.NoChoices {
+	switch {
+	case len(st.Chunks) > 0:
+		for _, c := range st.Chunks {
+			out = append(out, "data: "+c+"\n\n")
+		}
+	case st.NoChoices:
 		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-" + strconv.Itoa(n+1), "object": "chat.completion.chunk", "model": model, "choices": []any{}})
 		out = append(out, "data: "+string(b)+"\n\n")
-	} else {
+	default:
 		add(map[string]any{"role": "assistant", "content": ""}, nil)
 		for _, piece := range halves(st.Reasoning) {
 			add(map[string]any{reasoningField(st): piece}, nil)
