@@ -239,7 +239,7 @@ func TestLocalRunsAsOrdinaryUserInNamespaces(t *testing.T) {
 		t.Skip("runs inside TestLocalContainmentAsOrdinaryUser")
 	}
 	b, _ := newLocalTestBackend(t, nil)
-	if mode := b.Confinement().Mode; mode != "pid-namespace" {
+	if mode := b.Confinement().Mode; mode != protocol.IsolationPIDNamespace {
 		t.Errorf("as uid %d the backend runs in mode %v, want the namespace mode", os.Geteuid(), mode)
 	}
 }

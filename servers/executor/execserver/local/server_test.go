@@ -541,7 +541,7 @@ func TestHealthReportsPolicyAsData(t *testing.T) {
 			t.Errorf("property %s does not hold in the namespace mode: %+v", name, p.Properties)
 		}
 	}
-	if p.Root != "minimal" || p.ProtectedEnforcement != "read-only" || !slices.Contains(p.Protected, ".git/hooks") ||
+	if p.Root != protocol.RootMinimal || p.ProtectedEnforcement != protocol.ProtectedReadOnly || !slices.Contains(p.Protected, ".git/hooks") ||
 		!slices.Contains(p.ReadPaths, "/usr") || !slices.Contains(p.WritePaths, pathguard.DefaultAdvertisedRoot) {
 		t.Errorf("policy: %+v", p)
 	}
