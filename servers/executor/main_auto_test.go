@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
@@ -223,7 +224,7 @@ func TestMainAutoWithoutDocker(t *testing.T) {
 			t.Fatalf("exited %d:\n%s", code, out)
 		}
 		if h.Confinement.LocalConfinement == nil || h.Confinement.Landlock != protocol.LandlockEnforced {
-			t.Skipf("no Landlock here, so the fallback does not confine and is not chosen: %+v", h)
+			ciskip.Skipf(t, "no Landlock here, so the fallback does not confine and is not chosen: %+v", h)
 		}
 		if h.Backend != "local" || h.BackendChoice != "auto" || h.BackendRule != protocol.RuleFallback ||
 			h.Confinement.Mode != protocol.IsolationSubreaperInit {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // Dir is the polyglot-benchmark checkout the tests run over: $GOALBOX_BENCHMARK_DIR, else shared/polyglot-benchmark
@@ -28,7 +30,7 @@ func Dir(t testing.TB) string {
 			return abs
 		}
 	}
-	t.Skip("polyglot-benchmark not found: set GOALBOX_BENCHMARK_DIR, or put a checkout at ../shared/polyglot-benchmark beside the repository")
+	ciskip.Skip(t, "polyglot-benchmark not found: set GOALBOX_BENCHMARK_DIR, or put a checkout at ../shared/polyglot-benchmark beside the repository")
 	return ""
 }
 
