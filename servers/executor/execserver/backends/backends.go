@@ -45,6 +45,16 @@ const (
 // Names are the values Config.Backend takes, for messages.
 const Names = "auto, local or docker"
 
+// CheckName says whether name is one Config.Backend takes ("" is Auto): the one check of a backend's name, for the
+// executor's flags, the agent's and Open.
+func CheckName(name string) error {
+	switch name {
+	case Auto, "", Local, Docker:
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q: use %s", name, Names)
+}
+
 // DefaultPingTimeout is how long the automatic choice waits for a Docker Engine to answer.
 const DefaultPingTimeout = 3 * time.Second
 
@@ -108,7 +118,7 @@ func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalSta
 	case Auto, "":
 		return choose(ctx, cfg, startLocal)
 	}
-	return nil, Choice{}, fmt.Errorf("unknown backend %q: use %s", cfg.Backend, Names)
+	return nil, Choice{}, CheckName(cfg.Backend)
 }
 
 // choose is the automatic choice (see the package's documentation).
