@@ -12,7 +12,7 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 WORKDIR /src
 # Module files first, so the download layer survives source edits. go.work names every module, so all go.mod
 # files must be there for the workspace to load.
-COPY go.work go.work.sum ./
+COPY go.work go.work.sum go.mod ./
 COPY pkg/go.mod pkg/go.sum pkg/
 COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
