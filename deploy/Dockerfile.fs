@@ -18,7 +18,7 @@ COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
 COPY tests/k8s/go.mod tests/k8s/
-COPY tests/load/go.mod tests/load/
+COPY tests/load/go.mod tests/load/go.sum tests/load/
 COPY examples/go.mod examples/go.sum examples/
 # Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
 RUN --mount=type=cache,target=/go/pkg/mod cd servers/filesystem && go mod download
