@@ -7,7 +7,8 @@
 #
 # First it runs scripts/setup.sh, which installs what the tests need (Docker engine and local base images, Docker
 # Compose, language toolchains, Node 22 for the conformance suite). That needs root; without root it says what is
-# missing and the tests that need it skip with a message — except with CI=true, where a missing Docker fails.
+# missing and the tests that need it skip with a message — except with CI=true, where a missing Docker fails, and so
+# does every security test that cannot run here (pkg/ciskip; scripts/ci-skip-fails.sh checks it).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

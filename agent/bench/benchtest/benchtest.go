@@ -11,7 +11,7 @@ import (
 
 // Dir is the polyglot-benchmark checkout the tests run over: $GOALBOX_BENCHMARK_DIR, else shared/polyglot-benchmark
 // beside the repository (the folder holding go.work), which is how CI lays it out. A test that needs it is skipped
-// with a plain reason when there is none: the project never depends on it.
+// with a plain reason when there is none (failed under CI=true, where it is laid out): the project never depends on it.
 func Dir(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("GOALBOX_BENCHMARK_DIR")}
