@@ -130,7 +130,7 @@ secrets:
 	if err := json.Unmarshal(healthJSON, &h); err != nil {
 		t.Fatalf("health: %v: %s", err, healthJSON)
 	}
-	if h.Confinement.LocalConfinement == nil || h.Confinement.Mode != "pid-namespace" {
+	if h.Confinement.LocalConfinement == nil || h.Confinement.Mode != protocol.IsolationPIDNamespace {
 		t.Fatalf("the compose executor is not in its namespace mode: %s", healthJSON)
 	}
 	if eg := h.Confinement.Egress; eg == nil || !slices.Contains(eg.Allow, "allowed.test") || !slices.Contains(eg.Secrets, "TOKEN@secret.test") {

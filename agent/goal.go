@@ -250,7 +250,7 @@ func confinementNote(health map[string]any) string {
 	if local == nil {
 		return "backend " + exec.Backend
 	}
-	parts := []string{"mode=" + local.Mode, "landlock=" + local.Landlock, "network=" + exec.Confinement.Network}
+	parts := []string{fmt.Sprintf("mode=%s", local.Mode), fmt.Sprintf("landlock=%s", local.Landlock), fmt.Sprintf("network=%s", exec.Confinement.Network)}
 	if len(local.Warnings) > 0 {
 		parts = append(parts, fmt.Sprintf("WARNINGS=%v", local.Warnings))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
@@ -43,10 +42,8 @@ func (s SandboxOptions) check() error {
 	case (len(s.Protect) > 0 || len(s.Unprotect) > 0) && s.FSURL != "":
 		// Said rather than ignored: a person who asked for more protection must not believe they have it.
 		return errors.New("-protect and -unprotect configure the in-process servers; running servers (-fs-url, -exec-url) take their own -protect and -unprotect")
-	case s.Backend != backends.Auto && s.Backend != backends.Local && s.Backend != backends.Docker:
-		return fmt.Errorf("unknown backend %q: use %s", s.Backend, backends.Names)
 	}
-	return nil
+	return backends.CheckName(s.Backend)
 }
 
 // resolveProtection makes the in-process servers' protection from Protect and Unprotect.

@@ -12,13 +12,13 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 WORKDIR /src
 # Module files first, so the download layer survives source edits. go.work names every module, so all go.mod
 # files must be there for the workspace to load.
-COPY go.work go.work.sum ./
+COPY go.work go.work.sum go.mod ./
 COPY pkg/go.mod pkg/go.sum pkg/
 COPY servers/filesystem/go.mod servers/filesystem/go.sum servers/filesystem/
 COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
 COPY tests/k8s/go.mod tests/k8s/
-COPY tests/load/go.mod tests/load/
+COPY tests/load/go.mod tests/load/go.sum tests/load/
 COPY examples/go.mod examples/go.sum examples/
 # Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
 RUN --mount=type=cache,target=/go/pkg/mod cd servers/filesystem && go mod download

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // TestTokenByDefault: a server started with no token requires one it generated (Start keeps it in memory), a fresh
@@ -183,7 +185,7 @@ func TestRunWithoutTokenWarns(t *testing.T) {
 // folder of ours left open) are written.
 func TestRunRefusesAnUnsafeTokenFolder(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to make folders of another uid")
+		ciskip.Skip(t, "needs root to make folders of another uid")
 	}
 	const other = 4242420 // a uid of no one: what counts is that it is not this process's
 	base := t.TempDir()

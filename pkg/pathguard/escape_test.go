@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // plantLinks puts on disk, inside the workspace, the symlinks a hostile command could leave there.
@@ -125,7 +127,7 @@ func noLink(name string) func(t *testing.T, f *fixture) {
 func mkfifo(name string) func(t *testing.T, f *fixture) {
 	return func(t *testing.T, f *fixture) {
 		if err := mkfifoAt(filepath.Join(f.ws, name), 0o644); err != nil {
-			t.Skipf("cannot make a FIFO here: %v", err)
+			ciskip.Skipf(t, "cannot make a FIFO here: %v", err)
 		}
 	}
 }
@@ -203,7 +205,7 @@ var escapeCorpus = []attack{
 		name: "device", run: all(read("null"), write("null"), edit("null")),
 		setup: func(t *testing.T, f *fixture) {
 			if err := mknodNull(filepath.Join(f.ws, "null")); err != nil {
-				t.Skipf("cannot make a device node here (needs root with CAP_MKNOD): %v", err)
+				ciskip.Skipf(t, "cannot make a device node here (needs root with CAP_MKNOD): %v", err)
 			}
 		},
 	},
@@ -212,7 +214,7 @@ var escapeCorpus = []attack{
 		setup: func(t *testing.T, f *fixture) {
 			l, err := net.Listen("unix", filepath.Join(f.ws, "sock"))
 			if err != nil {
-				t.Skipf("cannot make a unix socket here: %v", err)
+				ciskip.Skipf(t, "cannot make a unix socket here: %v", err)
 			}
 			t.Cleanup(func() { l.Close() })
 		},
@@ -327,7 +329,7 @@ func TestEscapeLinksHarmlessOps(t *testing.T) {
 func TestHardLinkToOutside(t *testing.T) {
 	f := newFixture(t)
 	if err := os.Link(filepath.Join(f.base, "outside/hard.txt"), filepath.Join(f.ws, "hard")); err != nil {
-		t.Skipf("cannot make a hard link here: %v", err)
+		ciskip.Skipf(t, "cannot make a hard link here: %v", err)
 	}
 	before := f.hashOutside(t)
 	_, b, err := f.g.ReadFile("hard")

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // TestOwnershipAsRoot: a server running as root over a workspace that belongs to another user gives what it creates
@@ -14,7 +16,7 @@ import (
 // backend, compose) can still change every file.
 func TestOwnershipAsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("ownership is only changed when the server runs as root; not root here")
+		ciskip.Skip(t, "ownership is only changed when the server runs as root; not root here")
 	}
 	ws := t.TempDir()
 	if err := os.Chown(ws, 1000, 1001); err != nil {
@@ -70,7 +72,7 @@ func TestOwnershipAsRoot(t *testing.T) {
 // TestOwnershipRootWorkspace: over a root-owned workspace nothing is given away.
 func TestOwnershipRootWorkspace(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("not root here")
+		ciskip.Skip(t, "not root here")
 	}
 	g, err := Open(t.TempDir(), Options{})
 	if err != nil {

@@ -39,8 +39,10 @@ type ExecutorHealth struct {
 	Workspace string `json:"workspace"`
 	Backend   string `json:"backend"`
 	// BackendChoice is how Backend was chosen: "auto" (the executor chose it: -backend auto, the default) or
-	// "explicit" (named by -backend). BackendReason says why this backend, in words a person can check.
+	// "explicit" (named by -backend); BackendRule the step of the choice that chose it. BackendReason says why
+	// this backend, in words a person can check.
 	BackendChoice  string        `json:"backend_choice,omitempty"`
+	BackendRule    BackendRule   `json:"backend_rule,omitempty"`
 	BackendReason  string        `json:"backend_reason,omitempty"`
 	Confinement    Confinement   `json:"confinement"`
 	Policy         CommandPolicy `json:"policy"`
@@ -75,12 +77,14 @@ type CommandPolicy struct {
 	Deny   []string `json:"deny,omitempty"`
 }
 
-// Confinement is what confinement is in force for commands, in words a person can check. Network and
-// Capabilities are reported by every backend; the rest by the backend it names, so exactly one of Local and Docker
-// is set. Its JSON is one flat object.
+// Confinement is what confinement is in force for commands, as typed values (confinement.go): the same values
+// choose the backend (execserver/backends), fill /healthz and the start-up log, and are what tests check. Network
+// and Capabilities are reported by every backend; the rest by the backend it names, so exactly one of Local and
+// Docker is set. Its JSON is one flat object. The only free text in it is for people (Warnings, notes, Summary):
+// no decision reads it (TestConfinementDecisionsReadNoText).
 type Confinement struct {
-	Network      string `json:"network"`
-	Capabilities string `json:"capabilities"`
+	Network      NetworkConfinement `json:"network"`
+	Capabilities Capabilities       `json:"capabilities"`
 	// Egress is the egress proxy (-net-allow), nil when commands have no network.
 	Egress *EgressHealth `json:"egress,omitempty"`
 	// Sandbox is the same policy as data: what a command's world is built from, and which promises hold.
@@ -91,26 +95,22 @@ type Confinement struct {
 
 // SandboxPolicy is the policy a backend applies to every command, as data a program can check.
 type SandboxPolicy struct {
-	Summary string `json:"summary"` // one line for people
-	// Root is what a command's / is: "minimal" (an empty root with only ReadPaths and WritePaths bound in: nothing
-	// else can be named), "host" (the host's tree, with Landlock deciding what may be opened) or "image" (a
-	// container's image).
-	Root       string   `json:"root"`
+	Summary    string   `json:"summary"` // one line for people
+	Root       RootKind `json:"root"`
 	ReadPaths  []string `json:"read_paths"`  // read and execute, as commands see them
 	WritePaths []string `json:"write_paths"` // read, write and execute, as commands see them
 	// Protected are the protected project paths (patterns matched at any depth of the workspace), and
-	// ProtectedEnforcement how they are kept: "read-only" (the kernel refuses a change; a sweep after each command
-	// removes new ones) or "sweep" (changes are undone after each command).
-	Protected            []string `json:"protected"`
-	ProtectedEnforcement string   `json:"protected_enforcement"`
-	User                 string   `json:"user"`    // uid:gid commands run as, on the host
-	Network              string   `json:"network"` // "none" (no interface but a private loopback), "allowlist"
+	// ProtectedEnforcement how they are kept.
+	Protected            []string             `json:"protected"`
+	ProtectedEnforcement ProtectedEnforcement `json:"protected_enforcement"`
+	User                 string               `json:"user"` // uid:gid commands run as, on the host
+	Network              SandboxNetwork       `json:"network"`
 	// Properties are the confinement promises of SECURITY.md's table, each with whether it holds here.
 	Properties []Property `json:"properties"`
 }
 
-// Property is one confinement promise and whether it holds on this backend and mode. Names are stable: see
-// SECURITY.md's properties table, which names the test of each.
+// Property is one confinement promise and whether it holds on this backend and mode. Names are stable keys: see
+// SECURITY.md's properties table, which names the test of each. Note is for people.
 type Property struct {
 	Name  string `json:"name"`
 	Holds bool   `json:"holds"`
@@ -119,48 +119,56 @@ type Property struct {
 
 // LocalConfinement is the local backend's part of Confinement.
 type LocalConfinement struct {
-	Mode         string            `json:"mode"`      // pid-namespace, or the fallback without namespaces
-	Processes    string            `json:"processes"` // how no process outlives its command
-	Landlock     string            `json:"landlock"`
-	LandlockIPC  bool              `json:"landlock_ipc"` // Landlock's signal and abstract socket scoping
-	WriteDirs    []string          `json:"write_dirs"`
+	// Mode is the namespace mode (IsolationPIDNamespace) or the fallback without namespaces
+	// (IsolationSubreaperInit).
+	Mode        ProcessIsolation `json:"mode"`
+	Landlock    LandlockState    `json:"landlock"`
+	LandlockABI int              `json:"landlock_abi,omitempty"` // when enforced
+	LandlockIPC bool             `json:"landlock_ipc"`           // Landlock's signal and abstract socket scoping
+	WriteDirs   []string         `json:"write_dirs"`
+	// ReadDirs are read and execute; /etc is one of them, its secrets (shadow, gshadow, ssh, sudoers, ssl/private,
+	// docker, ...) masked.
 	ReadDirs     []string          `json:"read_dirs"`
-	Hidden       []string          `json:"hidden"`
+	Hidden       []Hidden          `json:"hidden"`
 	Rlimits      map[string]uint64 `json:"rlimits"`
-	ProcessLimit string            `json:"process_limit"`
-	MemoryLimit  string            `json:"memory_limit"`
+	ProcessLimit CgroupLimit       `json:"process_limit"` // processes and threads (pids cgroup)
+	MemoryLimit  CgroupLimit       `json:"memory_limit"`  // bytes of all of a command's processes (memory cgroup)
 	EnvAllowlist []string          `json:"env_allowlist"`
-	Warnings     []string          `json:"warnings"`
+	Warnings     []string          `json:"warnings"` // for people
 }
 
 // DockerConfinement is the Docker backend's part of Confinement.
 type DockerConfinement struct {
-	BackendName        string  `json:"backend"` // "docker"
-	Engine             string  `json:"engine"`
-	APIVersion         string  `json:"api_version"`
-	Image              string  `json:"image"`
-	User               string  `json:"user"`      // uid:gid
-	Workspace          string  `json:"workspace"` // inside the container
-	ReadOnlyRoot       bool    `json:"read_only_root"`
-	Tmp                string  `json:"tmp"`
-	Cache              string  `json:"cache"`
-	NoNewPrivileges    bool    `json:"no_new_privileges"`
-	MemoryBytes        int64   `json:"memory_bytes"`
-	Swap               string  `json:"swap"`
-	PidsLimit          int64   `json:"pids_limit"`
-	CPUs               float64 `json:"cpus"`
-	FreshContainer     string  `json:"fresh_container"`
-	WarmPool           int     `json:"warm_pool"`
-	LeftoverCleanup    string  `json:"leftover_cleanup"`
-	Instance           string  `json:"instance"`
-	Environment        string  `json:"environment"`
-	ProcessContainment string  `json:"process_containment"`
-	// Seccomp names the system call filter of every container.
-	Seccomp string `json:"seccomp,omitempty"`
-	// ModeSweep says what is cleared in the workspace after each command (set-user-id, set-group-id, world-write).
-	ModeSweep string `json:"mode_sweep,omitempty"`
-	// Protected says how the protected project paths are kept (read-only bind mounts).
-	Protected string `json:"protected,omitempty"`
+	BackendName  string `json:"backend"` // "docker"
+	Engine       string `json:"engine"`
+	APIVersion   string `json:"api_version"`
+	Image        string `json:"image"`
+	User         string `json:"user"`      // uid:gid
+	Workspace    string `json:"workspace"` // inside the container
+	ReadOnlyRoot bool   `json:"read_only_root"`
+	TmpBytes     int64  `json:"tmp_bytes"` // /tmp is a tmpfs of this size
+	// CacheDir is the build cache inside the container, kept between commands and keyed by the workspace's
+	// device, inode and user; "" when off.
+	CacheDir        string  `json:"cache_dir"`
+	NoNewPrivileges bool    `json:"no_new_privileges"`
+	MemoryBytes     int64   `json:"memory_bytes"`
+	Swap            bool    `json:"swap"`
+	PidsLimit       int64   `json:"pids_limit"`
+	CPUs            float64 `json:"cpus"`
+	// FreshContainer: one container per command, always removed.
+	FreshContainer bool `json:"fresh_container"`
+	WarmPool       int  `json:"warm_pool"`
+	// LeftoverLabel is the label by which the containers a dead executor left are removed on start, under the
+	// instance's lock (one executor per instance).
+	LeftoverLabel string `json:"leftover_label"`
+	Instance      string `json:"instance"`
+	// Env are the variables set beside the image's defaults; none of the server's.
+	Env                []string         `json:"env"`
+	ProcessContainment ProcessIsolation `json:"process_containment"`
+	Seccomp            SeccompProfile   `json:"seccomp"`
+	// ModeSweep: after each command the set-user-id, set-group-id and world-write bits are cleared in the workspace.
+	ModeSweep bool                 `json:"mode_sweep"`
+	Protected ProtectedEnforcement `json:"protected"`
 	// DiskCapBytes caps the workspace and the cache together (-1: none).
 	DiskCapBytes int64 `json:"disk_cap_bytes,omitempty"`
 	// MaxContainers is how many containers the total caps admit at once (-1: no total cap), from
@@ -168,8 +176,9 @@ type DockerConfinement struct {
 	MaxContainers    int   `json:"max_containers,omitempty"`
 	TotalMemoryBytes int64 `json:"total_memory_bytes,omitempty"`
 	TotalPidsLimit   int64 `json:"total_pids_limit,omitempty"`
-	// Watchdog says what ends a command whose executor died.
-	Watchdog string `json:"watchdog,omitempty"`
+	// WatchdogGraceSeconds is how long after its timeout timeout(1) in each container kills a command whose
+	// executor died; the network holder and waiting pool containers end when the server's attachment does.
+	WatchdogGraceSeconds int `json:"watchdog_grace_seconds"`
 }
 
 // EgressHealth is the executor's egress proxy: what commands may reach, and its limits.

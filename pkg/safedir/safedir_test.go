@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // otherUID is a uid of no one: what counts is that it is not this process's.
@@ -28,7 +30,7 @@ func base(t *testing.T) string {
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a folder or symlink to another uid")
+		ciskip.Skip(t, "needs root to give a folder or symlink to another uid")
 	}
 }
 

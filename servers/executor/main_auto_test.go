@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
@@ -45,6 +46,7 @@ func localForTest(mode string) []assemble.Option {
 type autoHealth struct {
 	Backend       string               `json:"backend"`
 	BackendChoice string               `json:"backend_choice"`
+	BackendRule   protocol.BackendRule `json:"backend_rule"`
 	BackendReason string               `json:"backend_reason"`
 	Confinement   protocol.Confinement `json:"confinement"`
 }
@@ -153,8 +155,8 @@ func TestMainAutoChoosesLocal(t *testing.T) {
 	if cs == nil {
 		t.Fatalf("exited %d:\n%s", code, out)
 	}
-	if h.Backend != "local" || h.BackendChoice != "auto" || !strings.Contains(h.BackendReason, "namespaces of their own") ||
-		h.Confinement.LocalConfinement == nil || h.Confinement.Mode != local.ModeNamespaces {
+	if h.Backend != "local" || h.BackendChoice != "auto" || h.BackendRule != protocol.RuleNamespaces ||
+		h.Confinement.LocalConfinement == nil || h.Confinement.Mode != protocol.IsolationPIDNamespace {
 		t.Errorf("health: %+v", h)
 	}
 	if !strings.Contains(out, `"msg":"backend chosen","backend":"local","requested":"auto"`) {
@@ -166,7 +168,7 @@ func TestMainAutoChoosesLocal(t *testing.T) {
 	}
 	// Explicit is reported as such.
 	h, cs, code, out = startAuto(t, t.TempDir(), nil, "-backend", "local")
-	if cs == nil || h.Backend != "local" || h.BackendChoice != "explicit" || !strings.Contains(h.BackendReason, "-backend local") {
+	if cs == nil || h.Backend != "local" || h.BackendChoice != "explicit" || h.BackendRule != protocol.RuleAsked {
 		t.Errorf("explicit local: exit %d, health %+v\n%s", code, h, out)
 	}
 }
@@ -182,10 +184,8 @@ func TestMainAutoChoosesDocker(t *testing.T) {
 			if cs == nil {
 				t.Fatalf("exited %d:\n%s", code, out)
 			}
-			why := map[string]string{"unusable": "made unusable by the test", "no-namespaces": "has no namespaces here"}[mode]
-			if h.Backend != "docker" || h.BackendChoice != "auto" || h.Confinement.DockerConfinement == nil ||
-				!strings.Contains(h.BackendReason, why) || !strings.Contains(h.BackendReason, "a Docker Engine answers at ") ||
-				!strings.Contains(h.BackendReason, "image "+image) {
+			if h.Backend != "docker" || h.BackendChoice != "auto" || h.BackendRule != protocol.RuleDocker ||
+				h.Confinement.DockerConfinement == nil || h.Confinement.Image != image {
 				t.Errorf("health: %+v", h)
 			}
 			// The command runs in a container as the workspace's owner, the host name the network holder's.
@@ -203,13 +203,12 @@ func TestMainAutoChoosesDocker(t *testing.T) {
 		t.Errorf("local unusable, image missing: want exit 2 with the docker backend's error, got %d:\n%s", code, out)
 	}
 	h, cs, code, out := startAuto(t, openDir(t), []string{testLocalEnv + "=no-namespaces"}, "-image", missing)
-	if cs == nil || h.Backend != "local" || !strings.Contains(h.BackendReason, "answers but the docker backend cannot start") ||
-		!strings.Contains(h.BackendReason, "not found locally") {
+	if cs == nil || h.Backend != "local" || h.BackendRule != protocol.RuleFallback {
 		t.Errorf("local without namespaces, image missing: want the fallback, got exit %d, health %+v\n%s", code, h, out)
 	}
 	// -no-namespaces given with auto is the user's choice of the local fallback, even with Docker there.
 	h, cs, code, out = startAuto(t, openDir(t), nil, "-no-namespaces", "-image", image)
-	if cs == nil || h.Backend != "local" || !strings.Contains(h.BackendReason, "-no-namespaces was given") {
+	if cs == nil || h.Backend != "local" || h.BackendRule != protocol.RuleFallbackAsked {
 		t.Errorf("-no-namespaces: exit %d, health %+v\n%s", code, h, out)
 	}
 }
@@ -224,12 +223,11 @@ func TestMainAutoWithoutDocker(t *testing.T) {
 		if cs == nil {
 			t.Fatalf("exited %d:\n%s", code, out)
 		}
-		if h.Confinement.LocalConfinement == nil || !strings.HasPrefix(h.Confinement.Landlock, "enforced") {
-			t.Skipf("no Landlock here, so the fallback does not confine and is not chosen: %+v", h)
+		if h.Confinement.LocalConfinement == nil || h.Confinement.Landlock != protocol.LandlockEnforced {
+			ciskip.Skipf(t, "no Landlock here, so the fallback does not confine and is not chosen: %+v", h)
 		}
-		if h.Backend != "local" || h.BackendChoice != "auto" || h.Confinement.Mode == local.ModeNamespaces ||
-			!strings.Contains(h.BackendReason, "no Docker Engine answers at unix:///nonexistent/docker.sock") ||
-			!strings.Contains(h.BackendReason, "fallback") {
+		if h.Backend != "local" || h.BackendChoice != "auto" || h.BackendRule != protocol.RuleFallback ||
+			h.Confinement.Mode != protocol.IsolationSubreaperInit {
 			t.Errorf("health: %+v", h)
 		}
 	})

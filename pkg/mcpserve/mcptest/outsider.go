@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/ciskip"
 )
 
 // Outsider is another user of this machine than the servers' — made for the test with useradd, as the servers run
@@ -40,11 +42,11 @@ const outsiderProbeEnv = "GOALBOX_OUTSIDER_PROBE"
 func NewOutsider(t testing.TB) *Outsider {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("making another user needs root")
+		ciskip.Skip(t, "making another user needs root")
 	}
 	useradd, err := exec.LookPath("useradd")
 	if err != nil {
-		t.Skip("no useradd to make another user with")
+		ciskip.Skip(t, "no useradd to make another user with")
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

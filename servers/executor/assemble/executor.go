@@ -64,8 +64,8 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 	}
 	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	o.Backend = cmp.Or(o.Backend, backends.Auto)
-	if o.Backend != backends.Auto && o.Backend != backends.Local && o.Backend != backends.Docker {
-		return nil, fmt.Errorf("unknown backend %q: use %s", o.Backend, backends.Names)
+	if err := backends.CheckName(o.Backend); err != nil {
+		return nil, err
 	}
 	if err := o.parse(logger); err != nil {
 		return nil, err
@@ -78,8 +78,8 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 		}
 		return nil, fmt.Errorf("%s backend: %s", o.Backend, strings.TrimPrefix(err.Error(), o.Backend+" backend: "))
 	}
-	logger.Info("backend chosen", "backend", choice.Backend, "requested", choice.Requested, "reason", choice.Reason)
-	o.Serving.BackendChoice, o.Serving.BackendReason = "explicit", choice.Reason
+	logger.Info("backend chosen", "backend", choice.Backend, "requested", choice.Requested, "rule", choice.Rule, "reason", choice.Reason)
+	o.Serving.BackendChoice, o.Serving.BackendRule, o.Serving.BackendReason = "explicit", choice.Rule, choice.Reason
 	if choice.Requested == backends.Auto {
 		o.Serving.BackendChoice = "auto"
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 )
@@ -43,7 +44,7 @@ func TestHealthConfinementKeepsEveryKey(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("health confinement keys\n got %v\nwant %v", got, want)
 	}
-	if c := ex.Health().Confinement; c.LocalConfinement == nil || c.Mode == "" || c.DockerConfinement != nil {
+	if c := ex.Health().Confinement; c.LocalConfinement == nil || c.Mode != protocol.IsolationPIDNamespace || c.DockerConfinement != nil {
 		t.Errorf("the local backend's report is not read as local: %+v", c)
 	}
 }

@@ -87,9 +87,10 @@ type Config struct {
 	// OutputTotal is how many bytes of full outputs all sessions together keep; a session that needs room while it
 	// is full evicts its own oldest. 0 means DefaultOutputTotal (or OutputBudget, when that is larger).
 	OutputTotal int64 `env:"OUTPUT_TOTAL" flag:"output-total" usage:"bytes of full outputs all sessions together keep (a session needing room evicts its own oldest); at least -output-budget (default 512 MiB)"`
-	// BackendChoice and BackendReason say how the backend was chosen and why (package backends' Choice), for
-	// the health report: "auto" or "explicit", and a sentence.
+	// BackendChoice, BackendRule and BackendReason say how the backend was chosen and why (package backends'
+	// Choice), for the health report: "auto" or "explicit", the step that chose it, and a sentence for people.
 	BackendChoice, BackendReason string
+	BackendRule                  protocol.BackendRule
 	// Protection is the protected project paths commands may not change (protect.go); nil means
 	// pathguard.DefaultProtected.
 	Protection *pathguard.Protection
@@ -238,6 +239,7 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 		Workspace:      e.guard.AdvertisedRoot(),
 		Backend:        e.backend.Name(),
 		BackendChoice:  e.cfg.BackendChoice,
+		BackendRule:    e.cfg.BackendRule,
 		BackendReason:  advertise(e.cfg.BackendReason, e.guard.Dir(), e.guard.AdvertisedRoot()).(string),
 		Confinement:    e.confinement(),
 		Policy:         e.cfg.Policy.Describe(),
@@ -255,11 +257,11 @@ func (e *Executor) Health() protocol.ExecutorHealth {
 func (e *Executor) confinement() protocol.Confinement {
 	c := e.backend.Confinement()
 	if c.Sandbox == nil {
-		c.Sandbox = &protocol.SandboxPolicy{Summary: e.backend.Name() + " backend", ProtectedEnforcement: "sweep"}
+		c.Sandbox = &protocol.SandboxPolicy{Summary: e.backend.Name() + " backend", ProtectedEnforcement: protocol.ProtectedSweep}
 	}
 	c.Sandbox.Protected = e.cfg.Protection.Patterns()
 	if e.protect == nil {
-		c.Sandbox.ProtectedEnforcement = "none"
+		c.Sandbox.ProtectedEnforcement = protocol.ProtectedNone
 	}
 	var generic any
 	b, err := json.Marshal(c)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -41,7 +42,7 @@ func hostGit(t *testing.T, dir string, args ...string) string {
 func project(t *testing.T, ws string) (marker, script string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git on this machine")
+		ciskip.Skip(t, "no git on this machine")
 	}
 	dir := t.TempDir()
 	marker = filepath.Join(dir, "ran")

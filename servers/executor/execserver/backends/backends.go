@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
@@ -43,6 +44,16 @@ const (
 
 // Names are the values Config.Backend takes, for messages.
 const Names = "auto, local or docker"
+
+// CheckName says whether name is one Config.Backend takes ("" is Auto): the one check of a backend's name, for the
+// executor's flags, the agent's and Open.
+func CheckName(name string) error {
+	switch name {
+	case Auto, "", Local, Docker:
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q: use %s", name, Names)
+}
 
 // DefaultPingTimeout is how long the automatic choice waits for a Docker Engine to answer.
 const DefaultPingTimeout = 3 * time.Second
@@ -74,7 +85,9 @@ type Choice struct {
 	Requested string
 	// Backend is the backend built: local or docker.
 	Backend string
-	// Reason says why, in words a person can check.
+	// Rule is the step that chose it, the value programs and tests check.
+	Rule protocol.BackendRule
+	// Reason says why, in words a person can check; nothing reads it but people.
 	Reason string
 }
 
@@ -95,17 +108,17 @@ func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalSta
 		if err != nil {
 			return nil, Choice{}, err
 		}
-		return b, Choice{Requested: Local, Backend: Local, Reason: "asked for (-backend local): " + localMode(b)}, nil
+		return b, Choice{Requested: Local, Backend: Local, Rule: protocol.RuleAsked, Reason: "asked for (-backend local): " + localMode(b)}, nil
 	case Docker:
 		b, err := docker.New(ctx, cfg.Docker)
 		if err != nil {
 			return nil, Choice{}, err
 		}
-		return b, Choice{Requested: Docker, Backend: Docker, Reason: "asked for (-backend docker): " + dockerReport(b)}, nil
+		return b, Choice{Requested: Docker, Backend: Docker, Rule: protocol.RuleAsked, Reason: "asked for (-backend docker): " + dockerReport(b)}, nil
 	case Auto, "":
 		return choose(ctx, cfg, startLocal)
 	}
-	return nil, Choice{}, fmt.Errorf("unknown backend %q: use %s", cfg.Backend, Names)
+	return nil, Choice{}, CheckName(cfg.Backend)
 }
 
 // choose is the automatic choice (see the package's documentation).
@@ -117,10 +130,10 @@ func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (backend.B
 	case localErr != nil:
 		cfg.Logger.Info("automatic backend choice: the local backend cannot run here", "error", localErr)
 	case namespaced(lb):
-		choice.Backend, choice.Reason = Local, "the local backend confines commands here with namespaces of their own: "+localMode(lb)
+		choice.Backend, choice.Rule, choice.Reason = Local, protocol.RuleNamespaces, "the local backend confines commands here with namespaces of their own: "+localMode(lb)
 		return lb, choice, nil
 	case cfg.Local.NoNamespaces:
-		choice.Backend, choice.Reason = Local, "-no-namespaces was given, so the local backend's fallback: "+localMode(lb)
+		choice.Backend, choice.Rule, choice.Reason = Local, protocol.RuleFallbackAsked, "-no-namespaces was given, so the local backend's fallback: "+localMode(lb)
 		return lb, choice, nil
 	default:
 		fallback = lb
@@ -136,7 +149,7 @@ func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (backend.B
 			if fallback != nil {
 				_ = fallback.Close()
 			}
-			choice.Backend = Docker
+			choice.Backend, choice.Rule = Docker, protocol.RuleDocker
 			choice.Reason = fmt.Sprintf("%s; a Docker Engine answers at %s (%s): %s", whyNotLocal(localErr), engine.Host, engine.Source, dockerReport(db))
 			return db, choice, nil
 		}
@@ -154,7 +167,7 @@ func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (backend.B
 	if fallback != nil {
 		why := fallbackGap(fallback)
 		if why == "" {
-			choice.Backend = Local
+			choice.Backend, choice.Rule = Local, protocol.RuleFallback
 			choice.Reason = fmt.Sprintf("the local backend has no namespaces here and %s, so the local backend's fallback, "+
 				"which still confines files (Landlock) and the network (seccomp): %s", noDocker, localMode(fallback))
 			return fallback, choice, nil
@@ -173,19 +186,20 @@ func choose(ctx context.Context, cfg Config, startLocal LocalStarter) (backend.B
 // namespaced says the local backend gives every command namespaces of its own.
 func namespaced(b backend.Backend) bool {
 	c := b.Confinement()
-	return c.LocalConfinement != nil && c.Mode == local.ModeNamespaces
+	return c.LocalConfinement != nil && c.Mode == protocol.IsolationPIDNamespace
 }
 
-// fallbackGap says what keeps the local backend's fallback from confining commands, or "" when it does.
+// fallbackGap says what keeps the local backend's fallback from confining commands, or "" when it does: Landlock
+// must confine files and seccomp (or a network of their own) Internet sockets.
 func fallbackGap(b backend.Backend) string {
 	c := b.Confinement()
 	switch {
 	case c.LocalConfinement == nil:
 		return "no confinement report"
-	case !strings.HasPrefix(c.Landlock, "enforced"):
-		return "Landlock is " + c.Landlock + ", so commands could write wherever the server's user can"
-	case !strings.Contains(c.Network, "seccomp"):
-		return "no seccomp network filter (" + c.Network + ")"
+	case c.Landlock != protocol.LandlockEnforced:
+		return fmt.Sprintf("Landlock is %s, so commands could write wherever the server's user can", c.Landlock)
+	case !c.Network.RefusesInternetSockets():
+		return fmt.Sprintf("no seccomp network filter (network %s)", c.Network)
 	}
 	return ""
 }
@@ -196,7 +210,7 @@ func localMode(b backend.Backend) string {
 	if c.LocalConfinement == nil {
 		return "backend " + b.Name()
 	}
-	return fmt.Sprintf("mode %s, Landlock %s, network: %s", c.Mode, c.Landlock, c.Network)
+	return fmt.Sprintf("mode %s, Landlock %s, network %s", c.Mode, c.Landlock, c.Network)
 }
 
 // dockerReport is the gist of the docker backend's confinement.

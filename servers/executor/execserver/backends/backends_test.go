@@ -17,7 +17,7 @@ import (
 // fakeLocal is a local backend as the chooser sees it: a name and a confinement report.
 type fakeLocal struct {
 	c      protocol.LocalConfinement
-	net    string
+	net    protocol.NetworkConfinement
 	closed bool
 }
 
@@ -33,16 +33,17 @@ func (f *fakeLocal) Close() error { f.closed = true; return nil }
 
 var (
 	namespacedMode = func() *fakeLocal {
-		return &fakeLocal{c: protocol.LocalConfinement{Mode: local.ModeNamespaces, Landlock: "enforced (ABI 7)"}, net: "private network namespace"}
+		return &fakeLocal{c: protocol.LocalConfinement{Mode: protocol.IsolationPIDNamespace, Landlock: protocol.LandlockEnforced, LandlockABI: 7},
+			net: protocol.NetworkPrivateLoopback}
 	}
-	fallbackMode = func(landlock string) *fakeLocal {
-		return &fakeLocal{c: protocol.LocalConfinement{Mode: "subreaper-init (NO namespaces)", Landlock: landlock},
-			net: "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"}
+	fallbackMode = func(landlock protocol.LandlockState, net protocol.NetworkConfinement) *fakeLocal {
+		return &fakeLocal{c: protocol.LocalConfinement{Mode: protocol.IsolationSubreaperInit, Landlock: landlock}, net: net}
 	}
 )
 
 // TestChooseWithoutDocker runs the automatic choice against fake local backends with no engine (the host a socket
-// that does not exist), so each row of the order is reached without Docker and without the kernel's say.
+// that does not exist), so each row of the order is reached without Docker and without the kernel's say. The
+// choice is checked by its rule; an error by what it tells the user.
 func TestChooseWithoutDocker(t *testing.T) {
 	noEngine := docker.Config{Host: "unix:///nonexistent/docker.sock"}
 	cases := []struct {
@@ -50,20 +51,26 @@ func TestChooseWithoutDocker(t *testing.T) {
 		local        *fakeLocal
 		localErr     error
 		noNamespaces bool
-		backend      string   // "" for an error
-		want         []string // in the reason or the error
-		closed       bool     // the local backend was closed
+		backend      string               // "" for an error
+		rule         protocol.BackendRule // of a choice
+		want         []string             // in the error
+		closed       bool                 // the local backend was closed
 	}{
-		{"namespaces", namespacedMode(), nil, false, Local, []string{"namespaces of their own", "pid-namespace"}, false},
-		{"fallback asked for", fallbackMode("unavailable"), nil, true, Local, []string{"-no-namespaces was given"}, false},
-		{"fallback that confines", fallbackMode("enforced (ABI 7)"), nil, false, Local,
-			[]string{"no Docker Engine answers at unix:///nonexistent/docker.sock", "still confines files (Landlock)"}, false},
-		{"fallback without Landlock", fallbackMode("unavailable"), nil, false, "",
+		{"namespaces", namespacedMode(), nil, false, Local, protocol.RuleNamespaces, nil, false},
+		{"fallback asked for", fallbackMode(protocol.LandlockUnavailable, protocol.NetworkSeccomp), nil, true, Local, protocol.RuleFallbackAsked, nil, false},
+		{"fallback that confines", fallbackMode(protocol.LandlockEnforced, protocol.NetworkSeccomp), nil, false, Local, protocol.RuleFallback, nil, false},
+		{"fallback that confines, Landlock's TCP rules too", fallbackMode(protocol.LandlockEnforced, protocol.NetworkSeccompLandlock), nil, false, Local, protocol.RuleFallback, nil, false},
+		{"fallback without Landlock", fallbackMode(protocol.LandlockUnavailable, protocol.NetworkSeccomp), nil, false, "", protocol.RuleUnknown,
 			[]string{"no backend can run commands here", "its fallback does not confine: Landlock is unavailable",
 				"-backend local takes the fallback", "no Docker Engine answers at unix:///nonexistent/docker.sock", "docker build -f deploy/Dockerfile.exec"}, true},
-		{"fallback without seccomp", &fakeLocal{c: protocol.LocalConfinement{Mode: "subreaper-init (NO namespaces)", Landlock: "enforced (ABI 7)"},
-			net: "Landlock only: no TCP connect or bind"}, nil, false, "", []string{"no seccomp network filter"}, true},
-		{"no local backend", nil, errors.New("local backend: made unusable"), false, "",
+		{"fallback with Landlock off", fallbackMode(protocol.LandlockOff, protocol.NetworkSeccomp), nil, false, "", protocol.RuleUnknown,
+			[]string{"Landlock is off"}, true},
+		{"fallback without seccomp", fallbackMode(protocol.LandlockEnforced, protocol.NetworkLandlockTCP), nil, false, "", protocol.RuleUnknown,
+			[]string{"no seccomp network filter (network landlock-tcp)"}, true},
+		{"fallback unconfined", fallbackMode(protocol.LandlockEnforced, protocol.NetworkUnconfined), nil, false, "", protocol.RuleUnknown,
+			[]string{"no seccomp network filter (network unconfined)"}, true},
+		{"a report never filled in", &fakeLocal{}, nil, false, "", protocol.RuleUnknown, []string{"Landlock is unknown"}, true},
+		{"no local backend", nil, errors.New("local backend: made unusable"), false, "", protocol.RuleUnknown,
 			[]string{"no backend can run commands here", "made unusable", "Docker Engine"}, false},
 	}
 	for _, c := range cases {
@@ -75,19 +82,16 @@ func TestChooseWithoutDocker(t *testing.T) {
 				}
 				return c.local, nil
 			})
-			text := choice.Reason
-			if err != nil {
-				text = err.Error()
-			}
 			switch {
 			case c.backend == "" && (err == nil || !errors.Is(err, ErrNoBackend)):
 				t.Fatalf("want ErrNoBackend, got backend %v, %+v, %v", b, choice, err)
-			case c.backend != "" && (err != nil || b.Name() != c.backend || choice.Backend != c.backend || choice.Requested != Auto):
-				t.Fatalf("want %s, got %+v, %v", c.backend, choice, err)
+			case c.backend != "" && (err != nil || b.Name() != c.backend || choice.Backend != c.backend || choice.Requested != Auto ||
+				choice.Rule != c.rule || choice.Reason == ""):
+				t.Fatalf("want %s by rule %s, got %+v (rule %s), %v", c.backend, c.rule, choice, choice.Rule, err)
 			}
 			for _, w := range c.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("%q does not say %q", text, w)
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
 				}
 			}
 			if c.local != nil && c.local.closed != c.closed {
@@ -102,7 +106,7 @@ func TestExplicitAndUnknown(t *testing.T) {
 	f := namespacedMode()
 	b, choice, err := Open(context.Background(), t.TempDir(), Config{Backend: Local},
 		func(local.Config, *slog.Logger) (backend.Backend, error) { return f, nil })
-	if err != nil || b != backend.Backend(f) || choice.Requested != Local || !strings.HasPrefix(choice.Reason, "asked for (-backend local)") {
+	if err != nil || b != backend.Backend(f) || choice.Requested != Local || choice.Rule != protocol.RuleAsked {
 		t.Errorf("local: %+v, %v", choice, err)
 	}
 	_, _, err = Open(context.Background(), t.TempDir(), Config{Backend: Docker, Docker: docker.Config{Host: "unix:///nonexistent/docker.sock", User: "4242:4242", CacheHostDir: "-"}}, local.New)

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -353,48 +354,51 @@ func (b *dockerBackend) removeLeftovers(ctx context.Context) (int, error) {
 func (b *dockerBackend) Name() string { return "docker" }
 
 func (b *dockerBackend) Confinement() protocol.Confinement {
-	cache := "off"
+	cache := ""
 	if b.cacheDir != "" {
-		cache = containerCache + ", keyed by the workspace's device, inode and user"
+		cache = containerCache
 	}
 	maxContainers := -1
 	if b.slots != nil {
 		maxContainers = cap(b.slots)
 	}
+	var env []string
+	for _, kv := range b.containerConfig().Env {
+		name, _, _ := strings.Cut(kv, "=")
+		env = append(env, name)
+	}
 	return protocol.Confinement{
 		Egress:       b.egress.health(),
-		Network:      b.networkTextFor(),
-		Capabilities: "all dropped",
+		Network:      b.network(),
+		Capabilities: protocol.CapabilitiesNone,
 		DockerConfinement: &protocol.DockerConfinement{
-			BackendName:        "docker",
-			Engine:             b.engine,
-			APIVersion:         b.api,
-			Image:              b.cfg.Image,
-			User:               fmt.Sprintf("%d:%d", b.uid, b.gid),
-			Workspace:          containerWorkspace,
-			ReadOnlyRoot:       true,
-			Tmp:                fmt.Sprintf("tmpfs, %d MiB", b.cfg.TmpfsSize>>20),
-			Cache:              cache,
-			NoNewPrivileges:    true,
-			MemoryBytes:        b.cfg.Memory,
-			Swap:               "off",
-			PidsLimit:          b.cfg.PIDs,
-			CPUs:               b.cfg.CPUs,
-			FreshContainer:     "one per command, always removed",
-			WarmPool:           b.cfg.WarmPool,
-			LeftoverCleanup:    "on start, under the instance's lock (one executor per instance), by label " + labelInstance + "=" + b.cfg.Instance,
-			Instance:           b.cfg.Instance,
-			Environment:        "image defaults plus HOME, TMPDIR and cache variables; none of the server's",
-			ProcessContainment: "PID namespace: every process dies with the container",
-			Seccomp:            seccompText,
-			ModeSweep:          "after each command: set-user-id, set-group-id and world-write bits cleared in the workspace",
-			Protected:          "read-only bind mounts of the protected paths present when a command starts",
-			DiskCapBytes:       b.cfg.MaxWorkspaceBytes,
-			MaxContainers:      maxContainers,
-			TotalMemoryBytes:   b.cfg.TotalMemory,
-			TotalPidsLimit:     b.cfg.TotalPIDs,
-			Watchdog: fmt.Sprintf("timeout(1) in each container kills its command %s after its timeout; the network "+
-				"holder and waiting pool containers end when the server's attachment does", watchdogGrace),
+			BackendName:          "docker",
+			Engine:               b.engine,
+			APIVersion:           b.api,
+			Image:                b.cfg.Image,
+			User:                 fmt.Sprintf("%d:%d", b.uid, b.gid),
+			Workspace:            containerWorkspace,
+			ReadOnlyRoot:         true,
+			TmpBytes:             b.cfg.TmpfsSize,
+			CacheDir:             cache,
+			NoNewPrivileges:      true,
+			MemoryBytes:          b.cfg.Memory,
+			PidsLimit:            b.cfg.PIDs,
+			CPUs:                 b.cfg.CPUs,
+			FreshContainer:       true,
+			WarmPool:             b.cfg.WarmPool,
+			LeftoverLabel:        labelInstance + "=" + b.cfg.Instance,
+			Instance:             b.cfg.Instance,
+			Env:                  env,
+			ProcessContainment:   protocol.IsolationPIDNamespace,
+			Seccomp:              seccompReport,
+			ModeSweep:            true,
+			Protected:            protocol.ProtectedReadOnly,
+			DiskCapBytes:         b.cfg.MaxWorkspaceBytes,
+			MaxContainers:        maxContainers,
+			TotalMemoryBytes:     b.cfg.TotalMemory,
+			TotalPidsLimit:       b.cfg.TotalPIDs,
+			WatchdogGraceSeconds: int(watchdogGrace.Seconds()),
 		},
 	}
 }

@@ -501,8 +501,8 @@ func TestDockerCacheSurvives(t *testing.T) {
 func TestDockerConfinementReport(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.Memory = 300 << 20; c.PIDs = 99 })
 	c := b.Confinement()
-	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != networkText || !d.ReadOnlyRoot ||
-		c.Capabilities != "all dropped" || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
+	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != protocol.NetworkSharedLoopback || !d.ReadOnlyRoot ||
+		c.Capabilities != protocol.CapabilitiesNone || d.Protected != protocol.ProtectedReadOnly || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
 		d.Image != dockerTestImage() || c.LocalConfinement != nil {
 		t.Errorf("Confinement() = %+v %+v", c, c.DockerConfinement)
 	}

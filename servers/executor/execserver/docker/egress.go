@@ -153,13 +153,13 @@ func (e *dockerEgress) health() *protocol.EgressHealth {
 	return e.proxy.Health(addr)
 }
 
-// networkTextFor is the confinement report's network line.
-func (b *dockerBackend) networkTextFor() string {
+// network is the confinement report's network: a loopback shared by this executor's commands (the network
+// namespace of a holder container on network none), with or without the egress proxy.
+func (b *dockerBackend) network() protocol.NetworkConfinement {
 	if b.egress == nil {
-		return networkText
+		return protocol.NetworkSharedLoopback
 	}
-	return "loopback only, shared by this executor's commands (the network namespace of a holder container on network none); " +
-		"out only through the executor's egress proxy on 127.0.0.1 there (HTTP_PROXY, HTTPS_PROXY), to -net-allow: " + b.egress.proxy.Allow().String()
+	return protocol.NetworkEgressProxy
 }
 
 // Run runs a command with its egress session around it (run.go runs it).

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -43,7 +44,7 @@ func dockerRun(t testing.TB, b *dockerBackend, req backend.Request) (int, string
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skip("needs root: the attack is on a root-started server")
+		ciskip.Skip(t, "needs root: the attack is on a root-started server")
 	}
 }
 

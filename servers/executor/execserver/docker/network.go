@@ -24,9 +24,6 @@ import (
 // container start finds out and a new holder is started: commands after that share a new loopback, which processes
 // started before do not see.
 
-// networkText is what Confinement reports as the network of every command.
-const networkText = "loopback only, shared by this executor's commands (the network namespace of a holder container on network none); no route out"
-
 // Values of labelRole.
 const (
 	roleCommand = "command"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 )
@@ -117,7 +118,7 @@ func TestDockerGitWorks(t *testing.T) {
 	}
 	cli, _ := dockertest.Require(t)
 	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		t.Skipf("image %s with git: %v", img, err)
+		ciskip.Skipf(t, "image %s with git: %v", img, err)
 	}
 	b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img })
 	const git = `export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com

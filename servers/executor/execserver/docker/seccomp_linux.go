@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/moby/profiles/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -130,9 +131,9 @@ func buildNamespacesProfile() *seccomp.Seccomp {
 	return p
 }
 
-// seccompText is what Confinement reports of the profile.
-const seccompText = "the backend's own: the Engine's default allow-list (github.com/moby/profiles/seccomp) without " +
-	"set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs"
+// seccompReport is what Confinement reports of the profile: the backend's own, the Engine's default allow-list
+// without set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs.
+const seccompReport = protocol.SeccompGoalbox
 
 // SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's filesystem
 // container (TestSeccompProfileFile keeps the file current).

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -189,7 +190,7 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 			return
 		}
 	} else {
-		applied.Landlock = "off"
+		applied.Landlock = protocol.LandlockOff
 	}
 	if cfg.UID != 0 {
 		// After Landlock, which opened its paths as the init's user: only this thread, and what it forks, becomes

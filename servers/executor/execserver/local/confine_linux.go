@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -35,22 +36,22 @@ type sandboxRules struct {
 
 // appliedConfinement is what was actually put in force, as seen from inside.
 type appliedConfinement struct {
-	PIDNamespace     bool              `json:"pid_namespace"`
-	MountNamespace   bool              `json:"mount_namespace"`
-	NetworkNamespace bool              `json:"network_namespace"`
-	PrivateProc      bool              `json:"private_proc"`
-	PrivateTmp       bool              `json:"private_tmp"`
-	Subreaper        bool              `json:"subreaper"`
-	Landlock         string            `json:"landlock"`
-	LandlockABI      int               `json:"landlock_abi"`
-	LandlockNet      bool              `json:"landlock_net"`
-	LandlockScoped   bool              `json:"landlock_scoped"`
-	NoNewPrivs       bool              `json:"no_new_privs"`
-	Seccomp          bool              `json:"seccomp"`
-	CapsDropped      bool              `json:"capabilities_dropped"`
-	BoundingDropped  bool              `json:"bounding_set_dropped"`
-	Rlimits          map[string]uint64 `json:"rlimits"`
-	Warnings         []string          `json:"warnings,omitempty"`
+	PIDNamespace     bool                   `json:"pid_namespace"`
+	MountNamespace   bool                   `json:"mount_namespace"`
+	NetworkNamespace bool                   `json:"network_namespace"`
+	PrivateProc      bool                   `json:"private_proc"`
+	PrivateTmp       bool                   `json:"private_tmp"`
+	Subreaper        bool                   `json:"subreaper"`
+	Landlock         protocol.LandlockState `json:"landlock"`
+	LandlockABI      int                    `json:"landlock_abi"`
+	LandlockNet      bool                   `json:"landlock_net"`
+	LandlockScoped   bool                   `json:"landlock_scoped"`
+	NoNewPrivs       bool                   `json:"no_new_privs"`
+	Seccomp          bool                   `json:"seccomp"`
+	CapsDropped      bool                   `json:"capabilities_dropped"`
+	BoundingDropped  bool                   `json:"bounding_set_dropped"`
+	Rlimits          map[string]uint64      `json:"rlimits"`
+	Warnings         []string               `json:"warnings,omitempty"`
 }
 
 type rlimitV struct {
@@ -107,7 +108,7 @@ func landlockRules(r sandboxRules) []landlock.Rule {
 func applyLandlock(r sandboxRules, applied *appliedConfinement) error {
 	c, abi, ok := landlockConfig(r)
 	if !ok {
-		applied.Landlock = "unavailable"
+		applied.Landlock = protocol.LandlockUnavailable
 		applied.Warnings = append(applied.Warnings, "the kernel has no Landlock: commands can read and write wherever the run-as user can")
 		return nil
 	}
@@ -117,14 +118,14 @@ func applyLandlock(r sandboxRules, applied *appliedConfinement) error {
 		return err
 	}
 	if fd < 0 {
-		applied.Landlock = "unavailable"
+		applied.Landlock = protocol.LandlockUnavailable
 		return nil
 	}
 	defer unix.Close(fd)
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return err
 	}
-	applied.Landlock = "enforced"
+	applied.Landlock = protocol.LandlockEnforced
 	applied.LandlockNet = r.NetHandled && abi >= 4
 	applied.LandlockScoped = abi >= 6
 	return nil

@@ -183,12 +183,6 @@ func (e *egressState) health() *protocol.EgressHealth {
 	return e.proxy.Health(e.addr)
 }
 
-// networkText is the confinement report's network line with the egress proxy.
-func (e *egressState) networkText() string {
-	return "private network namespace: loopback only; out only through the executor's egress proxy at " + e.addr +
-		" (HTTP_PROXY, HTTPS_PROXY), to -net-allow: " + e.proxy.Allow().String()
-}
-
 // errEgressFallback is why -net-allow needs the namespace mode.
 const errEgressFallback = "-net-allow needs the local backend's namespace mode: without a private network namespace a command's " +
 	"Internet sockets are refused outright (seccomp and Landlock), so it could not reach the egress proxy, and allowing them would open " +

@@ -197,8 +197,8 @@ func TestEgressAllowList(t *testing.T) {
 		if h.Confinement.Egress == nil || strings.Join(h.Confinement.Egress.Allow, ",") != f.allowList {
 			t.Fatalf("/healthz egress: %+v", h.Confinement.Egress)
 		}
-		if !strings.Contains(h.Confinement.Network, "egress proxy") {
-			t.Errorf("/healthz network: %q", h.Confinement.Network)
+		if h.Confinement.Network != protocol.NetworkEgressProxy {
+			t.Errorf("/healthz network: %s", h.Confinement.Network)
 		}
 		tools, err := f.srv.Session.ListTools(t.Context(), nil)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
@@ -34,7 +35,7 @@ func newLocalTestBackend(t testing.TB, mutate func(*Config)) (backend.Backend, s
 	}
 	if !cfg.NoNamespaces && sandboxtest.UserNamespacesWork() {
 		// Where user namespaces work, the namespace mode must be what a backend gets, not a quiet fallback.
-		if mode := b.Confinement().Mode; mode != "pid-namespace" {
+		if mode := b.Confinement().Mode; mode != protocol.IsolationPIDNamespace {
 			t.Fatalf("the backend fell back to %v where user namespaces work", mode)
 		}
 	}

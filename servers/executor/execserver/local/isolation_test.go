@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
@@ -40,7 +41,7 @@ func TestLocalCrossCommandInjection(t *testing.T) {
 // workspace runs it (positive control), python3 in another workspace under the same cache folder does not.
 func TestLocalHomesPerWorkspace(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
+		ciskip.Skip(t, "python3 is not installed")
 	}
 	for _, noNS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("no-namespaces=%v", noNS), func(t *testing.T) {
@@ -58,7 +59,7 @@ func TestLocalHomesPerWorkspace(t *testing.T) {
 			n := sandboxtest.RandomHex(6)
 			plant := sandboxtest.MustRun(t, a.Session, protocol.RunCommandInput{Command: fmt.Sprintf(`d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p "$d" && echo 'print("PLANTED-%s")' > "$d/usercustomize.py" && echo marker > ~/plant-%s && echo ok`, n, n)})
 			if plant.Stdout != "ok\n" {
-				t.Skipf("python3 here has no user site folder to plant in: %+v", plant)
+				ciskip.Skipf(t, "python3 here has no user site folder to plant in: %+v", plant)
 			}
 			if ctl := sandboxtest.MustRun(t, a.Session, protocol.RunCommandInput{Command: "python3 -c pass"}); !strings.Contains(ctl.Stdout, "PLANTED-"+n) {
 				t.Fatalf("positive control: the planted usercustomize.py does not run in its own workspace: %+v", ctl)
@@ -163,7 +164,7 @@ func TestLocalContainmentAsOrdinaryUser(t *testing.T) {
 		t.Skip("already the ordinary user")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to start a process as another user; the run as this user is the normal run")
+		ciskip.Skip(t, "needs root to start a process as another user; the run as this user is the normal run")
 	}
 	if testing.Short() {
 		t.Skip("-short")
@@ -239,7 +240,7 @@ func TestLocalRunsAsOrdinaryUserInNamespaces(t *testing.T) {
 		t.Skip("runs inside TestLocalContainmentAsOrdinaryUser")
 	}
 	b, _ := newLocalTestBackend(t, nil)
-	if mode := b.Confinement().Mode; mode != "pid-namespace" {
+	if mode := b.Confinement().Mode; mode != protocol.IsolationPIDNamespace {
 		t.Errorf("as uid %d the backend runs in mode %v, want the namespace mode", os.Geteuid(), mode)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
@@ -22,7 +23,7 @@ import (
 func TestLocalTotalLimits(t *testing.T) {
 	sandboxtest.RequireNamespaceMode(t)
 	if !pidsCgroupAvailable(t) {
-		t.Skip("no pids cgroup here: the total is RLIMIT_NPROC, which the containment suite's fork bomb exercises")
+		ciskip.Skip(t, "no pids cgroup here: the total is RLIMIT_NPROC, which the containment suite's fork bomb exercises")
 	}
 	const perCommand, total = 200, 300
 	b, ws := newLocalTestBackend(t, func(c *Config) {
@@ -58,7 +59,7 @@ func TestLocalTotalLimits(t *testing.T) {
 
 	t.Run("memory", func(t *testing.T) {
 		if _, err := os.Stat("/usr/bin/python3"); err != nil {
-			t.Skip("no python3")
+			ciskip.Skip(t, "no python3")
 		}
 		usage := filepath.Join(lb.mem.dir, "memory.max_usage_in_bytes")
 		if _, err := os.Stat(usage); err != nil {

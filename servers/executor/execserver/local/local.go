@@ -58,10 +58,6 @@ type Config struct {
 	FileSizeLimit int64
 }
 
-// ModeNamespaces is the confinement report's mode (protocol.LocalConfinement.Mode) when every command gets PID,
-// mount, network and IPC namespaces of its own; any other mode is the fallback without namespaces.
-const ModeNamespaces = "pid-namespace"
-
 // Defaults for Config.
 const (
 	DefaultMemoryLimit   = 8 << 30

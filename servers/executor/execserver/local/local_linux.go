@@ -327,14 +327,14 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	}
 	if b.landlock {
 		if _, abi, ok := landlockConfig(rules); ok {
-			b.applied.Landlock, b.applied.LandlockABI, b.applied.LandlockScoped = "enforced", abi, abi >= 6
+			b.applied.Landlock, b.applied.LandlockABI, b.applied.LandlockScoped = protocol.LandlockEnforced, abi, abi >= 6
 		} else {
-			b.applied.Landlock = "unavailable"
+			b.applied.Landlock = protocol.LandlockUnavailable
 		}
 	} else {
-		b.applied.Landlock = "off"
+		b.applied.Landlock = protocol.LandlockOff
 	}
-	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == "enforced", b.workspace, b.env)
+	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == protocol.LandlockEnforced, b.workspace, b.env)
 	if err != nil {
 		h.close()
 		return nil, err
@@ -398,19 +398,19 @@ func (b *localBackend) Confinement() protocol.Confinement {
 	a := b.applied
 	return protocol.Confinement{
 		Egress:       b.egress.health(),
-		Network:      b.networkText(),
-		Capabilities: b.capabilitiesText(),
+		Network:      b.network(),
+		Capabilities: b.capabilities(),
 		LocalConfinement: &protocol.LocalConfinement{
-			Mode:         b.modeText(),
-			Processes:    b.processesText(),
-			Landlock:     b.landlockText(),
+			Mode:         b.mode(),
+			Landlock:     a.Landlock,
+			LandlockABI:  a.LandlockABI,
 			LandlockIPC:  a.LandlockScoped,
 			WriteDirs:    b.rules.WriteDirs,
-			ReadDirs:     b.readDirsText(),
-			Hidden:       b.hiddenText(),
+			ReadDirs:     b.readDirs(),
+			Hidden:       b.hidden(),
 			Rlimits:      b.appliedRlimits(),
-			ProcessLimit: b.processLimit(),
-			MemoryLimit:  b.memoryLimit(),
+			ProcessLimit: cgroupReport(b.pids, b.pidsNote),
+			MemoryLimit:  cgroupReport(b.mem, b.memNote),
 			EnvAllowlist: b.envNames(),
 			Warnings:     a.Warnings,
 		},
@@ -418,56 +418,47 @@ func (b *localBackend) Confinement() protocol.Confinement {
 	}
 }
 
-func (b *localBackend) modeText() string {
-	if b.ns == nil {
-		return "subreaper-init (NO namespaces)"
+// cgroupReport is a cgroup's limit, or why there is none (c nil).
+func cgroupReport(c *cgroupLimit, why string) protocol.CgroupLimit {
+	if c == nil {
+		return protocol.CgroupLimit{Note: why}
 	}
-	return ModeNamespaces
+	return protocol.CgroupLimit{PerCommand: c.limit, Total: c.total}
 }
 
-func (b *localBackend) processesText() string {
+func (b *localBackend) mode() protocol.ProcessIsolation {
 	if b.ns == nil {
-		return "a subreaper init per command kills every descendant; seccomp (and Landlock's signal scoping, where present) keeps " +
-			"the command from signalling its init or the server, and from ptrace"
+		return protocol.IsolationSubreaperInit
 	}
-	return "a fresh PID namespace per command; killing its PID 1 kills every process in it"
+	return protocol.IsolationPIDNamespace
 }
 
-func (b *localBackend) networkText() string {
+func (b *localBackend) network() protocol.NetworkConfinement {
 	a := b.applied
 	switch {
 	case b.ns != nil && b.egress != nil:
-		return b.egress.networkText()
+		return protocol.NetworkEgressProxy
 	case b.ns != nil:
-		return "private network namespace: loopback only, no route out"
+		return protocol.NetworkPrivateLoopback
 	case a.Seccomp && a.LandlockNet:
-		return "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused) and Landlock: no TCP connect or bind"
+		return protocol.NetworkSeccompLandlock
 	case a.Seccomp:
-		return "no Internet sockets (seccomp: socket(AF_INET/AF_INET6) and io_uring refused)"
+		return protocol.NetworkSeccomp
 	case a.LandlockNet:
-		return "Landlock only: no TCP connect or bind (UDP and MPTCP are NOT restricted)"
+		return protocol.NetworkLandlockTCP
 	}
-	return "NOT CONFINED"
+	return protocol.NetworkUnconfined
 }
 
-func (b *localBackend) landlockText() string {
-	if b.applied.Landlock == "enforced" {
-		return fmt.Sprintf("enforced (ABI %d)", b.applied.LandlockABI)
-	}
-	return b.applied.Landlock
-}
-
-func (b *localBackend) capabilitiesText() string {
+func (b *localBackend) capabilities() protocol.Capabilities {
 	a := b.applied
 	switch {
 	case !a.CapsDropped:
-		return "NOT DROPPED"
+		return protocol.CapabilitiesKept
 	case b.ns == nil && !a.BoundingDropped:
-		return "effective, permitted, inheritable and ambient cleared, no_new_privs; bounding set kept (no CAP_SETPCAP)"
-	case b.ns == nil:
-		return "none: all sets cleared, bounding set emptied, secure bits locked, no_new_privs"
+		return protocol.CapabilitiesBoundingKept
 	}
-	return "none: bounding set emptied, secure bits locked (no capabilities for root at exec), ambient cleared, no_new_privs"
+	return protocol.CapabilitiesNone
 }
 
 // appliedRlimits are the limits commands get: in fallback mode what the child init reported; else the configured
@@ -487,30 +478,28 @@ func (b *localBackend) appliedRlimits() map[string]uint64 {
 	return rl
 }
 
-func (b *localBackend) readDirsText() []string {
+// readDirs are the read folders with /etc as one (its entries are listed one by one in the fallback).
+func (b *localBackend) readDirs() []string {
 	var dirs []string
 	for _, d := range b.rules.ReadDirs {
 		if !strings.HasPrefix(d, "/etc/") {
 			dirs = append(dirs, d)
 		}
 	}
-	return append(dirs, "/etc (but not shadow, gshadow, ssh, sudoers, ssl/private, docker, ...)")
+	return append(dirs, "/etc")
 }
 
-func (b *localBackend) hiddenText() []string {
+func (b *localBackend) hidden() []protocol.Hidden {
 	a := b.applied
-	hidden := []string{}
-	switch {
-	case b.ns != nil:
-		hidden = append(hidden, "/proc is a fresh procfs of the command's own PID namespace: no other process shows")
-	case a.PrivateProc:
-		hidden = append(hidden, "/proc shows only the command's own processes (hidepid=invisible)")
+	hidden := []protocol.Hidden{}
+	if b.ns != nil || a.PrivateProc {
+		hidden = append(hidden, protocol.HiddenProcesses)
 	}
 	if a.MountNamespace {
-		hidden = append(hidden, "/ is a minimal root: only the read and write folders exist (no /sys, /run, /var, /opt, /home, no host socket)", "/dev/shm is private")
+		hidden = append(hidden, protocol.HiddenHostTree, protocol.HiddenShm)
 	}
 	if a.PrivateTmp {
-		hidden = append(hidden, "/tmp is the private temp folder")
+		hidden = append(hidden, protocol.HiddenTmp)
 	}
 	return hidden
 }
@@ -528,38 +517,16 @@ func (b *localBackend) envNames() []string {
 	return names
 }
 
-func (b *localBackend) processLimit() string {
-	if b.pids == nil {
-		return b.pidsNote
-	}
-	s := fmt.Sprintf("%d processes and threads per command (pids cgroup)", b.pids.limit)
-	if b.pids.total > 0 {
-		s += fmt.Sprintf(", %d for all of this executor's commands together", b.pids.total)
-	}
-	return s
-}
-
-func (b *localBackend) memoryLimit() string {
-	if b.mem == nil {
-		return b.memNote
-	}
-	s := fmt.Sprintf("%d MiB for all of a command's processes together (memory cgroup)", b.mem.limit>>20)
-	if b.mem.total > 0 {
-		s += fmt.Sprintf(", %d MiB for all of this executor's commands together", b.mem.total>>20)
-	}
-	return s
-}
-
 func (b *localBackend) logConfinement() {
 	c := b.Confinement()
-	b.logger.Info("local backend confinement", "mode", c.Mode, "processes", c.Processes, "network", c.Network,
-		"landlock", c.Landlock, "capabilities", c.Capabilities, "rlimits", c.Rlimits, "process_limit", c.ProcessLimit,
+	b.logger.Info("local backend confinement", "mode", c.Mode, "network", c.Network,
+		"landlock", c.Landlock, "landlock_abi", c.LandlockABI, "capabilities", c.Capabilities, "rlimits", c.Rlimits, "process_limit", c.ProcessLimit,
 		"memory_limit", c.MemoryLimit, "write_dirs", c.WriteDirs, "env", c.EnvAllowlist)
 	if b.ns == nil {
 		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
 			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
 	}
-	if b.applied.Landlock != "enforced" {
+	if b.applied.Landlock != protocol.LandlockEnforced {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
 	}
 	if b.pids == nil && !slices.ContainsFunc(b.rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {

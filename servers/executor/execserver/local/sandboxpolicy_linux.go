@@ -13,14 +13,14 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	a := b.applied
 	ns := b.ns != nil
 	p := &protocol.SandboxPolicy{
-		Root: "host", ReadPaths: b.readDirsText(), WritePaths: b.rules.WriteDirs, ProtectedEnforcement: "sweep",
-		User: fmt.Sprintf("%d:%d", b.uid, b.gid), Network: "none",
+		Root: protocol.RootHost, ReadPaths: b.readDirs(), WritePaths: b.rules.WriteDirs, ProtectedEnforcement: protocol.ProtectedSweep,
+		User: fmt.Sprintf("%d:%d", b.uid, b.gid), Network: protocol.SandboxNetworkNone,
 	}
 	if ns {
-		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = "minimal", b.rootPaths[0], b.rootPaths[1], "read-only"
+		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = protocol.RootMinimal, b.rootPaths[0], b.rootPaths[1], protocol.ProtectedReadOnly
 	}
 	if b.egress != nil {
-		p.Network = "allowlist" // -net-allow: out only through the egress proxy (confinement.egress)
+		p.Network = protocol.SandboxNetworkAllowlist // -net-allow: out only through the egress proxy (confinement.egress)
 	}
 	prop := func(name string, holds bool, note string) {
 		p.Properties = append(p.Properties, protocol.Property{Name: name, Holds: holds, Note: note})
@@ -35,7 +35,7 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	prop("private_proc", a.PrivateProc, "")
 	prop("private_tmp", a.PrivateTmp, "")
 	prop("no_sys", ns, "")
-	prop("landlock", a.Landlock == "enforced", a.Landlock)
+	prop("landlock", a.Landlock == protocol.LandlockEnforced, a.Landlock.String())
 	prop("seccomp", a.Seccomp, "")
 	prop("no_capabilities", a.CapsDropped, "")
 	prop("no_new_privs", a.NoNewPrivs, "")
@@ -49,7 +49,7 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 			held++
 		}
 	}
-	p.Summary = fmt.Sprintf("local %s: %s root, commands as %s, network %s, %d of %d properties hold", b.modeText(), p.Root, p.User, p.Network,
+	p.Summary = fmt.Sprintf("local %s: %s root, commands as %s, network %s, %d of %d properties hold", b.mode(), p.Root, p.User, p.Network,
 		held, len(p.Properties))
 	p.ReadPaths, p.WritePaths = slices.Clone(p.ReadPaths), slices.Clone(p.WritePaths)
 	return p

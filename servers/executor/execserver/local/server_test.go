@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -541,7 +542,7 @@ func TestHealthReportsPolicyAsData(t *testing.T) {
 			t.Errorf("property %s does not hold in the namespace mode: %+v", name, p.Properties)
 		}
 	}
-	if p.Root != "minimal" || p.ProtectedEnforcement != "read-only" || !slices.Contains(p.Protected, ".git/hooks") ||
+	if p.Root != protocol.RootMinimal || p.ProtectedEnforcement != protocol.ProtectedReadOnly || !slices.Contains(p.Protected, ".git/hooks") ||
 		!slices.Contains(p.ReadPaths, "/usr") || !slices.Contains(p.WritePaths, pathguard.DefaultAdvertisedRoot) {
 		t.Errorf("policy: %+v", p)
 	}
@@ -597,7 +598,7 @@ func TestStdio(t *testing.T) {
 
 func TestRunProcessLimit(t *testing.T) {
 	if !pidsCgroupAvailable(t) {
-		t.Skip("no pids cgroup on this machine")
+		ciskip.Skip(t, "no pids cgroup on this machine")
 	}
 	for _, noNS := range []bool{false, true} {
 		b, ws := newLocalTestBackend(t, func(c *Config) { c.PidsLimit = 40; c.NoNamespaces = noNS })
@@ -629,11 +630,11 @@ func TestRunPrivateTmp(t *testing.T) {
 
 func TestRunMemoryLimitPerCommand(t *testing.T) {
 	if _, _, err := ownCgroupDir("memory"); err != nil {
-		t.Skipf("no memory cgroup here: %v", err)
+		ciskip.Skipf(t, "no memory cgroup here: %v", err)
 	}
 	b, ws := newLocalTestBackend(t, func(c *Config) { c.MemoryLimit = 300 << 20 })
 	if b.(*localBackend).mem == nil {
-		t.Skipf("no memory cgroup: %s", b.(*localBackend).memNote)
+		ciskip.Skipf(t, "no memory cgroup: %s", b.(*localBackend).memNote)
 	}
 	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{}, nil)
 	// Three processes of 200 MiB each stay under the per-process limit but not under the per-command one.

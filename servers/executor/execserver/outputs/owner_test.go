@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,8 +28,11 @@ func read(o *Store, reader Owner, uri string) (string, error) {
 // gives. A stateless output's URI names a 26-character handle that any reader holding it may read (from either
 // era); a session's output is read by that session only, not by another session and not by a stateless reader.
 // Controls: each output is read by its own owner; a stateless output unread for the idle timeout is dropped, and
-// one that is read keeps.
-func TestOwnersKeepApart(t *testing.T) {
+// one that is read keeps. The idle timeout runs on synctest's clock: the sleeps take no time and the reaper runs at
+// the instants the test names, however loaded the machine.
+func TestOwnersKeepApart(t *testing.T) { synctest.Test(t, testOwnersKeepApart) }
+
+func testOwnersKeepApart(t *testing.T) {
 	const idle = 400 * time.Millisecond
 	o := New(DefaultBudget, DefaultTotal, idle, nil)
 	defer o.Close()

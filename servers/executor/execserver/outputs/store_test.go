@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,7 +63,9 @@ func TestKeptStreamMemoryStaysSmall(t *testing.T) {
 
 // TestKeptStreamWhileRunning: a stream still being written (a process's) is readable as far as it goes, says it is
 // not complete, and becomes complete when closed; under its threshold it costs no store at all.
-func TestKeptStreamWhileRunning(t *testing.T) {
+func TestKeptStreamWhileRunning(t *testing.T) { synctest.Test(t, testKeptStreamWhileRunning) }
+
+func testKeptStreamWhileRunning(t *testing.T) {
 	o := New(DefaultBudget, DefaultTotal, 0, nil)
 	ss := memorySession(t)
 	small := o.Keep(SessionOwner(ss), "stdout", 10)
@@ -93,10 +95,7 @@ func TestKeptStreamWhileRunning(t *testing.T) {
 	}
 
 	ss.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for o.Health().Sessions != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	synctest.Wait() // the store drops the session's outputs when its end reaches it
 	if h := o.Health(); h.Sessions != 0 || h.Bytes != 0 || k.URI() != "" {
 		t.Errorf("after the session ended: %+v, URI %q", h, k.URI())
 	}
@@ -132,7 +131,9 @@ func TestTextPrefix(t *testing.T) {
 // while it is full evicts its own oldest outputs, never another session's, and an output that finds no room at all
 // is not kept, with an error that names -output-total; the total frees when a session ends. The control, a total
 // as large as two budgets, evicts only for the session's own budget.
-func TestOutputTotalAcrossSessions(t *testing.T) {
+func TestOutputTotalAcrossSessions(t *testing.T) { synctest.Test(t, testOutputTotalAcrossSessions) }
+
+func testOutputTotalAcrossSessions(t *testing.T) {
 	const block = outputBlock
 	blocks := func(n int) []byte { return bytes.Repeat([]byte("x"), n*block) }
 	idOf := func(k *Stream) string { return strings.TrimPrefix(k.URI(), "goalbox-output://") }
@@ -180,10 +181,7 @@ func TestOutputTotalAcrossSessions(t *testing.T) {
 		}
 
 		a.Close() // A ends: its 4 blocks go back to the total
-		deadline := time.Now().Add(5 * time.Second)
-		for o.Health().Sessions != 1 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		synctest.Wait()
 		if k4, id := keep(b, 3); k4.URI() == "" {
 			t.Errorf("B could not keep 3 blocks once A ended: health %+v", o.Health())
 		} else if _, err := sb.read(id, 3*block-1, 1); err != nil {

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // figure is one measured row: a server doing one workload over one transport with some callers.
@@ -39,39 +40,34 @@ func measure(pid int, calls, warmup int, callers []caller) (figure, error) {
 	f := figure{Callers: len(callers), Calls: calls, Load1: load1()}
 	per := calls / len(callers)
 	lat := make([][]time.Duration, len(callers))
-	errs := make([]error, len(callers))
 	cpu0, err := processCPU(pid)
 	if err != nil {
 		return f, err
 	}
-	var wg sync.WaitGroup
+	// The callers run together, each until its calls are done or one fails; the first failure is the measure's.
+	var g errgroup.Group
 	start := time.Now()
 	for c, call := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			mine := make([]time.Duration, 0, per)
 			for range per {
 				t := time.Now()
 				if err := call(); err != nil {
-					errs[c] = err
-					return
+					return err
 				}
 				mine = append(mine, time.Since(t))
 			}
 			lat[c] = mine
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		return f, err
+	}
 	wall := time.Since(start)
 	cpu1, err := processCPU(pid)
 	if err != nil {
 		return f, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return f, err
-		}
 	}
 	all := slices.Concat(lat...)
 	slices.Sort(all)

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
@@ -129,11 +130,12 @@ func PidAlive(pid int) bool {
 }
 
 // RequireNamespaceMode skips a test of the namespace mode where this machine cannot create user namespaces (some
-// container runtimes forbid them). Where it can, the mode must work, as root and as any other user.
+// container runtimes forbid them), and fails it under CI=true. Where it can, the mode must work, as root and as any
+// other user.
 func RequireNamespaceMode(t testing.TB) {
 	t.Helper()
 	if !UserNamespacesWork() {
-		t.Skip("this machine cannot create a user namespace: the fallback tests cover it")
+		ciskip.Skip(t, "this machine cannot create a user namespace: the fallback tests cover it")
 	}
 }
 
@@ -144,11 +146,11 @@ func UserNamespacesWork() bool {
 	return cmd.Run() == nil
 }
 
-// RequireLandlock skips a containment test on a kernel without Landlock: the backend runs there, and says loudly
-// that commands are not confined.
+// RequireLandlock skips a containment test on a kernel without Landlock (the backend runs there, and says loudly
+// that commands are not confined), and fails it under CI=true.
 func RequireLandlock(t testing.TB) {
 	t.Helper()
 	if v, err := ll.LandlockGetABIVersion(); err != nil || v < 1 {
-		t.Skip("the kernel has no Landlock: the local backend cannot confine files there (it warns at start)")
+		ciskip.Skip(t, "the kernel has no Landlock: the local backend cannot confine files there (it warns at start)")
 	}
 }

@@ -1,4 +1,4 @@
-package protocol
+package goalbox
 
 import (
 	"os"
@@ -15,8 +15,9 @@ import (
 // package defines, every relative link leads to a file (and its #anchor to a heading of it), and neither the docs
 // nor the Go sources point at a tracker (an issue by its number, a section of the brief) instead of saying why.
 
-// repoRoot is the repository's root, two folders up from this package.
-const repoRoot = "../.."
+// repoRoot is the repository's root: this module's folder (the test reads the whole repository, so it lives in the
+// module that is the repository's root, not in a package of pkg).
+const repoRoot = "."
 
 // docFiles are the Markdown files a reader of the repository meets: the README, SECURITY.md, docs/ and the
 // examples' README.
@@ -48,7 +49,7 @@ var fences = regexp.MustCompile("(?ms)^```.*?^```")
 
 func TestDocsNameOnlyRealTools(t *testing.T) {
 	var defined []string
-	src, _ := filepath.Glob("*.go")
+	src, _ := filepath.Glob(filepath.Join(repoRoot, "pkg", "protocol", "*.go"))
 	decl := regexp.MustCompile(`Tool[A-Za-z]+\s*=\s*"(sandbox_[a-z_]+)"`)
 	for _, f := range src {
 		if strings.HasSuffix(f, "_test.go") {

@@ -1,0 +1,3 @@
+module github.com/goalbox/goalbox
+
+go 1.26.8
