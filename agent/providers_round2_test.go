@@ -12,7 +12,7 @@ import (
 	"github.com/goalbox/goalbox/agent/loop/looptest"
 )
 
-// The second round of providers (issue 39): what they send beside a message, how they stream calls, how they word
+// The second round of providers: what they send beside a message, how they stream calls, how they word
 // an overflow, what their chat templates refuse. Each test plays one provider's documented behaviour through the
 // scripted model and runs the whole command.
 

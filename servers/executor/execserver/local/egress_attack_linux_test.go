@@ -2,7 +2,7 @@
 
 package local
 
-// Issue 36's attacks as a command makes them, with curl and python in the sandbox against upstreams in a network
+// The secret and proxy attacks as a command makes them, with curl and python in the sandbox against upstreams in a network
 // namespace of the test's own (the egress package's tests make the same attacks with a Go client).
 
 import (
