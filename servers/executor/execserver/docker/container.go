@@ -157,6 +157,9 @@ func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, pro
 	if _, err := b.cli.ContainerStart(ctx, p.id, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker backend: start: %w", err)
 	}
+	if err := b.verifyMounts(ctx, p.id, prot); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -137,19 +137,26 @@ type dockerBackend struct {
 	ctlRoot   string // host folder (0700) holding the per-container control folders
 	stateDir  string // the instance's state folder (lock, control folders), checked by openSafeDir
 	lock      *instanceLock
-	cacheDir  string // the cache folder mounted at /cache, "" when off
-	wsFD      int    // the workspace, for the descriptor-relative checks of protected paths (-1 when not open)
-	seccomp   string // the security option carrying the profile, "" for the Engine's default
-	disk      *diskcap.Meter
-	slots     chan struct{}              // a token per container running; nil: no total cap
-	pool      *warmPool                  // nil without a warm pool
-	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
-	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
-	lastSweep time.Time                  // when the latest sweep began; under sweepMu
-	net       networkHolder
-	egress    *dockerEgress // nil without -net-allow
-	closeOnce sync.Once
-	closeErr  error
+	cacheDir  string    // the cache folder mounted at /cache, "" when off
+	wsFD      int       // the workspace opened at start: every host-side look at it goes through this (workspace_unix.go); -1 when not open
+	wsID      [2]uint64 // the workspace's device and inode
+	// mountVerify: the server sees into its containers and checks each one's mounts before giving it a command
+	// (workspace_linux.go).
+	mountVerify bool
+	// skipPathCheck leaves out the check of the workspace's path before a command, for the test that shows the
+	// mount verification holds on its own.
+	skipPathCheck bool
+	seccomp       string // the security option carrying the profile, "" for the Engine's default
+	disk          *diskcap.Meter
+	slots         chan struct{}              // a token per container running; nil: no total cap
+	pool          *warmPool                  // nil without a warm pool
+	lastProt      atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
+	sweepMu       sync.Mutex                 // one mode sweep of the workspace at a time
+	lastSweep     time.Time                  // when the latest sweep began; under sweepMu
+	net           networkHolder
+	egress        *dockerEgress // nil without -net-allow
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
@@ -321,6 +328,7 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if err := b.startNetwork(ctx); err != nil {
 		return err
 	}
+	b.mountVerify = b.probeMountVerify(ctx, b.net.current())
 	if err := b.startEgress(ctx); err != nil {
 		return err
 	}
