@@ -154,6 +154,7 @@ type dockerBackend struct {
 	sweepMu       sync.Mutex                 // one mode sweep of the workspace at a time
 	lastSweep     time.Time                  // when the latest sweep began; under sweepMu
 	net           networkHolder
+	reaper        *reaper       // the watchdog process (reaper.go)
 	egress        *dockerEgress // nil without -net-allow
 	closeOnce     sync.Once
 	closeErr      error
@@ -304,6 +305,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}
 
+	if err := b.startReaper(); err != nil {
+		return err
+	}
 	b.labels = map[string]string{}
 	maps.Copy(b.labels, b.cfg.Labels)
 	b.labels[labelExecutor] = "1"
@@ -401,8 +405,9 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 			MaxContainers:      maxContainers,
 			TotalMemoryBytes:   b.cfg.TotalMemory,
 			TotalPidsLimit:     b.cfg.TotalPIDs,
-			Watchdog: fmt.Sprintf("timeout(1) in each container kills its command %s after its timeout; the network "+
-				"holder and waiting pool containers end when the server's attachment does", watchdogGrace),
+			Watchdog: fmt.Sprintf("a reaper process on the host, out of every container's reach, removes a command's "+
+				"container %s after its timeout even if the server died; the network holder and waiting pool "+
+				"containers end when the server's attachment does", watchdogGrace),
 		},
 	}
 }
@@ -417,6 +422,7 @@ func (b *dockerBackend) close() error {
 	b.closePool()
 	b.closeNetwork()
 	b.egress.close()
+	b.reaper.close()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

@@ -233,6 +233,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 			b.discard(p)
 			return nil, errCancelledBeforeStart
 		}
+		b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
 		err := p.give(spec)
 		if err == nil {
 			return p, nil
@@ -256,6 +257,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 		b.discard(p)
 		return nil, errCancelledBeforeStart
 	}
+	b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
 	if err = p.give(spec); err != nil {
 		b.discard(p)
 		return nil, err
