@@ -293,10 +293,11 @@ func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *contai
 		// Output goes through attach only: a log driver would also copy gigabytes of output to the daemon's disk.
 		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{
-			Memory:     b.cfg.Memory,
-			MemorySwap: b.cfg.Memory, // equal to Memory: no swap on top
-			NanoCPUs:   int64(b.cfg.CPUs * 1e9),
-			PidsLimit:  &pids,
+			CgroupParent: b.cgroupParent, // the totals, enforced by the kernel over all containers (cgroup_linux.go)
+			Memory:       b.cfg.Memory,
+			MemorySwap:   b.cfg.Memory, // equal to Memory: no swap on top
+			NanoCPUs:     int64(b.cfg.CPUs * 1e9),
+			PidsLimit:    &pids,
 		},
 	}
 }

@@ -154,10 +154,14 @@ type dockerBackend struct {
 	sweepMu       sync.Mutex                 // one mode sweep of the workspace at a time
 	lastSweep     time.Time                  // when the latest sweep began; under sweepMu
 	net           networkHolder
-	reaper        *reaper       // the watchdog process (reaper.go)
-	egress        *dockerEgress // nil without -net-allow
-	closeOnce     sync.Once
-	closeErr      error
+	reaper        *reaper // the watchdog process (reaper.go)
+	// cgroupParent is the cgroup every container is started under, limited to the total caps (cgroup_linux.go);
+	// "" where the server cannot make one. cgroupDirs are its folders in the host's hierarchies.
+	cgroupParent string
+	cgroupDirs   []string
+	egress       *dockerEgress // nil without -net-allow
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
@@ -329,6 +333,11 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if err := b.setSlots(ctx); err != nil {
 		return err
 	}
+	if parent, why := b.setupTotalsCgroup(ctx); why != nil {
+		b.log.Info("docker backend: the total caps are kept by counting containers only: no cgroup above them", "reason", why)
+	} else {
+		b.cgroupParent = parent
+	}
 	if err := b.startNetwork(ctx); err != nil {
 		return err
 	}
@@ -423,6 +432,7 @@ func (b *dockerBackend) close() error {
 	b.closeNetwork()
 	b.egress.close()
 	b.reaper.close()
+	b.removeTotalsCgroup()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

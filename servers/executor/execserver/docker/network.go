@@ -103,9 +103,10 @@ func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, *clien
 			SecurityOpt:    b.securityOpt(),
 			LogConfig:      container.LogConfig{Type: "none"},
 			Resources: container.Resources{
-				Memory:     networkHolderMemory,
-				MemorySwap: networkHolderMemory,
-				PidsLimit:  &pids,
+				CgroupParent: b.cgroupParent, // the totals, enforced by the kernel over all containers (cgroup_linux.go)
+				Memory:       networkHolderMemory,
+				MemorySwap:   networkHolderMemory,
+				PidsLimit:    &pids,
 			},
 		},
 	})
