@@ -79,10 +79,14 @@ func (b *dockerBackend) setupTotalsCgroup(ctx context.Context) (parent string, w
 	return "/" + name, nil
 }
 
-// removeTotalsCgroup removes the parent cgroup once its containers are gone (a busy one stays, limits and all,
-// for the next start of the instance to take over).
+// removeTotalsCgroup removes the parent cgroup once its containers are gone, in every v1 hierarchy the Engine made
+// it in as well (a busy one stays, limits and all, for the next start of the instance to take over).
 func (b *dockerBackend) removeTotalsCgroup() {
-	for _, d := range b.cgroupDirs {
-		_ = os.Remove(d)
+	if b.cgroupParent == "" {
+		return
+	}
+	others, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", b.cgroupParent))
+	for _, d := range append(b.cgroupDirs, others...) {
+		_ = os.Remove(d) // rmdir: only an empty cgroup goes
 	}
 }
