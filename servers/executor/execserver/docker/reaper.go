@@ -53,8 +53,7 @@ func init() {
 func runReaper(in io.Reader, host string) int {
 	cli, err := newClient(host)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "goalbox docker reaper: %v\n", err)
-		return 1
+		return 1 // the server sees the pipe break at its next line and says so
 	}
 	type line struct {
 		del      bool
@@ -148,7 +147,9 @@ func (r *reaper) spawn() error {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), reaperEnv+"="+r.host)
-	cmd.Stdout, cmd.Stderr = nil, os.Stderr
+	// No stdout or stderr: a reaper that outlives the server must not hold the server's output pipes open (a
+	// parent reading them to EOF would wait for the last deadline).
+	cmd.Stdout, cmd.Stderr = nil, nil
 	detach(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
