@@ -12,9 +12,11 @@ import (
 )
 
 // hostWorkspace is the workspace for the host-side walks that take a path (the disk cap's meter): the handle
-// opened at start, through /proc/self/fd, so a symlink put at the workspace's path is never measured instead.
+// opened at start, through /proc/self/fd, so a symlink put at the workspace's path is never measured instead. The
+// trailing slash makes a walk's first lstat follow the descriptor's link to the folder (without it, filepath.WalkDir
+// sees a symlink and does not descend).
 func (b *dockerBackend) hostWorkspace() string {
-	return "/proc/self/fd/" + strconv.Itoa(b.wsFD)
+	return "/proc/self/fd/" + strconv.Itoa(b.wsFD) + "/"
 }
 
 // containerRoot is the root of a running container as the server sees it: /proc/<its init>/root. It is reachable
