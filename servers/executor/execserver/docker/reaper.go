@@ -38,6 +38,9 @@ import (
 // comes first).
 const watchdogGrace = 10 * time.Second
 
+// goneCheck is how often a reaper whose server is gone looks whether its containers still exist.
+const goneCheck = 10 * time.Second
+
 // reaperEnv, set to the Engine's address, makes this binary a reaper instead of whatever it is.
 const reaperEnv = "GOALBOX_DOCKER_REAPER"
 
@@ -86,6 +89,11 @@ func runReaper(in io.Reader, host string) int {
 				next = d
 			}
 		}
+		if serverGone && time.Until(next) > goneCheck {
+			// Nobody tells it of removals any more: it looks for itself, so that it does not wait an hour for a
+			// process the next executor of the instance removed at its start.
+			next = time.Now().Add(goneCheck)
+		}
 		timer.Reset(time.Until(next))
 		select {
 		case l, ok := <-lines:
@@ -100,6 +108,13 @@ func runReaper(in io.Reader, host string) int {
 		case <-timer.C:
 			for id, d := range live {
 				if time.Now().Before(d) {
+					if serverGone {
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						if _, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(err) {
+							delete(live, id)
+						}
+						cancel()
+					}
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
