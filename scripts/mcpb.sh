@@ -59,6 +59,17 @@ EOF
 	sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" "$repo/deploy/mcpb/$server/manifest.json" >"$stage/manifest.json"
 	"$mcpb" validate "$stage/manifest.json"
 	"$mcpb" pack "$stage" "$out/$name.mcpb" >/dev/null
+	# A release signs its bundles with the project's code-signing certificate (PEM, chaining to a CA the user's
+	# system trusts, so that mcpb verify and Claude Desktop show the bundle as signed): GOALBOX_MCPB_CERT and
+	# GOALBOX_MCPB_KEY, GOALBOX_MCPB_INTERMEDIATE for the chain. Without them the bundles stay unsigned, and say so:
+	# a self-signed signature would only be reported as not signed.
+	if [ -n "${GOALBOX_MCPB_CERT:-}" ]; then
+		"$mcpb" sign --cert "$GOALBOX_MCPB_CERT" --key "${GOALBOX_MCPB_KEY:?GOALBOX_MCPB_KEY: the private key of GOALBOX_MCPB_CERT}" \
+			${GOALBOX_MCPB_INTERMEDIATE:+--intermediate "$GOALBOX_MCPB_INTERMEDIATE"} "$out/$name.mcpb"
+		"$mcpb" verify "$out/$name.mcpb"
+	else
+		echo "mcpb: $name.mcpb is unsigned (set GOALBOX_MCPB_CERT and GOALBOX_MCPB_KEY to sign a release)"
+	fi
 	echo "mcpb: $out/$name.mcpb ($(du -h "$out/$name.mcpb" | cut -f1))"
 
 	# Its server.json for the MCP registry, from deploy/mcpb/<server>/server.json: this version in the version, the
@@ -80,12 +91,24 @@ PY
 	"$mcpb" unpack "$out/$name.mcpb" "$check" >/dev/null
 	mkdir -p "$work/ws-$server"
 	python3 - "$check" "$work/ws-$server" <<'PY'
-import json, subprocess, sys
+import json, os, subprocess, sys
 root, ws = sys.argv[1], sys.argv[2]
 m = json.load(open(root + "/manifest.json"))
 cfg = m["server"]["mcp_config"]
-sub = lambda s: s.replace("${__dirname}", root).replace("${user_config.workspace}", ws)
-p = subprocess.Popen([sub(cfg["command"])] + [sub(a) for a in cfg["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def argv(workspace, allow):
+    sub = lambda s: s.replace("${__dirname}", root).replace("${user_config.workspace}", workspace).replace(
+        "${user_config.allow_personal_workspace}", allow)
+    return [sub(cfg["command"])] + [sub(a) for a in cfg["args"]]
+# A workspace holding start-up files and keys is refused with a message, as the bundle's default; allowed, it serves.
+home = ws + "-home"
+os.makedirs(home + "/.ssh")
+open(home + "/.bashrc", "w").close()
+r = subprocess.run(argv(home, str(m["user_config"]["allow_personal_workspace"]["default"]).lower()), stdin=subprocess.DEVNULL,
+                   capture_output=True, text=True, timeout=60)
+if r.returncode == 0 or "-allow-personal-workspace" not in r.stderr:
+    sys.exit("mcpb: %s from its bundle took a workspace holding .bashrc and .ssh (exit %d): %s" % (m["name"], r.returncode, r.stderr))
+print("mcpb: %s from its bundle refuses a workspace holding .bashrc and .ssh" % m["name"])
+p = subprocess.Popen(argv(ws, "false"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 def call(msg):
     p.stdin.write(json.dumps(msg) + "\n"); p.stdin.flush()
     if "id" in msg:

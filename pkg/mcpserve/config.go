@@ -25,6 +25,9 @@ type Config struct {
 	Addr string `env:"ADDR" flag:"addr" usage:"HTTP listen address"`
 	// Workspace is the folder the server is confined to; created if missing.
 	Workspace string `env:"WORKSPACE" flag:"workspace" usage:"workspace folder, created if missing"`
+	// AllowPersonalWorkspace lets the workspace be a home folder, the root of a disk, or a folder holding start-up
+	// files or keys (.bashrc, .ssh), which are refused otherwise (personal.go).
+	AllowPersonalWorkspace bool `env:"ALLOW_PERSONAL_WORKSPACE" flag:"allow-personal-workspace" usage:"allow a workspace that is a home folder, the root of a disk, or a folder holding start-up files or keys (.bashrc, .ssh), refused otherwise"`
 	// Stdio serves one client on stdin/stdout instead of HTTP.
 	Stdio bool `env:"STDIO" flag:"stdio" usage:"serve one client on stdin/stdout instead of HTTP"`
 	// Token is required as "Authorization: Bearer <token>" on the MCP endpoint over HTTP. Empty (the default)
@@ -134,6 +137,11 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	}
 	if cfg.Token != "" && slices.Contains(strings.Split(cfg.Token, ","), "") {
 		return fs, errors.New("-token has an empty token (a stray comma): give one token, or several separated by commas, each a client of its own (docs/serving.md, Tokens)")
+	}
+	if !cfg.AllowPersonalWorkspace {
+		if err := checkNotPersonal(cfg.Workspace); err != nil {
+			return fs, err
+		}
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		return fs, fmt.Errorf("-max-request-bytes must be positive, got %d", cfg.MaxRequestBytes)

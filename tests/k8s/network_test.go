@@ -278,8 +278,9 @@ func TestNetworkOverlayOnAPIServer(t *testing.T) {
 	web := np.Spec.Egress[0]
 	if !slices.Equal(ports(0), []string{"TCP/80", "TCP/443"}) || len(web.To) != 2 || web.To[0].IPBlock == nil || web.To[1].IPBlock == nil ||
 		web.To[0].IPBlock.CIDR != "0.0.0.0/0" || web.To[1].IPBlock.CIDR != "::/0" ||
-		!slices.Equal(web.To[0].IPBlock.Except, []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}) ||
-		!slices.Equal(web.To[1].IPBlock.Except, []string{"fc00::/7", "fe80::/10"}) {
+		!slices.Equal(web.To[0].IPBlock.Except, []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16",
+			"0.0.0.0/8", "127.0.0.0/8", "192.0.0.0/24", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4"}) ||
+		!slices.Equal(web.To[1].IPBlock.Except, []string{"fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48", "::/128", "::1/128", "ff00::/8"}) {
 		t.Errorf("the web egress rule read back: ports %v, to %+v %+v", ports(0), web.To[0].IPBlock, web.To[1].IPBlock)
 	}
 	dns := np.Spec.Egress[1]

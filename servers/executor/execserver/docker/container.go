@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -34,30 +33,23 @@ import (
 // so its kill cannot hit a `cat` of the launcher; the command's shell is a plain foreground child (an asynchronous
 // one would start with SIGINT and SIGQUIT ignored).
 //
-// The watchdog: Run kills a container at its command's timeout, but an executor that is SIGKILLed (or loses the
-// Engine) kills nothing. So the command's shell runs under timeout(1) with the deadline (the timeout plus
-// watchdogGrace, so that Run's own kill normally comes first): at the deadline timeout kills the shell, the
-// launcher exits, and with it everything in the container. A command that kills timeout itself (kill -9 -1 reaches
-// it: same user, same namespace) ends its own shell's parent, and the launcher exits all the same. An image without
-// a timeout(1) that takes "-s SIGNAL SECONDS" (busybox before 1.30 wanted -t) runs the command without the
-// watchdog rather than not at all; the probe costs one exec of true. Debian, current Alpine and busybox have one.
+// The launcher runs the command from its file (sh /run/goalbox/command), never from its own command line: the
+// processes of a container are in the host's process table, and any user of the host reads their arguments in ps.
+//
+// The watchdog that ends a container at its deadline whatever happens to the server is not in the container: it
+// is the reaper process on the host (reaper.go).
 const (
 	containerControl = "/run/goalbox"
 	launcher         = `read -r _ || exit 0
 read -r d < ` + containerControl + `/dir && cd "$d" || exit 125
-c=$(cat ` + containerControl + `/command) || exit 125
-read -r t < ` + containerControl + `/deadline || exit 125
 if [ -e ` + containerControl + `/stdin ]; then exec < ` + containerControl + `/stdin; fi
 if [ -e ` + containerControl + `/proxy ]; then read -r p < ` + containerControl + `/proxy && export HTTP_PROXY="$p" HTTPS_PROXY="$p" ALL_PROXY="$p" http_proxy="$p" https_proxy="$p" all_proxy="$p"; unset p; fi
 if [ -p ` + containerControl + `/terminate ]; then
 	{ read -r _ < ` + containerControl + `/terminate && until kill -TERM -1; do :; done; } </dev/null >/dev/null 2>&1 &
 fi
-if timeout -s KILL 5 true 2>/dev/null; then timeout -s KILL "$t" sh -c "$c"; else sh -c "$c"; fi
+sh ` + containerControl + `/command
 exit $?`
 )
-
-// watchdogGrace is how long after its timeout a command's own watchdog kills it.
-const watchdogGrace = 10 * time.Second
 
 // commandSpec is what a container's launcher is given.
 type commandSpec struct {
@@ -68,7 +60,7 @@ type commandSpec struct {
 	streamStdin bool
 	// terminable makes the terminate FIFO, so the launcher starts the relay (prepared.terminate).
 	terminable bool
-	// timeout is the command's; the watchdog kills it watchdogGrace later.
+	// timeout is the command's; the reaper removes the container watchdogGrace later.
 	timeout time.Duration
 	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
 	// launcher exports it from the control file "proxy" (egress.go).
@@ -157,13 +149,15 @@ func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, pro
 	if _, err := b.cli.ContainerStart(ctx, p.id, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker backend: start: %w", err)
 	}
+	if err := b.verifyMounts(ctx, p.id, prot); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // give writes the command's files and releases the launcher.
 func (p *prepared) give(spec commandSpec) error {
-	deadline := int64((spec.timeout + watchdogGrace + time.Second - 1) / time.Second)
-	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n", "deadline": strconv.FormatInt(deadline, 10) + "\n"}
+	files := map[string]string{"command": spec.command, "dir": spec.dir + "\n"}
 	if !spec.streamStdin {
 		files["stdin"] = spec.stdin
 	}
@@ -225,8 +219,11 @@ func (b *dockerBackend) discard(p *prepared) {
 	p.att.Close()
 	p.stop()
 	if p.id != "" {
-		// A failure is logged at ERROR: the container may still be running.
-		b.removeContainer(p.id)
+		// A failure is logged at ERROR: the container may still be running (the reaper, told only of a removal
+		// that worked, still removes it at its deadline).
+		if b.removeContainer(p.id) {
+			b.reaper.del(p.id)
+		}
 	}
 	if p.term != nil {
 		p.term.Close()
@@ -296,10 +293,11 @@ func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *contai
 		// Output goes through attach only: a log driver would also copy gigabytes of output to the daemon's disk.
 		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{
-			Memory:     b.cfg.Memory,
-			MemorySwap: b.cfg.Memory, // equal to Memory: no swap on top
-			NanoCPUs:   int64(b.cfg.CPUs * 1e9),
-			PidsLimit:  &pids,
+			CgroupParent: b.cgroupParent, // the totals, enforced by the kernel over all containers (cgroup_linux.go)
+			Memory:       b.cfg.Memory,
+			MemorySwap:   b.cfg.Memory, // equal to Memory: no swap on top
+			NanoCPUs:     int64(b.cfg.CPUs * 1e9),
+			PidsLimit:    &pids,
 		},
 	}
 }

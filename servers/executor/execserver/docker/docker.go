@@ -138,19 +138,31 @@ type dockerBackend struct {
 	ctlRoot   string // host folder (0700) holding the per-container control folders
 	stateDir  string // the instance's state folder (lock, control folders), checked by openSafeDir
 	lock      *instanceLock
-	cacheDir  string // the cache folder mounted at /cache, "" when off
-	wsFD      int    // the workspace, for the descriptor-relative checks of protected paths (-1 when not open)
-	seccomp   string // the security option carrying the profile, "" for the Engine's default
-	disk      *diskcap.Meter
-	slots     chan struct{}              // a token per container running; nil: no total cap
-	pool      *warmPool                  // nil without a warm pool
-	lastProt  atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
-	sweepMu   sync.Mutex                 // one mode sweep of the workspace at a time
-	lastSweep time.Time                  // when the latest sweep began; under sweepMu
-	net       networkHolder
-	egress    *dockerEgress // nil without -net-allow
-	closeOnce sync.Once
-	closeErr  error
+	cacheDir  string    // the cache folder mounted at /cache, "" when off
+	wsFD      int       // the workspace opened at start: every host-side look at it goes through this (workspace_unix.go); -1 when not open
+	wsID      [2]uint64 // the workspace's device and inode
+	// mountVerify: the server sees into its containers and checks each one's mounts before giving it a command
+	// (workspace_linux.go).
+	mountVerify bool
+	// skipPathCheck leaves out the check of the workspace's path before a command, for the test that shows the
+	// mount verification holds on its own.
+	skipPathCheck bool
+	seccomp       string // the security option carrying the profile, "" for the Engine's default
+	disk          *diskcap.Meter
+	slots         chan struct{}              // a token per container running; nil: no total cap
+	pool          *warmPool                  // nil without a warm pool
+	lastProt      atomic.Pointer[protection] // the protected set of the latest command, for the warm pool
+	sweepMu       sync.Mutex                 // one mode sweep of the workspace at a time
+	lastSweep     time.Time                  // when the latest sweep began; under sweepMu
+	net           networkHolder
+	reaper        *reaper // the watchdog process (reaper.go)
+	// cgroupParent is the cgroup every container is started under, limited to the total caps (cgroup_linux.go);
+	// "" where the server cannot make one. cgroupDirs are its folders in the host's hierarchies.
+	cgroupParent string
+	cgroupDirs   []string
+	egress       *dockerEgress // nil without -net-allow
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
@@ -298,6 +310,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 		return fmt.Errorf("docker backend: inspect image %s: %w", b.cfg.Image, err)
 	}
 
+	if err := b.startReaper(); err != nil {
+		return err
+	}
 	b.labels = map[string]string{}
 	maps.Copy(b.labels, b.cfg.Labels)
 	b.labels[labelExecutor] = "1"
@@ -319,9 +334,15 @@ func (b *dockerBackend) start(ctx context.Context) error {
 	if err := b.setSlots(ctx); err != nil {
 		return err
 	}
+	if parent, why := b.setupTotalsCgroup(ctx); why != nil {
+		b.log.Info("docker backend: the total caps are kept by counting containers only: no cgroup above them", "reason", why)
+	} else {
+		b.cgroupParent = parent
+	}
 	if err := b.startNetwork(ctx); err != nil {
 		return err
 	}
+	b.mountVerify = b.probeMountVerify(ctx, b.net.current())
 	if err := b.startEgress(ctx); err != nil {
 		return err
 	}
@@ -413,6 +434,8 @@ func (b *dockerBackend) close() error {
 	b.closePool()
 	b.closeNetwork()
 	b.egress.close()
+	b.reaper.close()
+	b.removeTotalsCgroup()
 	var err error
 	if b.ctlRoot != "" {
 		err = os.RemoveAll(b.ctlRoot)

@@ -67,9 +67,11 @@ func TestDockerOneExecutorPerInstance(t *testing.T) {
 }
 
 // TestDockerWatchdog: an executor SIGKILLed while its command runs leaves no container running past the
-// command's deadline, nor its network holder. The executor is a child process (this test binary, running
-// TestDockerWatchdogHelper). Positive control: just after its timeout the command still runs (the executor
-// that would have killed it is dead), so it is the watchdog that ends it.
+// command's deadline, nor its network holder, although the command first sent SIGSTOP to its parent (which was the
+// watchdog when that was timeout(1) in the container) and to every process it can signal. The executor is a child
+// process (this test binary, running TestDockerWatchdogHelper). Positive controls: the command's signals were sent
+// (kill reported success); just after its timeout the command still runs (the executor that would have killed it
+// is dead), so it is the watchdog that ends it. The reaper process exits once its work is done.
 func TestDockerWatchdog(t *testing.T) {
 	cli := dockerRequire(t)
 	ws := dockerWorkspace(t)
@@ -119,6 +121,35 @@ func TestDockerWatchdog(t *testing.T) {
 	if fi2, _ := os.Stat(filepath.Join(ws, "ticks")); fi2.Size() != fi1.Size() {
 		t.Errorf("something still writes into the workspace")
 	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "stopped")); string(got) != "0\n" {
+		t.Errorf("positive control: the command's kill -STOP $PPID reported %q, want success (0)", got)
+	}
+	dockerWaitFor(t, 20*time.Second, "the reaper process to exit", func() bool {
+		return len(processesWithEnv(t, reaperEnv+"=", "GOALBOX_WATCHDOG_INSTANCE="+instance)) == 0
+	})
+}
+
+// processesWithEnv lists the host's processes whose environment holds every one of the given entries (prefixes).
+func processesWithEnv(t *testing.T, entries ...string) []string {
+	t.Helper()
+	var found []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil {
+			continue
+		}
+		all := true
+		for _, e := range entries {
+			if !strings.Contains("\x00"+string(env), "\x00"+e) {
+				all = false
+			}
+		}
+		if all {
+			found = append(found, d)
+		}
+	}
+	return found
 }
 
 // TestDockerWatchdogHelper is the executor TestDockerWatchdog kills; it does nothing unless started by it.
@@ -134,7 +165,8 @@ func TestDockerWatchdogHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Run(context.Background(), backend.Request{Command: "while :; do date >> ticks; sleep 0.2; done", Dir: ".", Timeout: timeout})
+	b.Run(context.Background(), backend.Request{Command: "kill -STOP $PPID; echo $? > stopped; kill -STOP -1; while :; do date >> ticks; sleep 0.2; done",
+		Dir: ".", Timeout: timeout})
 	t.Fatal("the helper should have been killed before its command's timeout")
 }
 

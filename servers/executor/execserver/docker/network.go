@@ -35,7 +35,7 @@ const (
 // with StdinOnce the holder's stdin closes when that attachment ends: when the server exits, however it exits
 // (SIGKILL included), read sees EOF and the holder ends. So no holder outlives its executor, as no waiting pool
 // container does (its launcher waits on its attached stdin the same way) and no command outlives its deadline
-// (the watchdog, container.go).
+// (the reaper, reaper.go).
 const networkHolderCommand = "read -r _"
 
 // Limits of the holder: an idle sh needs little, but starting it needs more. While a container starts, runc's init
@@ -100,9 +100,10 @@ func (b *dockerBackend) createNetworkHolder(ctx context.Context) (string, *clien
 			SecurityOpt:    b.securityOpt(),
 			LogConfig:      container.LogConfig{Type: "none"},
 			Resources: container.Resources{
-				Memory:     networkHolderMemory,
-				MemorySwap: networkHolderMemory,
-				PidsLimit:  &pids,
+				CgroupParent: b.cgroupParent, // the totals, enforced by the kernel over all containers (cgroup_linux.go)
+				Memory:       networkHolderMemory,
+				MemorySwap:   networkHolderMemory,
+				PidsLimit:    &pids,
 			},
 		},
 	})
@@ -172,12 +173,14 @@ func (b *dockerBackend) closeNetwork() {
 	}
 }
 
-// removeContainer force-removes a container with a fresh context (the caller's may be cancelled already); a
-// failure is logged, and the next start removes it by label.
-func (b *dockerBackend) removeContainer(id string) {
+// removeContainer force-removes a container with a fresh context (the caller's may be cancelled already) and
+// says whether it is gone; a failure is logged, and the next start removes it by label.
+func (b *dockerBackend) removeContainer(id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		b.log.Error("docker backend: remove container failed", "container", id[:12], "err", err)
+		return false
 	}
+	return true
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // dockerServeWorkspace is a command that serves the workspace (its folder) over HTTP on 127.0.0.1:port with the
@@ -62,5 +64,22 @@ func TestDockerProcesses(t *testing.T) {
 			// Every process was stopped, ended or went with its session: its container is gone too.
 			dockerSettled(t, b)
 		})
+	}
+}
+
+// TestDockerProcessIDsPerSession: each session numbers its own processes from p1, so an id says nothing of what
+// other sessions started. Positive control: a session's second process is p2.
+func TestDockerProcessIDsPerSession(t *testing.T) {
+	b, ws := newDockerTestBackend(t, nil)
+	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{MaxProcesses: 3}, nil)
+	start := func(cs *mcp.ClientSession) string {
+		return sandboxtest.MustCall[protocol.StartProcessOutput](t, cs, protocol.ToolStartProcess,
+			protocol.StartProcessInput{Command: "sleep 30"}).ProcessID
+	}
+	if a, b := start(srv.Session), start(srv.Session); a != "p1" || b != "p2" {
+		t.Errorf("one session's processes: %s, %s; want p1, p2", a, b)
+	}
+	if id := start(sandboxtest.Connect(t, srv)); id != "p1" {
+		t.Errorf("a fresh session's first process is %s, want p1", id)
 	}
 }

@@ -11,8 +11,9 @@ package docker
 // host's /etc into the next container. A path that is a symlink, or passes through one, is skipped and logged (the
 // server's sweep deals with it); its mount would not protect the file anyway.
 //
-// What is left: a concurrent command (a process of the same executor) that swaps a checked folder for a symlink
-// in the moment between the check and the Engine's mount.
+// A concurrent command (a process of the same executor) that swaps a checked folder for a symlink in the moment
+// between the check and the Engine's mount is caught where the server can see into its containers: each mount is
+// verified to be the inode checked before the container gets its command (verifyMounts, workspace_linux.go).
 
 import (
 	"errors"

@@ -38,6 +38,11 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	if ctx.Err() != nil {
 		return backend.Result{ExitCode: -1}, nil
 	}
+	if !b.skipPathCheck {
+		if err := b.checkWorkspacePath(); err != nil {
+			return backend.Result{}, err
+		}
+	}
 
 	// Engine calls use api, not ctx: a create interrupted by cancellation may still create the container on the
 	// daemon, and then there would be no ID to remove it by. Cancellation is handled by killing (execution.kill).
@@ -228,6 +233,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 			b.discard(p)
 			return nil, errCancelledBeforeStart
 		}
+		b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
 		err := p.give(spec)
 		if err == nil {
 			return p, nil
@@ -251,6 +257,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 		b.discard(p)
 		return nil, errCancelledBeforeStart
 	}
+	b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
 	if err = p.give(spec); err != nil {
 		b.discard(p)
 		return nil, err
@@ -262,9 +269,9 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 // counted against the memory limit.
 func (b *dockerBackend) diskDirs() []string {
 	if b.cacheDir == "" {
-		return []string{b.cfg.WorkspaceHostDir}
+		return []string{b.hostWorkspace()}
 	}
-	return []string{b.cfg.WorkspaceHostDir, b.cacheDir}
+	return []string{b.hostWorkspace(), b.cacheDir}
 }
 
 // sweepEvery is how often the workspace is swept while a command runs: a long process (a dev server) that made
@@ -291,7 +298,7 @@ func (b *dockerBackend) sweepOnce(sw *runSweep, wait bool) {
 	}
 	defer b.sweepMu.Unlock()
 	b.lastSweep = time.Now()
-	r, err := sweepModes(b.cfg.WorkspaceHostDir)
+	r, err := b.sweepWorkspace()
 	if err != nil {
 		b.log.Warn("docker backend: mode sweep failed", "err", err)
 		return

@@ -12,7 +12,13 @@ package docker
 //   - no io_uring (it opens files and sockets without the calls above) and no AF_VSOCK sockets (on a VM, vsock
 //     reaches the hypervisor): io_uring_* fail with ENOSYS, socket(AF_VSOCK) with EPERM (not on the allow-list);
 //   - only the native system call ABI: the profile names no sub-architecture, so 32-bit entry points (int 0x80,
-//     where socketcall would hide socket's arguments from the filter) and x32 are refused.
+//     where socketcall would hide socket's arguments from the filter) and x32 are refused;
+//   - no extended attributes set: setxattr, lsetxattr and fsetxattr fail with EOPNOTSUPP, as on a filesystem
+//     without them. ACLs (system.posix_acl_access, and the default ACL that a folder hands to every file made in it)
+//     and file capabilities are extended attributes: a command could otherwise grant another user of the host rwx
+//     on the workspace, or on .git/hooks, past every mode bit the sweep clears. EOPNOTSUPP is what cp -a, tar
+//     --xattrs and Python's shutil.copystat already take as "not kept here" and go on; removing an attribute is
+//     still allowed.
 //
 // A system call the daemon's libseccomp does not know by name (fchmodat2 before libseccomp 2.5.5) is not allowed
 // by name either: runc answers ENOSYS for calls newer than the profile knows (TestDockerSeccomp checks fchmodat2).
@@ -52,6 +58,10 @@ const noFlags = ^uint(0)
 // the profile does not admit.
 var refused = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
 
+// xattrCalls set an extended attribute; they are answered with EOPNOTSUPP (setxattrat, Linux 6.13, is on no
+// allow-list: refused as every unlisted call is).
+var xattrCalls = []string{"setxattr", "lsetxattr", "fsetxattr"}
+
 // seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>"), built once.
 var seccompProfile = sync.OnceValues(func() (string, error) {
 	b, err := json.Marshal(tightenedProfile(refused))
@@ -68,6 +78,7 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	p.ArchMap = []seccomp.Architecture{{Arch: specs.ArchX86_64}, {Arch: specs.ArchAARCH64}}
 	drop := []string{"socketcall"}
 	drop = append(drop, nosysCalls...)
+	drop = append(drop, xattrCalls...)
 	for _, m := range modeCalls {
 		drop = append(drop, m.name)
 	}
@@ -88,9 +99,10 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 			allow(m.name, clear(m.flags, unix.O_CREAT|oTmpfile))
 		}
 	}
-	nosys := uint(unix.ENOSYS)
+	nosys, notsup := uint(unix.ENOSYS), uint(unix.EOPNOTSUPP)
 	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
-		Names: nosysCalls, Action: specs.ActErrno, ErrnoRet: &nosys}})
+		Names: nosysCalls, Action: specs.ActErrno, ErrnoRet: &nosys}}, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
+		Names: xattrCalls, Action: specs.ActErrno, ErrnoRet: &notsup}})
 	return p
 }
 
@@ -132,7 +144,7 @@ func buildNamespacesProfile() *seccomp.Seccomp {
 }
 
 // seccompReport is what Confinement reports of the profile: the backend's own, the Engine's default allow-list
-// without set-user-id/set-group-id modes, openat2, io_uring, AF_VSOCK or foreign ABIs.
+// without set-user-id/set-group-id modes, extended attributes (ACLs, file capabilities) set, openat2, io_uring, AF_VSOCK or foreign ABIs.
 const seccompReport = protocol.SeccompGoalbox
 
 // SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's filesystem

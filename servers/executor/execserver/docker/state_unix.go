@@ -65,14 +65,4 @@ func workspaceIdentity(path string, fi os.FileInfo, uid, gid int) (string, error
 	return id + "-" + strconv.Itoa(uid) + "." + strconv.Itoa(gid), nil
 }
 
-// openWorkspaceFD opens the workspace for the descriptor-relative checks of protected paths (protect_unix.go).
-func (b *dockerBackend) openWorkspaceFD() error {
-	fd, err := unix.Open(b.cfg.WorkspaceHostDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("docker backend: open workspace: %w", err)
-	}
-	b.wsFD = fd
-	return nil
-}
-
 func closeFD(fd int) { unix.Close(fd) }

@@ -46,3 +46,6 @@ func workspaceIdentity(path string, fi os.FileInfo, uid, gid int) (string, error
 func (b *dockerBackend) openWorkspaceFD() error { return nil }
 
 func closeFD(fd int) {}
+
+// checkWorkspacePath on Windows: the path is all there is (no inode to compare).
+func (b *dockerBackend) checkWorkspacePath() error { return nil }

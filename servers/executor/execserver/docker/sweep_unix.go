@@ -33,13 +33,18 @@ type sweepResult struct {
 	tooDeep bool // the sweep stopped at maxSweepDepth somewhere
 }
 
-// sweepModes clears sweepBits everywhere under the folder root (the workspace), root included.
-func sweepModes(root string) (sweepResult, error) {
-	var r sweepResult
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// sweepWorkspace sweeps the workspace opened at start (workspace_unix.go), never what is at its path now.
+func (b *dockerBackend) sweepWorkspace() (sweepResult, error) {
+	fd, err := b.openWorkspace()
 	if err != nil {
-		return r, err
+		return sweepResult{}, err
 	}
+	return sweepModes(fd), nil
+}
+
+// sweepModes clears sweepBits everywhere under the folder open as fd, the folder itself included; it closes fd.
+func sweepModes(fd int) sweepResult {
+	var r sweepResult
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err == nil && uint32(st.Mode)&sweepBits != 0 {
 		if unix.Fchmod(fd, uint32(st.Mode)&0o7777&^sweepBits) == nil {
@@ -49,7 +54,7 @@ func sweepModes(root string) (sweepResult, error) {
 		}
 	}
 	sweepDir(fd, 0, &r) // closes fd
-	return r, nil
+	return r
 }
 
 // sweepDir sweeps the entries of the folder open as fd, then closes it.

@@ -8,4 +8,4 @@ type sweepResult struct {
 	tooDeep       bool
 }
 
-func sweepModes(root string) (sweepResult, error) { return sweepResult{}, nil }
+func (b *dockerBackend) sweepWorkspace() (sweepResult, error) { return sweepResult{}, nil }

@@ -134,17 +134,19 @@ type Table struct {
 	buffers   *bufferPool
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession][]*Process
-	seq       int
-	byHandle  map[string]*Process // the stateless era's, by process_id
-	reaping   sync.Once           // the stateless era's reaper, started with its first process
-	stop      chan struct{}       // closed by EndAll: the reaper ends
-	closed    bool
+	// seq counts each session's processes: its ids are p1, p2, ... whatever other sessions started, so an id tells
+	// nothing of other sessions' work.
+	seq      map[*mcp.ServerSession]int
+	byHandle map[string]*Process // the stateless era's, by process_id
+	reaping  sync.Once           // the stateless era's reaper, started with its first process
+	stop     chan struct{}       // closed by EndAll: the reaper ends
+	closed   bool
 }
 
 // New is an empty table.
 func New(s Settings) *Table {
 	return &Table{settings: s, buffers: newBufferPool(s.BufferTotal), bySession: map[*mcp.ServerSession][]*Process{},
-		byHandle: map[string]*Process{}, stop: make(chan struct{})}
+		seq: map[*mcp.ServerSession]int{}, byHandle: map[string]*Process{}, stop: make(chan struct{})}
 }
 
 // BuffersInUse is how many bytes the ring buffers of all processes hold now, for the health report.
@@ -181,8 +183,8 @@ func (t *Table) Start(ow outputs.Owner, r backend.Request, openStdin bool) (*Pro
 			running, protocol.ToolStopProcess)
 	}
 	first := len(t.bySession[ss]) == 0
-	t.seq++
-	p := t.newProcess("p"+strconv.Itoa(t.seq), r)
+	t.seq[ss]++
+	p := t.newProcess("p"+strconv.Itoa(t.seq[ss]), r)
 	t.bySession[ss] = append(t.bySession[ss], p)
 	t.forgetEnded(ss)
 	t.mu.Unlock()
@@ -398,6 +400,7 @@ func (t *Table) endSession(ss *mcp.ServerSession) {
 	t.mu.Lock()
 	procs := t.bySession[ss]
 	delete(t.bySession, ss)
+	delete(t.seq, ss)
 	t.mu.Unlock()
 	t.forget(procs)
 	if len(procs) > 0 {

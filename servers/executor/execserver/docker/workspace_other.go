@@ -1,0 +1,14 @@
+//go:build !linux
+
+package docker
+
+import "context"
+
+// Outside Linux the server cannot look into a container (Docker Desktop runs them in a VM): the path check before
+// each command is what guards against a swapped workspace (workspace_unix.go).
+
+func (b *dockerBackend) hostWorkspace() string { return b.cfg.WorkspaceHostDir }
+
+func (b *dockerBackend) probeMountVerify(context.Context, string) bool { return false }
+
+func (b *dockerBackend) verifyMounts(context.Context, string, protection) error { return nil }
