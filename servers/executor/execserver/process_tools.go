@@ -12,8 +12,8 @@ import (
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
-	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

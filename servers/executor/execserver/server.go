@@ -25,9 +25,9 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
-	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

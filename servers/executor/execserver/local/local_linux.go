@@ -18,9 +18,9 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
-	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"golang.org/x/sys/unix"
 )
 

@@ -253,8 +253,8 @@ const nsPoolSize = 2
 // stdin for the command's header.
 type nsPrepared struct {
 	*nsStarted
-	release func() // removes its cgroups
-	gen     int64  // the backend's protectGen when it was made: an older one misses a read-only mount
+	release func()        // removes its cgroups
+	gen     int64         // the backend's protectGen when it was made: an older one misses a read-only mount
 	layer   *commandLayer // the command's own layer of the workspace (layer_linux.go); nil without
 }
 

@@ -75,4 +75,3 @@ func SafeGitConfig(b []byte) bool {
 	}
 	return true
 }
-
