@@ -181,13 +181,13 @@ func (g *Guard) ReadFile(p string) (string, []byte, error) {
 // device at the target is refused. An existing file keeps its permission bits (not its owner, and not setuid,
 // setgid or sticky bits); a new one gets 0644 less the umask. It reports whether the file was created.
 func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err error) {
-	return g.writeStream(p, bytes.NewReader(data), int64(len(data)), nil, g.opts.MaxWriteBytes)
+	return g.writeStream(p, bytes.NewReader(data), int64(len(data)), nil, g.opts.MaxWriteBytes, true)
 }
 
 // writeStream is WriteFile of size bytes read from src, refused past limit bytes when limit is not 0. perm, when
 // not nil, is the file's permission bits (only the 0777 ones are ever set); nil keeps an existing file's, or 0644
-// for a new one.
-func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMode, limit int64) (rel string, created bool, err error) {
+// for a new one. sync syncs the file before it is renamed into place.
+func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMode, limit int64, sync bool) (rel string, created bool, err error) {
 	rel, err = g.Clean(p)
 	if err != nil {
 		return "", false, err
@@ -271,8 +271,10 @@ func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMo
 		}
 		return rel, false, wrap("write", rel, err)
 	}
-	if err := f.Sync(); err != nil {
-		return rel, false, wrap("write", rel, err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			return rel, false, wrap("write", rel, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return rel, false, wrap("write", rel, err)

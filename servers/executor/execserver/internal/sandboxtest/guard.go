@@ -1,0 +1,221 @@
+//go:build linux
+
+package sandboxtest
+
+// The workspace guard under the attacks of issue 33 (a backend that gives each command a copy-on-write layer of the
+// workspace, applied by the executor through pathguard): each finding as an attack, run on the guarded backend
+// (nothing planted, filled or leaked) and, as its positive control, on the backend with the guard switched off or
+// with nothing protected (the attack plants what it claims). After every attack the host's own `git status` runs
+// in the workspace: a planted core.fsmonitor would leave its marker file behind.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+)
+
+// GuardBackend makes a backend over a fresh workspace; off switches the workspace guard off (the positive control).
+type GuardBackend func(t *testing.T, off bool) (backend.Backend, string)
+
+// guardProject makes the person's project in ws: a repository with a commit, .vscode at the top and in sub/.
+func guardProject(t *testing.T, ws string) {
+	t.Helper()
+	mustGit(t, ws, "init", "-q")
+	for name, content := range map[string]string{"main.go": "package main\n", ".vscode/settings.json": "{}\n",
+		"sub/code.go": "package sub\n", "sub/.vscode/settings.json": "{\"mine\": true}\n"} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGit(t, ws, "add", "-A")
+	mustGit(t, ws, "commit", "-q", "-m", "project")
+	giveToOwner(t, ws)
+}
+
+// hostRanPlant runs the host's git status in ws and reports whether the marker appeared (and removes it).
+func hostRanPlant(t *testing.T, ws, marker string) bool {
+	t.Helper()
+	_, _ = hostGit(t, ws, "status", "--short")
+	if _, err := os.Stat(marker); err == nil {
+		os.Remove(marker)
+		return true
+	}
+	return false
+}
+
+func guardServer(t *testing.T, newBackend GuardBackend, off, unprotected bool) (*Server, string, string) {
+	t.Helper()
+	requireGit(t)
+	markers := t.TempDir()
+	_ = os.Chmod(markers, 0o777)
+	b, ws := newBackend(t, off)
+	guardProject(t, ws)
+	cfg := execserver.Config{}
+	if unprotected {
+		none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Protection = none
+	}
+	return StartServer(t, b, ws, cfg, nil), ws, markers
+}
+
+// fsmonitorConfig appends to the config file at path (a shell word) a core.fsmonitor that touches marker.
+func fsmonitorConfig(path, marker string) string {
+	return fmt.Sprintf(`printf '[core]\n\tfsmonitor = touch %s\n' >> %s`, marker, path)
+}
+
+// RunSwappedGit is finding 1: a copy of .git with an fsmonitor in its config renamed into place, and the same shape
+// for a folder holding .vscode. Guarded: nothing planted, the person's .git and sub/.vscode where they were, the
+// result naming the refused paths. Off: the host's git runs the plant.
+func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "guard_off_control"}[off], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, off, false)
+			marker := filepath.Join(markers, "swap")
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: "cp -a .git .git2 && " + fsmonitorConfig(".git2/config", marker) +
+				" && mv .git .git-old && mv .git2 .git && echo x > control-swap"})
+			if _, err := os.Stat(filepath.Join(ws, "control-swap")); err != nil {
+				t.Fatalf("the attack did not run to its end: %+v", out)
+			}
+			planted := hostRanPlant(t, ws, marker)
+			out2 := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `mv sub sub2 && mkdir -p sub/.vscode && echo '{"tasks":"planted"}' > sub/.vscode/tasks.json && echo x > control-sub`})
+			tasks, _ := os.ReadFile(filepath.Join(ws, "sub/.vscode/tasks.json"))
+			plantedTasks := strings.Contains(string(tasks), "planted")
+			mine, mineErr := os.ReadFile(filepath.Join(ws, "sub/.vscode/settings.json"))
+			mineKept := mineErr == nil && strings.Contains(string(mine), "mine")
+			if off {
+				if !planted || (!plantedTasks && mineKept) {
+					t.Errorf("positive control: without the guard the swapped .git should plant an fsmonitor the host runs (%v), and the renamed sub should plant tasks.json (%v) or move the person's own sub/.vscode away (%v)", planted, plantedTasks, !mineKept)
+				}
+				return
+			}
+			if planted {
+				t.Error("the host's git ran the fsmonitor planted through a swapped .git")
+			}
+			if !refusedPath(out.WorkspaceRefused, ".git/config") {
+				t.Errorf("the result does not name .git/config as refused: %+v", out.WorkspaceRefused)
+			}
+			if plantedTasks {
+				t.Error("sub/.vscode/tasks.json planted through a renamed sub")
+			}
+			if !mineKept {
+				t.Errorf("the person's own sub/.vscode/settings.json is not where it was: %q %v (result %+v)", mine, mineErr, out2.WorkspaceRefused)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "sub2/code.go")); err != nil {
+				t.Errorf("the ordinary part of the rename (sub/code.go to sub2/) did not land: %v", err)
+			}
+		})
+	}
+}
+
+// RunFillerEndsScan is finding 2: 200,001 empty files in a folder that sorts before .git, then plants. Guarded:
+// nothing planted, the plants named in the result. Off: the scan stops at its cap and the plants stay.
+func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "guard_off_control"}[off], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, off, false)
+			marker := filepath.Join(markers, "fill")
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 600, Command: `mkdir -- -fill && cd -- -fill && seq 200001 | xargs touch && cd .. && ` +
+				fmt.Sprintf(`echo 'touch %[1]s' > .envrc && echo '{"planted":"%[1]s"}' > .vscode/tasks.json && `, marker) +
+				fsmonitorConfig(".git/config", marker) + "; echo x > control-fill"})
+			if _, err := os.Stat(filepath.Join(ws, "control-fill")); err != nil {
+				t.Fatalf("the attack did not run to its end: exit %d stderr %q", out.ExitCode, Clip(out.Stderr))
+			}
+			planted := hostRanPlant(t, ws, marker)
+			for _, f := range []string{".envrc", ".vscode/tasks.json"} {
+				if b, err := os.ReadFile(filepath.Join(ws, f)); err == nil && strings.Contains(string(b), marker) {
+					planted = true
+					if !off {
+						t.Errorf("%s planted behind 200,001 files", f)
+					}
+				}
+			}
+			switch {
+			case off && !planted:
+				t.Error("positive control: without the guard the filler should switch protection off and the plants land")
+			case !off && planted:
+				t.Error("the filler switched protection off")
+			case !off && !(refusedPath(out.WorkspaceRefused, ".envrc") && refusedPath(out.WorkspaceRefused, ".vscode/tasks.json")):
+				t.Errorf("the result does not name the refused plants: %+v", out.WorkspaceRefused)
+			}
+		})
+	}
+}
+
+// RunHostReplacesGit is finding 3: the host's git replaces .git/config (git config --local: a lock file and a
+// rename) or the whole .git between commands, and a command then tries to plant an fsmonitor, four ways, tries
+// times. Guarded: zero plants. Control: with nothing protected, every try plants.
+func RunHostReplacesGit(t *testing.T, newBackend GuardBackend, tries int) {
+	attacks := []string{
+		`printf '[core]\n\tfsmonitor = touch %[1]s\n' >> .git/config`,
+		`cp .git/config c && printf '[core]\n\tfsmonitor = touch %[1]s\n' >> c && mv -f c .git/config`,
+		`ln .git/config l 2>/dev/null; printf '[core]\n\tfsmonitor = touch %[1]s\n' >> l`,
+		`git config core.fsmonitor 'touch %[1]s'`,
+	}
+	for _, unprotected := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, false, unprotected)
+			plants := 0
+			for i := range tries {
+				if i%2 == 0 {
+					mustGit(t, ws, "config", "--local", "goalbox.try", fmt.Sprint(i))
+				} else {
+					if err := os.RemoveAll(filepath.Join(ws, ".git")); err != nil {
+						t.Fatal(err)
+					}
+					mustGit(t, ws, "init", "-q")
+					mustGit(t, ws, "commit", "-q", "--allow-empty", "-m", "fresh")
+				}
+				giveToOwner(t, ws) // the host's git is the person's: what it writes is theirs
+				marker := filepath.Join(markers, fmt.Sprint("try", i))
+				out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: fmt.Sprintf(attacks[i%len(attacks)], marker)})
+				if hostRanPlant(t, ws, marker) {
+					plants++
+				} else if unprotected {
+					t.Logf("try %d did not plant: %+v", i, out)
+				}
+				_ = os.Remove(filepath.Join(ws, "l"))
+			}
+			t.Logf("%d plants of %d tries", plants, tries)
+			switch {
+			case unprotected && plants != tries:
+				t.Errorf("positive control: with nothing protected every try should plant; %d of %d did", plants, tries)
+			case !unprotected && plants > 0:
+				t.Errorf("%d of %d tries planted an fsmonitor the host's git ran", plants, tries)
+			}
+		})
+	}
+}
+
+// requireGit fails under CI=true, and skips elsewhere, where the host has no git.
+func requireGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and git is not installed: the workspace guard's attacks need the host's git (scripts/setup-toolchains.sh installs it)")
+		}
+		t.Skip("git is not installed on the host (scripts/setup-toolchains.sh installs it)")
+	}
+}
+
+func refusedPath(refused []protocol.WorkspaceRefusal, p string) bool {
+	for _, r := range refused {
+		if r.Path == p {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,29 @@
+//go:build linux
+
+package local
+
+import (
+	"testing"
+
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
+)
+
+// guardBackend is a namespace-mode backend with the workspace guard, or without it (the positive controls).
+func guardBackend(t *testing.T, off bool) (backend.Backend, string) {
+	b, ws := newLocalTestBackend(t, func(c *Config) { c.NoWorkspaceLayer = off })
+	if l := b.(*localBackend); l.layered == off {
+		t.Fatalf("the workspace guard is %v where it should be %v: %s", l.layered, !off, l.layerNote)
+	}
+	return b, ws
+}
+
+// TestWorkspaceGuard runs the workspace guard's attacks (issue 33's findings) on the namespace mode, as root here
+// and as an ordinary user in TestLocalContainmentAsOrdinaryUser.
+func TestWorkspaceGuard(t *testing.T) {
+	sandboxtest.RequireNamespaceMode(t)
+	modeWanted(t, false)
+	t.Run("swapped_git", func(t *testing.T) { sandboxtest.RunSwappedGit(t, guardBackend) })
+	t.Run("host_replaces_git", func(t *testing.T) { sandboxtest.RunHostReplacesGit(t, guardBackend, 20) })
+	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, guardBackend) })
+}
