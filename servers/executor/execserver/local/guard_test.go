@@ -10,10 +10,12 @@ import (
 )
 
 // guardBackend is a namespace-mode backend with the workspace guard, or without it (the positive controls).
-func guardBackend(t *testing.T, off bool) (backend.Backend, string) {
-	b, ws := newLocalTestBackend(t, func(c *Config) { c.NoWorkspaceLayer = off })
-	if l := b.(*localBackend); l.layered == off {
-		t.Fatalf("the workspace guard is %v where it should be %v: %s", l.layered, !off, l.layerNote)
+func guardBackend(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, string) {
+	b, ws := newLocalTestBackend(t, func(c *Config) {
+		c.NoWorkspaceLayer, c.MaxWorkspaceBytes, c.MaxWorkspaceInodes = o.Off, o.MaxBytes, o.MaxInodes
+	})
+	if l := b.(*localBackend); l.layered == o.Off {
+		t.Fatalf("the workspace guard is %v where it should be %v: %s", l.layered, !o.Off, l.layerNote)
 	}
 	return b, ws
 }
@@ -26,4 +28,7 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("swapped_git", func(t *testing.T) { sandboxtest.RunSwappedGit(t, guardBackend) })
 	t.Run("host_replaces_git", func(t *testing.T) { sandboxtest.RunHostReplacesGit(t, guardBackend, 20) })
 	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, guardBackend) })
+	t.Run("disk_cap", func(t *testing.T) { sandboxtest.RunDiskCapAtTheAct(t, guardBackend) })
+	t.Run("inode_cap", func(t *testing.T) { sandboxtest.RunInodeCapAtTheAct(t, guardBackend) })
+	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
 }

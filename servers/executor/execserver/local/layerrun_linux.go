@@ -21,6 +21,12 @@ import (
 // dev server writes reaches the workspace (and the filesystem server, and the person) within this time.
 const layerApplyEvery = 2 * time.Second
 
+// layerFresh is how long a layer made ahead of its command stays sized right: past it, the sandbox is made again
+// when its command comes, so that what the filesystem server or the person wrote since counts. Commands that
+// follow each other closer (a build's steps, a benchmark) keep the ones made ahead; an agent's, seconds apart,
+// pay the measurement of the workspace (a walk: some milliseconds per 10,000 files).
+const layerFresh = time.Second
+
 // DefaultMaxWorkspaceInodes is the default inode cap: files, folders and links of the workspace and the private
 // home, temp and cache folders together. Each is some hundred bytes of kernel memory on the host (finding 5 of
 // issue 33: 100,000 empty files cost 100,681 inodes of the host's root filesystem).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,9 +128,16 @@ type nsSandbox struct {
 
 // ruleset builds a sandbox's Landlock ruleset (about a millisecond: some 40 paths opened and added); its PID 1 adds
 // its own /proc to it and enters it.
-func (s *nsSandbox) ruleset() (int, error) {
+func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
 	c, _, _ := landlockConfig(s.rules)
-	fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
+	rules := s.rules
+	if layer != nil {
+		// The layer's mounts are new inodes: Landlock skips the mountpoints they cover on its way up a path, so the
+		// holder's /dev/shm no longer grants the command's own. Named through this process's descriptors of them.
+		rules.ShmDir = layer.shmPath()
+		rules.WriteDirs = append(slices.Clone(rules.WriteDirs), layer.overlayPath())
+	}
+	fd, _, err := c.NewRulesetFD(landlockRules(rules)...)
 	return fd, err
 }
 
@@ -198,7 +206,7 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	theirs = append(theirs, ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][1])
 	var flags byte
 	if s.landlock {
-		fd, err := s.ruleset()
+		fd, err := s.ruleset(layer)
 		if err != nil {
 			return fail(fmt.Errorf("landlock ruleset: %w", err))
 		}
@@ -256,6 +264,7 @@ type nsPrepared struct {
 	release func()        // removes its cgroups
 	gen     int64         // the backend's protectGen when it was made: an older one misses a read-only mount
 	layer   *commandLayer // the command's own layer of the workspace (layer_linux.go); nil without
+	made    time.Time     // when its layer was sized (layerFresh)
 }
 
 // prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
@@ -271,7 +280,7 @@ func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
 		layer.close()
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen, layer: layer}
+	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen, layer: layer, made: time.Now()}
 	if b.pids.atTotal() {
 		p.discard()
 		return nil, errAtTotal
@@ -320,8 +329,9 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 	deadline := time.Now().Add(timeout)
 	for {
 		st, err := b.nsPool.take()
-		if err == nil && st.gen != b.protectGen.Load() {
-			// Made before the holder's latest read-only mount: its namespace lacks it.
+		if err == nil && (st.gen != b.protectGen.Load() || st.layer != nil && time.Since(st.made) > layerFresh) {
+			// Made before the holder's latest read-only mount (its namespace lacks it), or its layer sized before a
+			// command's changes were applied or longer ago than layerFresh (the workspace may have grown since).
 			st.discard()
 			st, err = b.prepareNamespaced(b.ns)
 		}

@@ -15,15 +15,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
-// GuardBackend makes a backend over a fresh workspace; off switches the workspace guard off (the positive control).
-type GuardBackend func(t *testing.T, off bool) (backend.Backend, string)
+// GuardBackend makes a backend over a fresh workspace with these options.
+type GuardBackend func(t *testing.T, o GuardOptions) (backend.Backend, string)
+
+// GuardOptions are what an attack needs of its backend.
+type GuardOptions struct {
+	Off       bool  // the workspace guard switched off (the positive control)
+	MaxBytes  int64 // the disk cap; 0 the default
+	MaxInodes int64 // the inode cap; 0 the default
+}
 
 // guardProject makes the person's project in ws: a repository with a commit, .vscode at the top and in sub/.
 func guardProject(t *testing.T, ws string) {
@@ -55,12 +64,12 @@ func hostRanPlant(t *testing.T, ws, marker string) bool {
 	return false
 }
 
-func guardServer(t *testing.T, newBackend GuardBackend, off, unprotected bool) (*Server, string, string) {
+func guardServer(t *testing.T, newBackend GuardBackend, o GuardOptions, unprotected bool) (*Server, string, string) {
 	t.Helper()
 	requireGit(t)
 	markers := t.TempDir()
 	_ = os.Chmod(markers, 0o777)
-	b, ws := newBackend(t, off)
+	b, ws := newBackend(t, o)
 	guardProject(t, ws)
 	cfg := execserver.Config{}
 	if unprotected {
@@ -83,8 +92,8 @@ func fsmonitorConfig(path, marker string) string {
 // result naming the refused paths. Off: the host's git runs the plant.
 func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
 	for _, off := range []bool{false, true} {
-		t.Run(map[bool]string{false: "guarded", true: "guard_off_control"}[off], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, off, false)
+		t.Run(offName[off], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{Off: off}, false)
 			marker := filepath.Join(markers, "swap")
 			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: "cp -a .git .git2 && " + fsmonitorConfig(".git2/config", marker) +
 				" && mv .git .git-old && mv .git2 .git && echo x > control-swap"})
@@ -126,8 +135,8 @@ func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
 // nothing planted, the plants named in the result. Off: the scan stops at its cap and the plants stay.
 func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
 	for _, off := range []bool{false, true} {
-		t.Run(map[bool]string{false: "guarded", true: "guard_off_control"}[off], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, off, false)
+		t.Run(offName[off], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{Off: off}, false)
 			marker := filepath.Join(markers, "fill")
 			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 600, Command: `mkdir -- -fill && cd -- -fill && seq 200001 | xargs touch && cd .. && ` +
 				fmt.Sprintf(`echo 'touch %[1]s' > .envrc && echo '{"planted":"%[1]s"}' > .vscode/tasks.json && `, marker) +
@@ -168,7 +177,7 @@ func RunHostReplacesGit(t *testing.T, newBackend GuardBackend, tries int) {
 	}
 	for _, unprotected := range []bool{false, true} {
 		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, false, unprotected)
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{}, unprotected)
 			plants := 0
 			for i := range tries {
 				if i%2 == 0 {
@@ -196,6 +205,81 @@ func RunHostReplacesGit(t *testing.T, newBackend GuardBackend, tries int) {
 				t.Errorf("positive control: with nothing protected every try should plant; %d of %d did", plants, tries)
 			case !unprotected && plants > 0:
 				t.Errorf("%d of %d tries planted an fsmonitor the host's git ran", plants, tries)
+			}
+		})
+	}
+}
+
+// offName names a guarded run and its positive control.
+var offName = map[bool]string{false: "guarded", true: "guard_off_control"}
+
+// RunDiskCapAtTheAct is finding 4: with a 100 MiB cap, a quick 1 GiB fallocate in the workspace, and a command
+// started while the workspace is over the cap. Guarded: the write fails (ENOSPC) and leaves nothing, the command is
+// refused with a clear error. Off: the gigabyte stays and the command starts.
+func RunDiskCapAtTheAct(t *testing.T, newBackend GuardBackend) {
+	for _, off := range []bool{false, true} {
+		t.Run(offName[off], func(t *testing.T) {
+			srv, ws, _ := guardServer(t, newBackend, GuardOptions{Off: off, MaxBytes: 100 << 20}, false)
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `fallocate -l 1G big; echo "exit $?"; du -sk big`})
+			fi, err := os.Stat(filepath.Join(ws, "big"))
+			kept := err == nil && fi.Size() >= 1<<30
+			if off != kept {
+				t.Errorf("guard off %v: the 1 GiB file is kept: %v (stdout %q stderr %q)", off, kept, Clip(out.Stdout), Clip(out.Stderr))
+			}
+			_ = os.Remove(filepath.Join(ws, "big"))
+			// Over the cap from outside (the filesystem server, the person): the next command must not start.
+			if err := os.WriteFile(filepath.Join(ws, "filler"), make([]byte, 120<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// A sandbox made ahead counts what was written since only once it is a second old (local's layerFresh).
+			time.Sleep(1100 * time.Millisecond)
+			o, res := CallRun(t, t.Context(), srv.Session, protocol.RunCommandInput{Command: "echo started"})
+			started := !res.IsError && strings.Contains(o.Stdout, "started")
+			if off != started {
+				t.Errorf("guard off %v: a command started over the cap: %v (%s)", off, started, Clip(mcpserve.ToolErrorText(res)))
+			}
+			if !off && !strings.Contains(mcpserve.ToolErrorText(res), "disk cap") {
+				t.Errorf("the refusal does not say it is the disk cap: %s", Clip(mcpserve.ToolErrorText(res)))
+			}
+		})
+	}
+}
+
+// RunInodeCapAtTheAct is finding 5: with an inode cap of 20,000, a command that makes 30,000 empty files. Guarded:
+// creation fails at the cap, and the workspace holds fewer than 20,000 new files. Off: all 30,000 land.
+func RunInodeCapAtTheAct(t *testing.T, newBackend GuardBackend) {
+	for _, off := range []bool{false, true} {
+		t.Run(offName[off], func(t *testing.T) {
+			srv, ws, _ := guardServer(t, newBackend, GuardOptions{Off: off, MaxInodes: 20_000}, false)
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 300, Command: `mkdir many && cd many && seq 30000 | xargs touch; echo "exit $?"`})
+			ents, _ := os.ReadDir(filepath.Join(ws, "many"))
+			switch {
+			case off && len(ents) != 30000:
+				t.Errorf("positive control: without the guard all 30,000 files should land; %d did (%q)", len(ents), Clip(out.Stderr))
+			case !off && len(ents) >= 20000:
+				t.Errorf("%d files landed past the inode cap of 20,000", len(ents))
+			case !off && !strings.Contains(out.Stderr, "No space left"):
+				t.Errorf("the command was not told at the act: stderr %q", Clip(out.Stderr))
+			}
+		})
+	}
+}
+
+// RunShmEndsWithCommand is finding 6: files a command leaves in /dev/shm. Guarded: the next command sees none, and
+// /dev/shm counts in the command's bounds (200 MiB there under a 100 MiB cap fails). Off: they outlive it.
+func RunShmEndsWithCommand(t *testing.T, newBackend GuardBackend) {
+	for _, off := range []bool{false, true} {
+		t.Run(offName[off], func(t *testing.T) {
+			srv, _, _ := guardServer(t, newBackend, GuardOptions{Off: off, MaxBytes: 100 << 20}, false)
+			MustRun(t, srv.Session, protocol.RunCommandInput{Command: `cd /dev/shm && seq 2000 | xargs touch`})
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `ls /dev/shm | wc -l`})
+			left := strings.TrimSpace(out.Stdout)
+			if off == (left == "0") {
+				t.Errorf("guard off %v: the next command finds %s files in /dev/shm", off, left)
+			}
+			big := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `head -c 200000000 /dev/zero > /dev/shm/big; echo "exit $?"`})
+			if !off && !strings.Contains(big.Stdout, "exit 1") {
+				t.Errorf("200 MB into /dev/shm under a 100 MiB cap: %q %q", Clip(big.Stdout), Clip(big.Stderr))
 			}
 		})
 	}
