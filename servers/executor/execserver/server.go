@@ -268,6 +268,9 @@ func (e *Executor) confinement() protocol.Confinement {
 	c.Sandbox.Protected = e.cfg.Protection.Patterns()
 	if e.protect == nil {
 		c.Sandbox.ProtectedEnforcement = "none"
+		if c.WorkspaceGuard != nil && c.WorkspaceGuard.Mode == "sweep" {
+			c.WorkspaceGuard.Mode = "none"
+		}
 	}
 	var generic any
 	b, err := json.Marshal(c)

@@ -59,8 +59,10 @@ func (l *commandLayer) upper() string {
 }
 
 // shmPath and overlayPath name the layer's mounts through this process's descriptors (for Landlock's rules).
-func (l *commandLayer) shmPath() string     { return "/proc/self/fd/" + strconv.Itoa(int(l.shm.Fd())) }
-func (l *commandLayer) overlayPath() string { return "/proc/self/fd/" + strconv.Itoa(int(l.overlay.Fd())) }
+func (l *commandLayer) shmPath() string { return "/proc/self/fd/" + strconv.Itoa(int(l.shm.Fd())) }
+func (l *commandLayer) overlayPath() string {
+	return "/proc/self/fd/" + strconv.Itoa(int(l.overlay.Fd()))
+}
 
 // mounts are the descriptors the keeper attaches, in nsForkArgs.attach's order.
 func (l *commandLayer) mounts() []*os.File { return []*os.File{l.overlay, l.shm} }

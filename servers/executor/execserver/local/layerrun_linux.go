@@ -158,3 +158,15 @@ func (l *commandLayer) usedInodes() uint64 {
 
 // holds reports whether the command put anything in its layer (or its /dev/shm).
 func (l *commandLayer) holds() bool { return l.usedInodes() > l.baseInodes }
+
+// workspaceGuard is the guard's part of /healthz. The server knows whether anything is protected: it reports mode
+// "none" itself when nothing is.
+func (b *localBackend) workspaceGuard() *protocol.WorkspaceGuard {
+	g := &protocol.WorkspaceGuard{Mode: "sweep", MaxBytes: b.maxDisk, MaxInodes: b.maxInodes, PrivateDirsPolled: b.maxDisk > 0}
+	if b.layered {
+		g.Mode, g.ProtectedByConstruction, g.ShmPerCommand = "layer", true, true
+		g.BytesAtTheAct, g.InodesAtTheAct = b.maxDisk > 0, b.maxInodes > 0
+		g.ApplyEverySeconds = layerApplyEvery.Seconds()
+	}
+	return g
+}

@@ -425,7 +425,8 @@ func (b *localBackend) Confinement() protocol.Confinement {
 			EnvAllowlist: b.envNames(),
 			Warnings:     a.Warnings,
 		},
-		Sandbox: b.sandboxPolicy(),
+		Sandbox:        b.sandboxPolicy(),
+		WorkspaceGuard: b.workspaceGuard(),
 	}
 }
 
