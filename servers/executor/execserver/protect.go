@@ -122,10 +122,44 @@ func (p *protector) scan() protectedScan {
 	w.visit(".", false)
 	maps.DeleteFunc(p.dirs, func(rel string, _ cachedDir) bool { return !w.seen[rel] })
 	if w.n > protectMaxEntries {
-		p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
-			"limit", protectMaxEntries)
+		// Fail closed: past the cached scan's bound (its cache holds every folder's names), walk again without a
+		// cache, holding one folder's names at a time, so that no filler of the workspace hides a protected path
+		// from the sweep (issue 33, finding 2: 200,001 empty files before .git switched protection off).
+		p.logger.Info("protected files: the workspace has more entries than the cached scan reads; walking it whole", "limit", protectMaxEntries)
+		s = protectedScan{entries: map[string]protectedEntry{}}
+		w = scanWalk{p: p, s: &s}
+		w.walkUncached()
 	}
 	return s
+}
+
+// walkUncached records every protected path of the workspace, reading each folder as it goes and keeping nothing
+// of it: linear in the entries, bounded in memory by the largest folder and the depth.
+func (w *scanWalk) walkUncached() {
+	var inside []string // the protected folders on the current path, outermost first
+	_ = filepath.WalkDir(w.p.dir, func(host string, e fs.DirEntry, err error) error {
+		if err != nil || host == w.p.dir {
+			return nil
+		}
+		rel := filepath.ToSlash(host[len(w.p.dir)+1:])
+		for len(inside) > 0 && !strings.HasPrefix(rel, inside[len(inside)-1]+"/") {
+			inside = inside[:len(inside)-1]
+		}
+		prot := len(inside) > 0
+		if !prot && w.p.prot.MayEnd(e.Name()) {
+			_, prot = w.p.prot.Match(rel)
+		}
+		if !prot && !e.IsDir() && w.p.gitlinks && strings.EqualFold(e.Name(), ".git") {
+			prot = true
+		}
+		if prot {
+			w.record(rel, len(inside) == 0)
+			if e.IsDir() {
+				inside = append(inside, rel)
+			}
+		}
+		return nil
+	})
 }
 
 // cachedDir is what a scan read of one folder.

@@ -32,3 +32,12 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("inode_cap", func(t *testing.T) { sandboxtest.RunInodeCapAtTheAct(t, guardBackend) })
 	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
 }
+
+// TestWorkspaceGuardFallback: where there is no layer (the fallback without namespaces), the sweep fails closed:
+// its scan walks the whole workspace past the cached scan's bound.
+func TestWorkspaceGuardFallback(t *testing.T) {
+	modeWanted(t, true)
+	sandboxtest.RunFillerEndsScan(t, func(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, string) {
+		return newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = true })
+	})
+}

@@ -131,12 +131,13 @@ func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
 	}
 }
 
-// RunFillerEndsScan is finding 2: 200,001 empty files in a folder that sorts before .git, then plants. Guarded:
-// nothing planted, the plants named in the result. Off: the scan stops at its cap and the plants stay.
+// RunFillerEndsScan is finding 2: 200,001 empty files in a folder that sorts before .git, then plants. Guarded
+// (a layer, or a sweep whose scan no longer stops at its cap): nothing planted. Control: with nothing protected the
+// same command plants all three (the old scan, stopped at 200,000 entries, let them stay).
 func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
-	for _, off := range []bool{false, true} {
-		t.Run(offName[off], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, GuardOptions{Off: off}, false)
+	for _, unprotected := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{}, unprotected)
 			marker := filepath.Join(markers, "fill")
 			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 600, Command: `mkdir -- -fill && cd -- -fill && seq 200001 | xargs touch && cd .. && ` +
 				fmt.Sprintf(`echo 'touch %[1]s' > .envrc && echo '{"planted":"%[1]s"}' > .vscode/tasks.json && `, marker) +
@@ -144,22 +145,22 @@ func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
 			if _, err := os.Stat(filepath.Join(ws, "control-fill")); err != nil {
 				t.Fatalf("the attack did not run to its end: exit %d stderr %q", out.ExitCode, Clip(out.Stderr))
 			}
-			planted := hostRanPlant(t, ws, marker)
+			plants := 0
+			if hostRanPlant(t, ws, marker) {
+				plants++
+			}
 			for _, f := range []string{".envrc", ".vscode/tasks.json"} {
 				if b, err := os.ReadFile(filepath.Join(ws, f)); err == nil && strings.Contains(string(b), marker) {
-					planted = true
-					if !off {
-						t.Errorf("%s planted behind 200,001 files", f)
-					}
+					plants++
 				}
 			}
 			switch {
-			case off && !planted:
-				t.Error("positive control: without the guard the filler should switch protection off and the plants land")
-			case !off && planted:
-				t.Error("the filler switched protection off")
-			case !off && !(refusedPath(out.WorkspaceRefused, ".envrc") && refusedPath(out.WorkspaceRefused, ".vscode/tasks.json")):
-				t.Errorf("the result does not name the refused plants: %+v", out.WorkspaceRefused)
+			case unprotected && plants != 3:
+				t.Errorf("positive control: with nothing protected the three plants should land; %d did", plants)
+			case !unprotected && plants > 0:
+				t.Errorf("%d plants landed behind 200,001 files (undone %v, refused %v)", plants, out.ProtectedUndone, out.WorkspaceRefused)
+			case !unprotected && len(out.ProtectedUndone)+len(out.WorkspaceRefused) == 0:
+				t.Error("the result does not say what was refused or undone")
 			}
 		})
 	}
