@@ -99,7 +99,7 @@ func (s *Session) Apply(upper string) []protocol.WorkspaceRefusal {
 	// Deepest first, so a folder's entries go before it.
 	gone := slices.SortedFunc(maps.Keys(s.present), func(x, y string) int { return strings.Compare(y, x) })
 	for _, p := range gone {
-		if !a.present[p] {
+		if !a.present[p] && !a.underUnread(p) {
 			if _, _, err := a.g.Lstat(p); err == nil {
 				a.remove(p)
 			}
@@ -117,6 +117,7 @@ type apply struct {
 	g, raw  *pathguard.Guard
 	layer   *os.Root
 	present map[string]bool
+	unread  []string // folders of the layer that could not be read: what was applied of them before stays
 	refused []protocol.WorkspaceRefusal
 	more    int
 }
@@ -141,17 +142,32 @@ func (a *apply) refuse(rel string, err error) {
 // entries is applied, in name order.
 func (a *apply) folder(rel string) {
 	f, err := a.layer.Open(rel)
-	if err != nil {
-		a.refuse(rel, err)
-		return
+	if err == nil {
+		var entries []fs.DirEntry
+		entries, err = f.ReadDir(-1)
+		opaque := isOpaque(f)
+		f.Close()
+		if err == nil {
+			a.entries(rel, entries, opaque)
+			return
+		}
 	}
-	entries, err := f.ReadDir(-1)
-	opaque := isOpaque(f)
-	f.Close()
-	if err != nil {
-		a.refuse(rel, err)
-		return
+	a.unread = append(a.unread, rel)
+	a.refuse(rel, err)
+}
+
+// underUnread reports whether p is inside a folder of the layer this apply could not read.
+func (a *apply) underUnread(p string) bool {
+	for _, u := range a.unread {
+		if u == "." || p == u || strings.HasPrefix(p, u+"/") {
+			return true
+		}
 	}
+	return false
+}
+
+// entries applies the entries of the layer's folder rel.
+func (a *apply) entries(rel string, entries []fs.DirEntry, opaque bool) {
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		names = append(names, e.Name())
