@@ -31,6 +31,7 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("disk_cap", func(t *testing.T) { sandboxtest.RunDiskCapAtTheAct(t, guardBackend) })
 	t.Run("inode_cap", func(t *testing.T) { sandboxtest.RunInodeCapAtTheAct(t, guardBackend) })
 	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
+	t.Run("process_visibility", func(t *testing.T) { sandboxtest.RunLayerVisibility(t, guardBackend) })
 }
 
 // TestWorkspaceGuardFallback: where there is no layer (the fallback without namespaces), the sweep fails closed:

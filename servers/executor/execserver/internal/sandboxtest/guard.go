@@ -304,3 +304,40 @@ func refusedPath(refused []protocol.WorkspaceRefusal, p string) bool {
 	}
 	return false
 }
+
+// RunLayerVisibility: what a running process sees of writes from outside (the filesystem server, the person), when
+// its own writes reach the workspace, and that a process's refused changes are named when it ends. Guarded backend
+// only: these are the layer's promises (docs/executor.md).
+func RunLayerVisibility(t *testing.T, newBackend GuardBackend) {
+	srv, ws, _ := guardServer(t, newBackend, GuardOptions{}, false)
+	if err := os.WriteFile(filepath.Join(ws, "watched.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	giveToOwner(t, ws)
+	p := MustCall[protocol.StartProcessOutput](t, srv.Session, protocol.ToolStartProcess, protocol.StartProcessInput{
+		Command: `echo mine > own.txt; echo '{}' > .vscode/tasks.json; while :; do cat watched.txt; sleep 0.2; done`})
+	// A write from outside, as the filesystem server's, is seen by the running process (a dev server's reload).
+	time.Sleep(300 * time.Millisecond)
+	if err := os.WriteFile(filepath.Join(ws, "watched.txt"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ := readUntil(t, srv.Session, p.ProcessID, 10*time.Second, func(o, _ string) bool { return strings.Contains(o, "two") }); !strings.Contains(out, "two") {
+		t.Errorf("the running process did not see the outside write: %q", Clip(out))
+	}
+	// Its own write reaches the workspace while it runs (within the apply interval), and its plant does not.
+	waitHost(t, 10*time.Second, "the process's own.txt in the workspace", func() bool {
+		b, _ := os.ReadFile(filepath.Join(ws, "own.txt"))
+		return string(b) == "mine\n"
+	})
+	stop := MustCall[protocol.StopProcessOutput](t, srv.Session, protocol.ToolStopProcess, protocol.StopProcessInput{ProcessID: p.ProcessID})
+	if !refusedPath(stop.WorkspaceRefused, ".vscode/tasks.json") {
+		t.Errorf("the stopped process's result does not name its refused plant: %+v", stop)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".vscode/tasks.json")); err == nil {
+		t.Error("the process planted .vscode/tasks.json")
+	}
+	// A later command sees what the process wrote.
+	if out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: "cat own.txt watched.txt"}); out.Stdout != "mine\ntwo\n" {
+		t.Errorf("a later command sees %q", out.Stdout)
+	}
+}
