@@ -51,6 +51,8 @@ type commandLayer struct {
 	shm     *os.File // a detached mount of tmpfs's shm/, attached by the keeper at /dev/shm
 	// baseInodes is what the tmpfs held when it came: its folders and the overlay's own in work/.
 	baseInodes uint64
+	// overCap, when not empty, is the note for a command whose layer was made at a cap (overCapNote).
+	overCap string
 }
 
 // upper is the path of the upper layer, for the server: through its descriptor of the tmpfs.

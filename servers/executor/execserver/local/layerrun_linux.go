@@ -4,7 +4,6 @@ package local
 // each may grow, and applying it through Request.Apply (package wsguard) while the command runs and when it ends.
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,8 +38,13 @@ const (
 	layerInodesFloor = 64
 )
 
-// errOverCap refuses a command when the workspace and its private folders already hold what the caps allow.
-var errOverCap = errors.New("over the executor's disk cap")
+// overCapNote is what a command started while the workspace and its private folders are at a cap finds at the end
+// of its stderr: its layer holds only the floor, so it can delete files (and clean a cache) but add almost nothing.
+func overCapNote(used, maxBytes, inodes, maxInodes int64) string {
+	return fmt.Sprintf("\n[goalbox: the workspace, home, temp and cache folders were at the executor's cap when this command started "+
+		"(%d of %d bytes, %d of %d files and folders): it could delete files but write at most %d bytes and %d files (ENOSPC past them); "+
+		"delete files to make room (the filesystem server's delete tool works too)]\n", used, maxBytes, inodes, maxInodes, layerBytesFloor, layerInodesFloor)
+}
 
 // probeLayers makes one layer to learn whether this kernel mounts an overlay in a user namespace; the reason it
 // cannot is kept for /healthz and the start log.
@@ -63,7 +67,8 @@ func (b *localBackend) probeLayers(h *holder) {
 func (b *localBackend) Layered() bool { return b.layered }
 
 // newLayer makes the layer of ns's next command, as large in bytes and inodes as the caps leave now; nil when the
-// backend does not layer. A workspace already at a cap refuses the command (errOverCap), saying what to free.
+// backend does not layer. A workspace already at a cap gets a layer of the floor only, and a note saying so: the
+// command can delete, not add (refusing it would lock out the cleanup of a full cache, which no tool reaches).
 func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
 	if !b.layered {
 		return nil, nil
@@ -76,15 +81,16 @@ func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
 	if b.maxInodes <= 0 {
 		inodesLeft = DefaultMaxWorkspaceInodes
 	}
-	switch {
-	case bytesLeft < layerBytesFloor:
-		return nil, fmt.Errorf("%w: the workspace, home, temp and cache folders hold %d bytes of the %d the cap allows "+
-			"(-max-workspace-bytes); no command starts until files are deleted (the filesystem server's delete tool works)", errOverCap, used, b.maxDisk)
-	case inodesLeft < layerInodesFloor:
-		return nil, fmt.Errorf("%w: the workspace, home, temp and cache folders hold %d files and folders of the %d the inode cap allows; "+
-			"no command starts until some are deleted (the filesystem server's delete tool works)", errOverCap, inodes, b.maxInodes)
+	note := ""
+	if bytesLeft < layerBytesFloor || inodesLeft < layerInodesFloor {
+		note = overCapNote(used, b.maxDisk, inodes, b.maxInodes)
+		bytesLeft, inodesLeft = layerBytesFloor, layerInodesFloor
 	}
-	return ns.holder.layers.layer(b.workspace, bytesLeft, inodesLeft)
+	l, err := ns.holder.layers.layer(b.workspace, bytesLeft, inodesLeft)
+	if l != nil {
+		l.overCap = note
+	}
+	return l, err
 }
 
 // defaultApply applies layers for a request that brings no Apply of its own (a caller of the backend without the

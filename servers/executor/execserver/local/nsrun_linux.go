@@ -386,6 +386,9 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	// The command's changes reach the workspace only here, through the guard: while it runs and once it ended,
 	// whatever way it ended (layerrun_linux.go).
 	finishLayer := b.watchLayer(req, st.layer)
+	if st.layer != nil && st.layer.overCap != "" {
+		defer func() { _, _ = req.Stderr.Write([]byte(st.layer.overCap)) }()
+	}
 	defer func() { res.WorkspaceRefused = finishLayer() }()
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)
 	// Every process of the namespace died with PID 1, so the pipes are at EOF.

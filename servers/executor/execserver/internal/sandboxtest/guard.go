@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -215,8 +214,9 @@ func RunHostReplacesGit(t *testing.T, newBackend GuardBackend, tries int) {
 var offName = map[bool]string{false: "guarded", true: "guard_off_control"}
 
 // RunDiskCapAtTheAct is finding 4: with a 100 MiB cap, a quick 1 GiB fallocate in the workspace, and a command
-// started while the workspace is over the cap. Guarded: the write fails (ENOSPC) and leaves nothing, the command is
-// refused with a clear error. Off: the gigabyte stays and the command starts.
+// started while the workspace is over the cap. Guarded: the write fails (ENOSPC) and leaves nothing; over the cap a
+// command can delete (the cleanup works) but add nothing, and is told so. Off: the gigabyte stays, and a command
+// over the cap adds its 5 MB.
 func RunDiskCapAtTheAct(t *testing.T, newBackend GuardBackend) {
 	for _, off := range []bool{false, true} {
 		t.Run(offName[off], func(t *testing.T) {
@@ -228,19 +228,25 @@ func RunDiskCapAtTheAct(t *testing.T, newBackend GuardBackend) {
 				t.Errorf("guard off %v: the 1 GiB file is kept: %v (stdout %q stderr %q)", off, kept, Clip(out.Stdout), Clip(out.Stderr))
 			}
 			_ = os.Remove(filepath.Join(ws, "big"))
-			// Over the cap from outside (the filesystem server, the person): the next command must not start.
+			// Over the cap from outside (the filesystem server, the person).
 			if err := os.WriteFile(filepath.Join(ws, "filler"), make([]byte, 120<<20), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			giveToOwner(t, ws)
 			// A sandbox made ahead counts what was written since only once it is a second old (local's layerFresh).
 			time.Sleep(1100 * time.Millisecond)
-			o, res := CallRun(t, t.Context(), srv.Session, protocol.RunCommandInput{Command: "echo started"})
-			started := !res.IsError && strings.Contains(o.Stdout, "started")
-			if off != started {
-				t.Errorf("guard off %v: a command started over the cap: %v (%s)", off, started, Clip(mcpserve.ToolErrorText(res)))
+			more := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `head -c 5000000 /dev/zero > more; echo "exit $?"`})
+			fi, err = os.Stat(filepath.Join(ws, "more"))
+			added := err == nil && fi.Size() >= 5000000 // the guarded layer keeps what fitted its floor (1 MiB)
+			if off != added {
+				t.Errorf("guard off %v: a command over the cap added 5 MB: %v (%q %q)", off, added, more.Stdout, Clip(more.Stderr))
 			}
-			if !off && !strings.Contains(mcpserve.ToolErrorText(res), "disk cap") {
-				t.Errorf("the refusal does not say it is the disk cap: %s", Clip(mcpserve.ToolErrorText(res)))
+			if !off && !strings.Contains(more.Stderr, "at the executor's cap") {
+				t.Errorf("the command over the cap was not told: %q", Clip(more.Stderr))
+			}
+			clean := MustRun(t, srv.Session, protocol.RunCommandInput{Command: `rm filler more 2>/dev/null; echo cleaned`})
+			if _, err := os.Stat(filepath.Join(ws, "filler")); err == nil || clean.Stdout != "cleaned\n" {
+				t.Errorf("the cleanup over the cap did not land: %+v", clean)
 			}
 		})
 	}
