@@ -124,7 +124,7 @@ func (p *protector) scan() protectedScan {
 	if w.n > protectMaxEntries {
 		// Fail closed: past the cached scan's bound (its cache holds every folder's names), walk again without a
 		// cache, holding one folder's names at a time, so that no filler of the workspace hides a protected path
-		// from the sweep (issue 33, finding 2: 200,001 empty files before .git switched protection off).
+		// from the sweep (200,001 empty files before .git used to switch protection off).
 		p.logger.Info("protected files: the workspace has more entries than the cached scan reads; walking it whole", "limit", protectMaxEntries)
 		s = protectedScan{entries: map[string]protectedEntry{}}
 		w = scanWalk{p: p, s: &s}

@@ -261,7 +261,7 @@ func TestCheckpointCap(t *testing.T) {
 		t.Errorf("third checkpoint: %+v", third)
 	}
 	list := ok[protocol.ListCheckpointsOutput](t, cs, protocol.ToolListCheckpoints, map[string]any{})
-	// The store's bytes are the content and the manifests on disk (issue 33, finding 7).
+	// The store's bytes are the content and the manifests on disk.
 	if len(list.Checkpoints) != 2 || list.Checkpoints[0].ID != "cp-2" || list.StoreBytes != int64(len("two\nthree\n"))+manifestBytes(t, store) {
 		t.Errorf("list: %+v (manifests %d bytes)", list, manifestBytes(t, store))
 	}

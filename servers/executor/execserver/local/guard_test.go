@@ -20,7 +20,7 @@ func guardBackend(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, st
 	return b, ws
 }
 
-// TestWorkspaceGuard runs the workspace guard's attacks (issue 33's findings) on the namespace mode, as root here
+// TestWorkspaceGuard runs the workspace guard's attacks on the namespace mode, as root here
 // and as an ordinary user in TestLocalContainmentAsOrdinaryUser.
 func TestWorkspaceGuard(t *testing.T) {
 	sandboxtest.RequireNamespaceMode(t)

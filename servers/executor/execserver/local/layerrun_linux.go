@@ -27,8 +27,8 @@ const layerApplyEvery = 2 * time.Second
 const layerFresh = time.Second
 
 // DefaultMaxWorkspaceInodes is the default inode cap: files, folders and links of the workspace and the private
-// home, temp and cache folders together. Each is some hundred bytes of kernel memory on the host (finding 5 of
-// issue 33: 100,000 empty files cost 100,681 inodes of the host's root filesystem).
+// home, temp and cache folders together. Each is some hundred bytes of kernel memory on the host (100,000 empty
+// files made by one command cost 100,681 inodes of the host's root filesystem before the cap).
 const DefaultMaxWorkspaceInodes = 1_000_000
 
 // layerBytesFloor and layerInodesFloor are the least a layer is made with: below them a command is refused as over

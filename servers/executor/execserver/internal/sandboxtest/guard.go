@@ -2,7 +2,7 @@
 
 package sandboxtest
 
-// The workspace guard under the attacks of issue 33 (a backend that gives each command a copy-on-write layer of the
+// The workspace guard under attack: a swapped .git, a filler, the host's git, the caps (a backend that gives each command a copy-on-write layer of the
 // workspace, applied by the executor through pathguard): each finding as an attack, run on the guarded backend
 // (nothing planted, filled or leaked) and, as its positive control, on the backend with the guard switched off or
 // with nothing protected (the attack plants what it claims). After every attack the host's own `git status` runs
