@@ -181,6 +181,13 @@ func (g *Guard) ReadFile(p string) (string, []byte, error) {
 // device at the target is refused. An existing file keeps its permission bits (not its owner, and not setuid,
 // setgid or sticky bits); a new one gets 0644 less the umask. It reports whether the file was created.
 func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err error) {
+	return g.writeStream(p, bytes.NewReader(data), int64(len(data)), nil, g.opts.MaxWriteBytes, true)
+}
+
+// writeStream is WriteFile of size bytes read from src, refused past limit bytes when limit is not 0. perm, when
+// not nil, is the file's permission bits (only the 0777 ones are ever set); nil keeps an existing file's, or 0644
+// for a new one. sync syncs the file before it is renamed into place.
+func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMode, limit int64, sync bool) (rel string, created bool, err error) {
 	rel, err = g.Clean(p)
 	if err != nil {
 		return "", false, err
@@ -189,9 +196,9 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 		return rel, false, &Error{Op: "write", Path: printable(p), Reason: ReasonIsDir,
 			Detail: "a path that ends in /, /. or /.. names a folder, and so does the workspace itself; give a file path inside the workspace"}
 	}
-	if int64(len(data)) > g.opts.MaxWriteBytes {
+	if limit > 0 && size > limit {
 		return rel, false, &Error{Op: "write", Path: rel, Reason: ReasonTooLarge,
-			Detail: fmt.Sprintf("%d bytes; the limit is %d", len(data), g.opts.MaxWriteBytes)}
+			Detail: fmt.Sprintf("%d bytes; the limit is %d", size, limit)}
 	}
 	target, fi, err := g.resolveLinks(rel)
 	if err != nil {
@@ -216,7 +223,10 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 		// file (TestWriteStripsSetuid, TestOwnershipAsRoot).
 		mode = fi.Mode().Perm()
 	}
-	done, err := g.reserveSpace("write", rel, fi, int64(len(data)))
+	if perm != nil {
+		mode = perm.Perm()
+	}
+	done, err := g.reserveSpace("write", rel, fi, size)
 	if err != nil {
 		return rel, false, err
 	}
@@ -249,17 +259,22 @@ func (g *Guard) WriteFile(p string, data []byte) (rel string, created bool, err 
 			return rel, false, wrap("write", rel, err)
 		}
 	}
-	if fi != nil && mode&^0o644 != 0 {
+	if perm != nil || (fi != nil && mode&^0o644 != 0) {
 		// The umask may have cut bits the old file had (group write, say); give them back.
 		if err := f.Chmod(mode); err != nil {
 			return rel, false, wrap("write", rel, err)
 		}
 	}
-	if _, err := f.Write(data); err != nil {
+	if n, err := io.Copy(f, src); err != nil || n != size {
+		if err == nil {
+			err = fmt.Errorf("%d bytes came where %d were expected: the source changed while it was written", n, size)
+		}
 		return rel, false, wrap("write", rel, err)
 	}
-	if err := f.Sync(); err != nil {
-		return rel, false, wrap("write", rel, err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			return rel, false, wrap("write", rel, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return rel, false, wrap("write", rel, err)

@@ -47,6 +47,11 @@ func (r root) Readlink(name string) (string, error) { r.count(name); return r.r.
 
 func (r root) Remove(name string) error { r.count(name); return r.r.Remove(name) }
 
+func (r root) Symlink(oldname, newname string) error {
+	r.count(newname)
+	return r.r.Symlink(oldname, newname)
+}
+
 func (r root) Rename(oldname, newname string) error {
 	r.count(oldname, newname)
 	return r.r.Rename(oldname, newname)

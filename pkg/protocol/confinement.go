@@ -141,9 +141,12 @@ const (
 	ProtectedReadOnly
 	// ProtectedSweep: changes are undone after each command.
 	ProtectedSweep
+	// ProtectedLayer: each command works on a copy-on-write layer of the workspace that the executor applies
+	// through pathguard; a protected path is refused whatever the command renamed.
+	ProtectedLayer
 )
 
-var protectedWords = []string{"unknown", "none", "read-only", "sweep"}
+var protectedWords = []string{"unknown", "none", "read-only", "sweep", "layer"}
 
 // RootKind is what a command's / is.
 type RootKind uint8

@@ -29,10 +29,19 @@ type RunCommandOutput struct {
 	// ProtectedUndone lists the protected project files (git hooks and config, editor settings, .envrc...) the
 	// command created or changed, which the server undid after it ended.
 	ProtectedUndone []string `json:"protected_undone,omitempty" jsonschema:"protected project files (git hooks and config, editor and agent settings, .envrc) the command created or changed; they were undone and kept out of the workspace"`
+	// WorkspaceRefused lists the changes of the command the workspace guard did not apply (where the backend gives
+	// each command a copy-on-write layer of the workspace): the workspace keeps what it had at each path.
+	WorkspaceRefused []WorkspaceRefusal `json:"workspace_refused,omitempty" jsonschema:"changes the command made that were not applied to the workspace, with why (a protected project file, a symlink leading out, a device or FIFO, a set-id bit); the workspace keeps what it had there"`
 
 	// With -net-allow: what the egress proxy refused this command, and what it reached.
 	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"host:port the egress proxy refused to this command (not in the executor's -net-allow, or an address never reachable)"`
 	Network       []NetworkHost `json:"network,omitempty" jsonschema:"hosts this command reached through the egress proxy, with bytes"`
+}
+
+// WorkspaceRefusal is one change of a command the workspace guard refused: its workspace-relative path and why.
+type WorkspaceRefusal struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // NetworkHost is one host:port a command reached through the egress proxy, and how much went each way.

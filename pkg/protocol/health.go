@@ -89,6 +89,8 @@ type Confinement struct {
 	Egress *EgressHealth `json:"egress,omitempty"`
 	// Sandbox is the same policy as data: what a command's world is built from, and which promises hold.
 	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+	// WorkspaceGuard is how commands change the workspace (workspaceguard.go); nil where the backend does not say.
+	WorkspaceGuard *WorkspaceGuard `json:"workspace_guard,omitempty"`
 	*LocalConfinement
 	*DockerConfinement
 }

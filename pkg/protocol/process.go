@@ -54,6 +54,8 @@ type ReadProcessOutputOutput struct {
 	// With -net-allow, once the process ended: what the egress proxy refused it, and what it reached.
 	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"once ended: host:port the egress proxy refused to this process"`
 	Network       []NetworkHost `json:"network,omitempty" jsonschema:"once ended: hosts this process reached through the egress proxy, with bytes"`
+	// WorkspaceRefused, once the process ended: its changes the workspace guard did not apply (RunCommandOutput's).
+	WorkspaceRefused []WorkspaceRefusal `json:"workspace_refused,omitempty" jsonschema:"once ended: changes the process made that were not applied to the workspace, with why; the workspace keeps what it had there"`
 }
 
 // WriteProcessInputInput is data for a process's open stdin.
@@ -83,6 +85,8 @@ type StopProcessOutput struct {
 	// With -net-allow: what the egress proxy refused the process, and what it reached.
 	NetworkDenied []string      `json:"network_denied,omitempty"`
 	Network       []NetworkHost `json:"network,omitempty"`
+	// WorkspaceRefused: the process's changes the workspace guard did not apply.
+	WorkspaceRefused []WorkspaceRefusal `json:"workspace_refused,omitempty"`
 }
 
 // ListProcessesInput takes nothing.

@@ -129,7 +129,14 @@ func TestFullOutputOfProcess(t *testing.T) {
 	last, links, dropped := readProcessUntil(t, cs, p, func(o protocol.ReadProcessOutputOutput) bool {
 		return o.StdoutOffset == int64(want.Len()) && o.StderrOffset == 50000
 	})
-	noise, err := os.ReadFile(filepath.Join(s.ws, "noise.bin"))
+	// A running process's writes reach the workspace when the workspace guard applies its layer (every 2 s).
+	var noise []byte
+	var err error
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if noise, err = os.ReadFile(filepath.Join(s.ws, "noise.bin")); (err == nil && len(noise) == 50000) || time.Now().After(end) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -117,6 +118,9 @@ func (e *Executor) runProcess(ctx context.Context, id string, r backend.Request)
 	res, undone, err := e.run.run(ctx, r)
 	if len(undone) > 0 {
 		_, _ = r.Stderr.Write([]byte(protectedNote(undone)))
+	}
+	if len(res.WorkspaceRefused) > 0 {
+		_, _ = r.Stderr.Write([]byte(wsguard.Note(res.WorkspaceRefused)))
 	}
 	if err != nil {
 		e.logger.Error("process could not run", "process", id, "error", err)

@@ -16,7 +16,6 @@ package execserver
 // created or changed on the host while a command runs is treated as the command's (and found in the quarantine).
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,7 +24,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,6 +34,7 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 )
 
 // Bounds of the protector's work and memory.
@@ -123,10 +122,44 @@ func (p *protector) scan() protectedScan {
 	w.visit(".", false)
 	maps.DeleteFunc(p.dirs, func(rel string, _ cachedDir) bool { return !w.seen[rel] })
 	if w.n > protectMaxEntries {
-		p.logger.Warn("protected files: the workspace has more entries than one scan reads; deeper protected paths are not protected",
-			"limit", protectMaxEntries)
+		// Fail closed: past the cached scan's bound (its cache holds every folder's names), walk again without a
+		// cache, holding one folder's names at a time, so that no filler of the workspace hides a protected path
+		// from the sweep (200,001 empty files before .git used to switch protection off).
+		p.logger.Info("protected files: the workspace has more entries than the cached scan reads; walking it whole", "limit", protectMaxEntries)
+		s = protectedScan{entries: map[string]protectedEntry{}}
+		w = scanWalk{p: p, s: &s}
+		w.walkUncached()
 	}
 	return s
+}
+
+// walkUncached records every protected path of the workspace, reading each folder as it goes and keeping nothing
+// of it: linear in the entries, bounded in memory by the largest folder and the depth.
+func (w *scanWalk) walkUncached() {
+	var inside []string // the protected folders on the current path, outermost first
+	_ = filepath.WalkDir(w.p.dir, func(host string, e fs.DirEntry, err error) error {
+		if err != nil || host == w.p.dir {
+			return nil
+		}
+		rel := filepath.ToSlash(host[len(w.p.dir)+1:])
+		for len(inside) > 0 && !strings.HasPrefix(rel, inside[len(inside)-1]+"/") {
+			inside = inside[:len(inside)-1]
+		}
+		prot := len(inside) > 0
+		if !prot && w.p.prot.MayEnd(e.Name()) {
+			_, prot = w.p.prot.Match(rel)
+		}
+		if !prot && !e.IsDir() && w.p.gitlinks && strings.EqualFold(e.Name(), ".git") {
+			prot = true
+		}
+		if prot {
+			w.record(rel, len(inside) == 0)
+			if e.IsDir() {
+				inside = append(inside, rel)
+			}
+		}
+		return nil
+	})
 }
 
 // cachedDir is what a scan read of one folder.
@@ -248,23 +281,13 @@ func (p *protector) sweep(before protectedScan) []string {
 	return undone
 }
 
-// harmlessNew reports whether a new protected path is one that `git init` makes and git never runs: the hooks
-// folder with its *.sample files, and a config of plain settings (safeGitConfig).
+// harmlessNew reports whether a new protected path is one that `git init` makes and git never runs
+// (wsguard.HarmlessNew).
 func (p *protector) harmlessNew(rel string, e protectedEntry) bool {
-	dir, name := path.Split(rel)
-	dir = strings.ToLower(strings.TrimSuffix(dir, "/"))
-	switch {
-	case e.link:
+	if e.link {
 		return false
-	case e.mode.IsDir() && strings.EqualFold(name, "hooks") && path.Base(dir) == ".git":
-		return true
-	case e.mode.IsRegular() && strings.HasSuffix(name, ".sample") && path.Base(dir) == "hooks" && path.Base(path.Dir(dir)) == ".git":
-		return true
-	case e.mode.IsRegular() && name == "config" && path.Base(dir) == ".git":
-		_, b, err := p.guard.ReadFile(rel)
-		return err == nil && safeGitConfig(b)
 	}
-	return false
+	return wsguard.HarmlessNew(rel, e.mode, func() ([]byte, error) { _, b, err := p.guard.ReadFile(rel); return b, err })
 }
 
 // quarantineOut moves rel (a file, a link or a whole folder) out of the workspace into the quarantine. It copies
@@ -337,55 +360,6 @@ func (p *protector) putBack(rel string, old protectedEntry) {
 	if err != nil {
 		p.logger.Error("protected files: could not put back", "path", rel, "error", err)
 	}
-}
-
-// safeGitConfig reports whether a git config file holds only settings that make git run nothing: the ones `git
-// init`, `git config user.*` and a plain remote write. Anything else, or anything this reader does not understand
-// (includes, continuation lines, odd syntax), is not safe: core.hooksPath, core.fsmonitor, core.sshCommand,
-// filters, aliases and includes all name programs git would run on the host.
-func safeGitConfig(b []byte) bool {
-	allowed := map[string]bool{
-		"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true, "core.logallrefupdates": true,
-		"core.ignorecase": true, "core.precomposeunicode": true, "core.symlinks": true,
-		"extensions.objectformat": true, "user.name": true, "user.email": true, "init.defaultbranch": true,
-	}
-	sub := map[string]bool{"branch.remote": true, "branch.merge": true, "remote.url": true, "remote.fetch": true}
-	section, subsection := "", false
-	for _, raw := range bytes.Split(b, []byte("\n")) {
-		line := strings.TrimSpace(string(raw))
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") {
-			return false
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
-				return false
-			}
-			head := line[1:end]
-			name, rest, hasSub := strings.Cut(head, " ")
-			section, subsection = strings.ToLower(name), hasSub && strings.HasPrefix(strings.TrimSpace(rest), "\"")
-			if strings.Contains(section, ".") {
-				return false // [section.sub]: the old spelling, not what git writes
-			}
-			continue
-		}
-		key, _, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		if strings.ContainsFunc(key, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') }) {
-			return false
-		}
-		if subsection {
-			if !sub[section+"."+key] {
-				return false
-			}
-		} else if !allowed[section+"."+key] {
-			return false
-		}
-	}
-	return true
 }
 
 // protectedNote is what a command whose changes to protected files were undone finds at the end of its stderr.

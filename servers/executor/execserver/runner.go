@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 )
 
 // runner runs requests on the backend between a scan and a sweep of the protected paths: the one way both the
@@ -15,10 +16,18 @@ type runner struct {
 	backend   backend.Backend
 	protect   *protector // nil when no path is protected
 	workspace string     // the workspace's real host path, the one host path a client may see in an error
+	// layers applies each command's layer when the backend gives it one (backend.Layered): then no scan, no
+	// read-only mount and no sweep is needed, since commands never write the workspace.
+	layers *wsguard.Guard
 }
 
 // run runs r and returns what the sweep undid.
 func (rn runner) run(ctx context.Context, r backend.Request) (backend.Result, []string, error) {
+	if rn.layers != nil {
+		r.Apply = rn.layers.Session().Apply
+		res, err := rn.backend.Run(ctx, r)
+		return res, nil, err
+	}
 	if rn.protect == nil {
 		res, err := rn.backend.Run(ctx, r)
 		return res, nil, err

@@ -27,6 +27,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/outputs"
 	"github.com/goalbox/goalbox/servers/executor/execserver/processes"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -189,6 +190,13 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 		e.protect = p
 	}
 	e.run = runner{backend: b, protect: e.protect, workspace: g.Dir()}
+	if l, ok := b.(backend.Layered); ok && l.Layered() {
+		// Each command works on a layer of its own: its changes reach the workspace through this guard only.
+		var err error
+		if e.run.layers, err = wsguard.New(g.Dir(), cfg.Protection); err != nil {
+			return nil, fmt.Errorf("workspace guard: %w", err)
+		}
+	}
 	e.procs = processes.New(processes.Settings{Max: cfg.MaxProcesses, StatelessMax: cfg.StatelessProcesses,
 		StatelessIdle: cfg.StatelessIdleTimeout, StatelessUnused: cfg.StatelessUnusedTimeout, Lifetime: cfg.ProcessLifetime,
 		Buffer: cfg.ProcessBuffer, BufferTotal: cfg.ProcessBufferTotal, StdinWriteTimeout: cfg.StdinWriteTimeout,
@@ -262,6 +270,9 @@ func (e *Executor) confinement() protocol.Confinement {
 	c.Sandbox.Protected = e.cfg.Protection.Patterns()
 	if e.protect == nil {
 		c.Sandbox.ProtectedEnforcement = protocol.ProtectedNone
+		if c.WorkspaceGuard != nil && c.WorkspaceGuard.Mode == protocol.ProtectedSweep {
+			c.WorkspaceGuard.Mode = protocol.ProtectedNone
+		}
 	}
 	var generic any
 	b, err := json.Marshal(c)
@@ -334,6 +345,10 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	if len(undone) > 0 {
 		_, _ = stderr.Write([]byte(protectedNote(undone)))
 		out.ProtectedUndone = undone
+	}
+	if len(res.WorkspaceRefused) > 0 {
+		_, _ = stderr.Write([]byte(wsguard.Note(res.WorkspaceRefused)))
+		out.WorkspaceRefused = res.WorkspaceRefused
 	}
 	out.Stdout, out.StdoutTruncated = stdout.String()
 	out.Stderr, out.StderrTruncated = stderr.String()

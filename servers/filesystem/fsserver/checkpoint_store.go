@@ -41,7 +41,8 @@ type CheckpointOptions struct {
 	// workspace's real path; default goalbox/checkpoints under the user's cache folder (os.UserCacheDir). It must
 	// not be inside the workspace.
 	Dir string
-	// MaxBytes caps the distinct content the store of one workspace keeps (default 2 GiB).
+	// MaxBytes caps what the store of one workspace keeps on disk: the distinct content and the manifests (default
+	// 2 GiB).
 	MaxBytes int64
 	// MaxCount caps how many checkpoints it keeps (default 100).
 	MaxCount int
@@ -127,6 +128,9 @@ type ckInfo struct {
 	Files   int
 	Bytes   int64
 	blobs   []blobRef
+	// manifestBytes is the manifest's size on disk: counted in the store's bytes beside the blobs (a workspace of
+	// many small files costs far more in its manifest than in its content).
+	manifestBytes int64
 }
 
 type blobRef struct {
@@ -235,7 +239,11 @@ func (s *ckStore) load() error {
 	}
 	slices.SortFunc(ms, func(a, b *manifest) int { return idNumber(a.ID) - idNumber(b.ID) })
 	for _, m := range ms {
-		s.add(m)
+		var size int64
+		if fi, err := s.root.Stat("checkpoints/" + m.ID + ".json"); err == nil {
+			size = fi.Size()
+		}
+		s.add(m, size)
 	}
 	if n, err := os.ReadFile(filepath.Join(s.root.Name(), "next")); err == nil {
 		if v, err := strconv.Atoi(strings.TrimSpace(string(n))); err == nil && v > s.next {
@@ -267,9 +275,11 @@ func idNumber(id string) int {
 	return n
 }
 
-// add puts a manifest into the index.
-func (s *ckStore) add(m *manifest) {
+// add puts a manifest, manifestBytes long on disk, into the index.
+func (s *ckStore) add(m *manifest, manifestBytes int64) {
 	in := m.info()
+	in.manifestBytes = manifestBytes
+	s.bytes += manifestBytes
 	s.list = append(s.list, in)
 	for _, b := range in.distinct() {
 		if s.refs[b.hash] == 0 {
@@ -287,6 +297,7 @@ func (s *ckStore) add(m *manifest) {
 // drop removes the checkpoint at index i of the list and the blobs only it named.
 func (s *ckStore) drop(i int) {
 	in := s.list[i]
+	s.bytes -= in.manifestBytes
 	s.list = slices.Delete(s.list, i, i+1)
 	if err := s.root.Remove("checkpoints/" + in.ID + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.logger.Warn("checkpoint store: remove manifest", "id", in.ID, "err", err)
@@ -380,11 +391,15 @@ func (s *ckStore) manifest(id string) (*manifest, error) {
 	return decodeManifest(data)
 }
 
-// writeManifest stores m atomically and puts it into the index.
-func (s *ckStore) writeManifest(m *manifest) error {
+// writeManifest stores m atomically and puts it into the index, or refuses it with overCap when its blobs and the
+// manifest itself would pass the store's cap.
+func (s *ckStore) writeManifest(m *manifest, overCap string) error {
 	data, err := encodeManifest(m)
 	if err != nil {
 		return err
+	}
+	if total := distinctBytes(m) + int64(len(data)); total > s.opts.MaxBytes {
+		return fmt.Errorf(overCap, sizeText(total), sizeText(s.opts.MaxBytes))
 	}
 	tmp := "checkpoints/" + m.ID + ".tmp"
 	if err := s.root.WriteFile(tmp, data, 0o600); err != nil {
@@ -393,7 +408,7 @@ func (s *ckStore) writeManifest(m *manifest) error {
 	if err := s.root.Rename(tmp, "checkpoints/"+m.ID+".json"); err != nil {
 		return errStore("write the checkpoint", err)
 	}
-	s.add(m)
+	s.add(m, int64(len(data)))
 	_ = s.root.WriteFile("next", []byte(strconv.Itoa(s.next)+"\n"), 0o600)
 	return nil
 }

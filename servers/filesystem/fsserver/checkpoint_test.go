@@ -1,6 +1,7 @@
 package fsserver_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,12 +207,49 @@ func TestCheckpointLeavesOut(t *testing.T) {
 	})
 }
 
+// manifestBytes is what the manifests in store take on disk.
+func manifestBytes(t *testing.T, store string) int64 {
+	t.Helper()
+	var n int64
+	_ = filepath.WalkDir(store, func(p string, d os.DirEntry, err error) error {
+		if fi, ierr := d.Info(); err == nil && ierr == nil && filepath.Base(filepath.Dir(p)) == "checkpoints" && strings.HasSuffix(p, ".json") {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// TestCheckpointCountsManifests: a workspace of 3,000 empty files has no content to store, and its manifest is
+// what the checkpoint costs: the store counts it, and a cap below it refuses the checkpoint. Control: the content
+// alone is 0 bytes, which is what the store reported before it counted manifests.
+func TestCheckpointCountsManifests(t *testing.T) {
+	ws, store := t.TempDir(), t.TempDir()
+	_, run := startHTTP(t, ws, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store}}}, mcpserve.Config{})
+	cs := connectURL(t, run.URL)
+	many := map[string]string{}
+	for i := range 3000 {
+		many[fmt.Sprintf("d%d/f%d", i%30, i)] = ""
+	}
+	files(t, ws, many)
+	ok[protocol.CheckpointOutput](t, cs, protocol.ToolCheckpoint, map[string]any{})
+	list := ok[protocol.ListCheckpointsOutput](t, cs, protocol.ToolListCheckpoints, map[string]any{})
+	onDisk := manifestBytes(t, store)
+	if onDisk == 0 || list.StoreBytes != onDisk {
+		t.Errorf("the store reports %d bytes; its manifest takes %d on disk (the content is 0 bytes)", list.StoreBytes, onDisk)
+	}
+	ws2, store2 := t.TempDir(), t.TempDir()
+	_, run2 := startHTTP(t, ws2, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store2, MaxBytes: onDisk / 2}}}, mcpserve.Config{})
+	files(t, ws2, many)
+	fails(t, connectURL(t, run2.URL), protocol.ToolCheckpoint, map[string]any{}, "more than the checkpoint store's cap")
+}
+
 // TestCheckpointCap: past the count cap the oldest checkpoint is dropped and reported, and the blobs only it held
 // go with it; a workspace larger than the byte cap is refused without dropping anything.
 func TestCheckpointCap(t *testing.T) {
 	ws := t.TempDir()
 	store := t.TempDir()
-	_, run := startHTTP(t, ws, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store, MaxCount: 2, MaxBytes: 100}}}, mcpserve.Config{})
+	_, run := startHTTP(t, ws, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store, MaxCount: 2, MaxBytes: 4000}}}, mcpserve.Config{})
 	cs := connectURL(t, run.URL)
 	files(t, ws, map[string]string{"a.txt": "one\n"})
 	ok[protocol.CheckpointOutput](t, cs, protocol.ToolCheckpoint, map[string]any{})
@@ -223,8 +261,9 @@ func TestCheckpointCap(t *testing.T) {
 		t.Errorf("third checkpoint: %+v", third)
 	}
 	list := ok[protocol.ListCheckpointsOutput](t, cs, protocol.ToolListCheckpoints, map[string]any{})
-	if len(list.Checkpoints) != 2 || list.Checkpoints[0].ID != "cp-2" || list.StoreBytes != int64(len("two\nthree\n")) {
-		t.Errorf("list: %+v", list)
+	// The store's bytes are the content and the manifests on disk.
+	if len(list.Checkpoints) != 2 || list.Checkpoints[0].ID != "cp-2" || list.StoreBytes != int64(len("two\nthree\n"))+manifestBytes(t, store) {
+		t.Errorf("list: %+v (manifests %d bytes)", list, manifestBytes(t, store))
 	}
 	blobs := 0
 	filepath.WalkDir(store, func(p string, d os.DirEntry, err error) error {
@@ -236,13 +275,13 @@ func TestCheckpointCap(t *testing.T) {
 	if blobs != 2 {
 		t.Errorf("%d blobs in the store, want 2 (cp-1's content deleted with it)", blobs)
 	}
-	files(t, ws, map[string]string{"big.txt": strings.Repeat("x", 200)})
-	fails(t, cs, protocol.ToolCheckpoint, map[string]any{}, "more than the checkpoint store's cap of 100 bytes", "none was dropped", "-checkpoint-max-bytes")
+	files(t, ws, map[string]string{"big.txt": strings.Repeat("x", 5000)})
+	fails(t, cs, protocol.ToolCheckpoint, map[string]any{}, "more than the checkpoint store's cap of 4000 bytes", "none was dropped", "-checkpoint-max-bytes")
 	if list := ok[protocol.ListCheckpointsOutput](t, cs, protocol.ToolListCheckpoints, map[string]any{}); len(list.Checkpoints) != 2 {
 		t.Errorf("a refused checkpoint dropped others: %+v", list)
 	}
 	// Restarted on the same store, the server finds its checkpoints and goes on numbering them.
-	_, run2 := startHTTP(t, ws, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store, MaxCount: 2, MaxBytes: 1000}}}, mcpserve.Config{})
+	_, run2 := startHTTP(t, ws, setup{opts: fsserver.Options{Checkpoints: fsserver.CheckpointOptions{Dir: store, MaxCount: 2, MaxBytes: 8000}}}, mcpserve.Config{})
 	cs2 := connectURL(t, run2.URL)
 	if next := ok[protocol.CheckpointOutput](t, cs2, protocol.ToolCheckpoint, map[string]any{}); next.ID != "cp-4" {
 		t.Errorf("after a restart: %+v", next)

@@ -180,7 +180,7 @@ func (s *ckStore) save(ctx context.Context, g *pathguard.Guard, label string, re
 		return nil, 0, fmt.Errorf(overCap, sizeText(distinct), sizeText(s.opts.MaxBytes))
 	}
 	m.ID, m.Label = fmt.Sprintf("cp-%d", s.next), label
-	if err := s.writeManifest(m); err != nil {
+	if err := s.writeManifest(m, overCap); err != nil {
 		s.collect()
 		return nil, 0, err
 	}

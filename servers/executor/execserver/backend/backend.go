@@ -34,6 +34,10 @@ type Request struct {
 	// replace, rename or delete them. A backend that can makes each read-only in the command's view (a read-only
 	// bind mount); the server sweeps what any backend could not stop (execserver's protect.go).
 	Protected []string
+	// Apply, when not nil, applies a command's changes to the workspace (package wsguard): a backend that gives each
+	// command a copy-on-write layer of the workspace (Layered) calls it with the layer's upper folder when the
+	// command ends, and every few seconds while it runs, and returns what it refused in Result.WorkspaceRefused.
+	Apply func(upper string) []protocol.WorkspaceRefusal
 }
 
 // Result is how a command ended.
@@ -46,6 +50,15 @@ type Result struct {
 	// with -net-allow; nil without.
 	NetworkDenied []string
 	Network       []protocol.NetworkHost
+	// WorkspaceRefused are the command's changes Request.Apply did not apply (a Layered backend only).
+	WorkspaceRefused []protocol.WorkspaceRefusal
+}
+
+// Layered is what a backend implements when each of its commands works on a copy-on-write layer of the workspace
+// and never writes the workspace itself: its changes reach the workspace only through Request.Apply, so the
+// protected files need no read-only mounts and no sweep. Layered may answer false (a mode without the layer).
+type Layered interface {
+	Layered() bool
 }
 
 // Backend runs commands confined to the workspace. When Run returns, no process the command started is left

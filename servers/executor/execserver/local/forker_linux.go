@@ -88,16 +88,30 @@ func startForker(t *forkThread, h *holder, cfg forkerConfig) (*forker, error) {
 	return &forker{cmd: cmd, sock: ours, fd: int(ours.Fd())}, nil
 }
 
-// fork asks for a keeper with these descriptors (stdin, stdout, stderr, go-ahead, report, and the Landlock ruleset
-// or none) and returns its pid: a child of this process.
-func (f *forker) fork(fds []int) (int, error) {
+// The flags of a fork request (its one byte): which optional descriptors follow the five pipe ends.
+const (
+	forkRuleset byte = 1 << iota // the Landlock ruleset
+	forkLayer                    // the command's layer: layerMounts detached mounts (layer_linux.go)
+)
+
+// must is the value of a call that cannot fail on constant input.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// fork asks for a keeper with these descriptors (stdin, stdout, stderr, go-ahead, report, then what flags name)
+// and returns its pid: a child of this process.
+func (f *forker) fork(flags byte, fds []int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sock := f.fd
 	if f.sock == nil {
 		return 0, errors.New("the forker is closed")
 	}
-	if err := unix.Sendmsg(sock, []byte{'f'}, unix.UnixRights(fds...), nil, 0); err != nil {
+	if err := unix.Sendmsg(sock, []byte{flags}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return 0, fmt.Errorf("ask the forker: %w", err)
 	}
 	var rep [8]byte
@@ -143,7 +157,7 @@ func forkerMain() int {
 	var procRule [12]byte
 	binary.LittleEndian.PutUint64(procRule[:8], ll.AccessFSReadFile|ll.AccessFSReadDir)
 	var msg [1]byte
-	oob := make([]byte, unix.CmsgSpace(6*4))
+	oob := make([]byte, unix.CmsgSpace((6+layerMounts)*4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(forkerSock, msg[:], oob, unix.MSG_CMSG_CLOEXEC)
 		if err == syscall.EINTR {
@@ -153,7 +167,7 @@ func forkerMain() int {
 			return 0 // the server closed the socket, or died
 		}
 		fds := receivedFds(oob[:oobn])
-		pid, errno := forkKeeper(&a, fds, &procRule)
+		pid, errno := forkKeeper(&a, msg[0], fds, &procRule)
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
@@ -181,15 +195,31 @@ func receivedFds(oob []byte) []int {
 	return fds
 }
 
-// forkKeeper forks one keeper with a request's descriptors.
-func forkKeeper(a *nsForkArgs, fds []int, procRule *[12]byte) (int, syscall.Errno) {
-	if len(fds) != 5 && len(fds) != 6 {
+// forkKeeper forks one keeper with a request's descriptors: the five pipe ends, then the Landlock ruleset when
+// the request's flags have forkRuleset, then the layer's mounts when they have forkLayer.
+func forkKeeper(a *nsForkArgs, flags byte, fds []int, procRule *[12]byte) (int, syscall.Errno) {
+	want := 5
+	if flags&forkRuleset != 0 {
+		want++
+	}
+	if flags&forkLayer != 0 {
+		want += layerMounts
+	}
+	if len(fds) != want {
 		return 0, syscall.EINVAL
 	}
 	copy(a.fds[:5], fds[:5])
+	rest := fds[5:]
 	a.fds[fdRuleset], a.procRule = -1, nil
-	if len(fds) == 6 {
-		a.fds[fdRuleset], a.procRule = fds[5], procRule
+	if flags&forkRuleset != 0 {
+		a.fds[fdRuleset], a.procRule = rest[0], procRule
+		rest = rest[1:]
+	}
+	for i := range layerMounts {
+		a.fds[fdAttach+i] = -1
+		if flags&forkLayer != 0 {
+			a.fds[fdAttach+i] = rest[i]
+		}
 	}
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
@@ -214,6 +244,8 @@ func keeperArgs(cfg forkerConfig) (nsForkArgs, error) {
 	a.path, _ = syscall.BytePtrFromString("/bin/sh")
 	a.argv, _ = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh"})
 	a.proc, _ = syscall.BytePtrFromString("/proc")
+	a.attach[0], a.attach[1] = a.dir, must(syscall.BytePtrFromString("/dev/shm"))
+	a.empty = must(syscall.BytePtrFromString(""))
 	a.procType, _ = syscall.BytePtrFromString("proc")
 	a.fds[fdUserNS], a.fds[fdNetNS], a.fds[fdMntNS] = forkerUserNS, forkerNetNS, forkerMntNS
 	a.cloneFlags = syscall.CLONE_PARENT // the keeper is the server's child

@@ -67,6 +67,7 @@ type holder struct {
 	userNS, netNS, mntNS *os.File
 	warnings             []string
 	egress               net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
+	layers               *layerClient // each command's own layer (layer_linux.go)
 }
 
 // startHolder starts the holder, whose user namespace maps the run-as user to root.
@@ -107,6 +108,15 @@ func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 			Setsid:      true,
 		},
 	}
+	layerOurs, layerTheirs, extra, env, err := holderLayerSocket(cmd.ExtraFiles, cmd.Env)
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, err
+	}
+	defer layerTheirs.Close()
+	cmd.ExtraFiles, cmd.Env = extra, env
 	eg, err := holderEgressStart(cmd, egress)
 	defer eg.close()
 	if err == nil {
@@ -118,10 +128,11 @@ func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 		stdoutW.Close()
 		stdinW.Close()
 		stdoutR.Close()
+		layerOurs.Close()
 		return nil, err
 	}
 	stdoutW.Close()
-	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}
+	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR), layers: &layerClient{sock: layerOurs}}
 	line, rerr := h.readReply(30 * time.Second)
 	var rep holderReport
 	if rerr == nil {
@@ -163,6 +174,7 @@ func (h *holder) close() {
 	if h.egress != nil {
 		h.egress.Close()
 	}
+	h.layers.close()
 	for _, f := range []*os.File{h.userNS, h.netNS, h.mntNS} {
 		if f != nil {
 			f.Close()
@@ -247,6 +259,7 @@ func holderMain() int {
 		return 1
 	}
 	_ = out.Encode(holderReport{Warnings: warnings})
+	go serveLayers()
 	serveProtectRequests(os.Stdin, out)
 	return 0
 }

@@ -196,7 +196,7 @@ func TestLocalContainmentAsOrdinaryUser(t *testing.T) {
 	// Two runs: a fallback backend makes the whole process undumpable, after which this user can no longer
 	// write a child's uid_map, so the namespace mode is tested in a process of its own.
 	for _, run := range []struct{ pattern, modes, must string }{
-		{"^(TestLocalRunsAsOrdinaryUserInNamespaces|TestLocalContainment|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles|TestHealthReportsPolicyAsData)$", "namespaces", "TestLocalContainment"},
+		{"^(TestLocalRunsAsOrdinaryUserInNamespaces|TestLocalContainment|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles|TestHealthReportsPolicyAsData|TestWorkspaceGuard)$", "namespaces", "TestLocalContainment"},
 		{"^(TestLocalContainmentWithoutNamespaces|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles)$", "fallback", "TestLocalContainmentWithoutNamespaces"},
 	} {
 		cmd := exec.CommandContext(ctx, bin, "-test.run", run.pattern, "-test.v")

@@ -56,6 +56,13 @@ type Config struct {
 	// FileSizeLimit caps the size of any file a command writes (RLIMIT_FSIZE), in bytes. 0 means
 	// DefaultFileSizeLimit; -1 none.
 	FileSizeLimit int64
+	// MaxWorkspaceInodes caps the files, folders and links of the workspace and the private home, temp and cache
+	// folders together: each command's layer is made with what is left (layer_linux.go). 0 means
+	// DefaultMaxWorkspaceInodes; -1 none.
+	MaxWorkspaceInodes int64
+	// NoWorkspaceLayer lets commands of the namespace mode write the workspace itself, as before the workspace
+	// guard: for comparison only (the attack tests' positive controls).
+	NoWorkspaceLayer bool
 }
 
 // Defaults for Config.

@@ -20,6 +20,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,6 +59,13 @@ type localBackend struct {
 	sharedCache bool         // the build cache is shared between workspaces (Config.SharedCacheDir)
 	egress      *egressState // nil without -net-allow (egress_linux.go)
 	logger      *slog.Logger
+	// Each command's own layer of the workspace (layer_linux.go, layerrun_linux.go).
+	layered   bool   // namespace mode, and the holder makes layers here
+	noLayer   bool   // Config.NoWorkspaceLayer
+	layerNote string // why commands get no layer, when they do not
+	maxInodes int64  // inode cap of the workspace, home, temp and cache together (0: none)
+	applyOnce sync.Once
+	applier   *wsguard.Guard // for requests without Apply (defaultApply)
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
@@ -108,6 +116,8 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		uid:         uid,
 		gid:         gid,
 		maxDisk:     totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
+		maxInodes:   totalLimit(cfg.MaxWorkspaceInodes, DefaultMaxWorkspaceInodes),
+		noLayer:     cfg.NoWorkspaceLayer,
 		disk:        newDiskMeter(),
 		logger:      logger,
 	}
@@ -334,6 +344,7 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	} else {
 		b.applied.Landlock = protocol.LandlockOff
 	}
+	b.probeLayers(h)
 	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == protocol.LandlockEnforced, b.workspace, b.env)
 	if err != nil {
 		h.close()
@@ -414,7 +425,8 @@ func (b *localBackend) Confinement() protocol.Confinement {
 			EnvAllowlist: b.envNames(),
 			Warnings:     a.Warnings,
 		},
-		Sandbox: b.sandboxPolicy(),
+		Sandbox:        b.sandboxPolicy(),
+		WorkspaceGuard: b.workspaceGuard(),
 	}
 }
 

@@ -42,7 +42,10 @@ const (
 	fdNetNS   = 6
 	fdMntNS   = 7
 	fdRuleset = 8 // Landlock ruleset, or closed
-	fdCount   = 9
+	// fdAttach..fdAttach+layerMounts-1: the command's layer (layer_linux.go), detached mounts attached at
+	// nsForkArgs.attach, or closed.
+	fdAttach = 9
+	fdCount  = fdAttach + layerMounts
 )
 
 // The steps of the child's setup, reported with the errno when one fails.
@@ -68,6 +71,7 @@ const (
 	stepLandlock
 	stepSeccomp
 	stepExec
+	stepAttach
 )
 
 var stepNames = map[uint32]string{
@@ -79,6 +83,7 @@ var stepNames = map[uint32]string{
 	stepNoNewPrivs: "no_new_privs", stepBounding: "emptying the capability bounding set", stepSecurebits: "locking the secure bits",
 	stepLandlockProc: "adding /proc to the Landlock ruleset", stepLandlock: "entering the Landlock domain",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the shell",
+	stepAttach: "attaching the command's layer (the workspace's overlay, /dev/shm)",
 }
 
 // nsForkArgs is everything the child needs, prepared before the fork: the child may not allocate.
@@ -97,6 +102,8 @@ type nsForkArgs struct {
 	securebits   uintptr
 	procRule     *[12]byte // struct landlock_path_beneath_attr for /proc, parent_fd filled in by the child
 	fprog        *unix.SockFprog
+	attach       [layerMounts]*byte // where the layer's mounts go: the workspace, /dev/shm
+	empty        *byte              // ""
 }
 
 // atFdcwd is AT_FDCWD as a system call argument.
@@ -243,6 +250,21 @@ func nsFork(a *nsForkArgs) (pid int, err syscall.Errno) {
 	_, _, e1 = syscall.RawSyscall(syscall.SYS_UNSHARE, a.unshareFlags, 0, 0)
 	if e1 != 0 {
 		goto fail
+	}
+	// The command's layer, in the mount namespace just made (a copy of the holder's, for this command alone): the
+	// overlay over the workspace and the layer's shm over /dev/shm (layer_linux.go). Both or neither come: a
+	// sandbox without them (no layer) keeps the holder's view.
+	step = stepAttach
+	for i = 0; i < layerMounts; i++ {
+		if a.fds[fdAttach+i] < 0 {
+			continue
+		}
+		_, _, e1 = syscall.RawSyscall6(unix.SYS_MOVE_MOUNT, uintptr(fdAttach+i), uintptr(unsafe.Pointer(a.empty)),
+			atFdcwd, uintptr(unsafe.Pointer(a.attach[i])), unix.MOVE_MOUNT_F_EMPTY_PATH, 0)
+		if e1 != 0 {
+			goto fail
+		}
+		syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(fdAttach+i), 0, 0)
 	}
 	// The life pipe: the keeper holds its write end until it exits; PID 1 sees it close if the keeper died before
 	// PID 1 could set its parent-death signal.

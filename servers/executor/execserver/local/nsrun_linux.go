@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,9 +128,16 @@ type nsSandbox struct {
 
 // ruleset builds a sandbox's Landlock ruleset (about a millisecond: some 40 paths opened and added); its PID 1 adds
 // its own /proc to it and enters it.
-func (s *nsSandbox) ruleset() (int, error) {
+func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
 	c, _, _ := landlockConfig(s.rules)
-	fd, _, err := c.NewRulesetFD(landlockRules(s.rules)...)
+	rules := s.rules
+	if layer != nil {
+		// The layer's mounts are new inodes: Landlock skips the mountpoints they cover on its way up a path, so the
+		// holder's /dev/shm no longer grants the command's own. Named through this process's descriptors of them.
+		rules.ShmDir = layer.shmPath()
+		rules.WriteDirs = append(slices.Clone(rules.WriteDirs), layer.overlayPath())
+	}
+	fd, _, err := c.NewRulesetFD(landlockRules(rules)...)
 	return fd, err
 }
 
@@ -168,8 +176,9 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-// start has the forker fork a new sandbox's keeper. The caller sets limits on the keeper, then calls goAhead.
-func (s *nsSandbox) start() (*nsStarted, error) {
+// start has the forker fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
+// caller sets limits on the keeper, then calls goAhead.
+func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	st := &nsStarted{}
 	var theirs []*os.File // the keeper's ends, closed here once it has them
 	defer func() {
@@ -195,18 +204,27 @@ func (s *nsSandbox) start() (*nsStarted, error) {
 	}
 	st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR = ends[0][1], ends[1][0], ends[2][0], ends[3][1], ends[4][0]
 	theirs = append(theirs, ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][1])
+	var flags byte
 	if s.landlock {
-		fd, err := s.ruleset()
+		fd, err := s.ruleset(layer)
 		if err != nil {
 			return fail(fmt.Errorf("landlock ruleset: %w", err))
 		}
 		theirs = append(theirs, os.NewFile(uintptr(fd), "landlock-ruleset"))
+		flags |= forkRuleset
 	}
 	fds := make([]int, len(theirs))
 	for i, f := range theirs {
 		fds[i] = int(f.Fd())
 	}
-	pid, err := s.forker.fork(fds)
+	if layer != nil {
+		for _, m := range layer.mounts() {
+			fds = append(fds, int(m.Fd()))
+		}
+		flags |= forkLayer
+	}
+	pid, err := s.forker.fork(flags, fds)
+	layer.release() // the keeper has its own copies now
 	if err != nil {
 		return fail(err)
 	}
@@ -243,19 +261,26 @@ const nsPoolSize = 2
 // stdin for the command's header.
 type nsPrepared struct {
 	*nsStarted
-	release func() // removes its cgroups
-	gen     int64  // the backend's protectGen when it was made: an older one misses a read-only mount
+	release func()        // removes its cgroups
+	gen     int64         // the backend's protectGen when it was made: an older one misses a read-only mount
+	layer   *commandLayer // the command's own layer of the workspace (layer_linux.go); nil without
+	made    time.Time     // when its layer was sized (layerFresh)
 }
 
 // prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
 // under way in the background must not see the backend drop a sandbox that failed its probe.
 func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
 	gen := b.protectGen.Load()
-	st, err := ns.start()
+	layer, err := b.newLayer(ns)
 	if err != nil {
+		return nil, err
+	}
+	st, err := ns.start(layer)
+	if err != nil {
+		layer.close()
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen}
+	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen, layer: layer, made: time.Now()}
 	if b.pids.atTotal() {
 		p.discard()
 		return nil, errAtTotal
@@ -292,6 +317,7 @@ func (p *nsPrepared) discard() {
 	_ = p.keeper.Kill()
 	_, _ = p.keeper.Wait()
 	p.release()
+	p.layer.close()
 }
 
 // errAtTotal: the backend's commands together hold every process the total allows.
@@ -303,8 +329,9 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 	deadline := time.Now().Add(timeout)
 	for {
 		st, err := b.nsPool.take()
-		if err == nil && st.gen != b.protectGen.Load() {
-			// Made before the holder's latest read-only mount: its namespace lacks it.
+		if err == nil && (st.gen != b.protectGen.Load() || st.layer != nil && time.Since(st.made) > layerFresh) {
+			// Made before the holder's latest read-only mount (its namespace lacks it), or its layer sized before a
+			// command's changes were applied or longer ago than layerFresh (the workspace may have grown since).
 			st.discard()
 			st, err = b.prepareNamespaced(b.ns)
 		}
@@ -342,6 +369,7 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	defer st.stdoutR.Close()
 	defer st.stderrR.Close()
 	defer st.release()
+	defer st.layer.close()
 
 	egr, egrEnv := b.egress.begin() // nil without -net-allow
 	defer func() {
@@ -355,6 +383,13 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	defer onTerminate(req.Terminate, func() { signalTree(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
 	stopDisk := b.watchDisk(ctx, st.pid, kill)
+	// The command's changes reach the workspace only here, through the guard: while it runs and once it ended,
+	// whatever way it ended (layerrun_linux.go).
+	finishLayer := b.watchLayer(req, st.layer)
+	if st.layer != nil && st.layer.overCap != "" {
+		defer func() { _, _ = req.Stderr.Write([]byte(st.layer.overCap)) }()
+	}
+	defer func() { res.WorkspaceRefused = finishLayer() }()
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)
 	// Every process of the namespace died with PID 1, so the pipes are at EOF.
 	finishOutput()

@@ -36,7 +36,8 @@ func TestLocalProtectedFiles(t *testing.T) {
 // plants there is kept only up to its bound. Positive control: a small planted file is kept whole.
 func TestQuarantineIsBounded(t *testing.T) {
 	sandboxtest.RequireNamespaceMode(t)
-	b, ws := newLocalTestBackend(t, nil)
+	// The quarantine is the sweep's: without the workspace layer (a kernel without overlayfs in a user namespace).
+	b, ws := newLocalTestBackend(t, func(c *Config) { c.NoWorkspaceLayer = true })
 	q := t.TempDir()
 	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{QuarantineDir: q}, nil)
 	small := sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: "mkdir -p .vscode && echo '{}' > .vscode/tasks.json"})

@@ -19,6 +19,9 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	if ns {
 		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = protocol.RootMinimal, b.rootPaths[0], b.rootPaths[1], protocol.ProtectedReadOnly
 	}
+	if b.layered {
+		p.ProtectedEnforcement = protocol.ProtectedLayer
+	}
 	if b.egress != nil {
 		p.Network = protocol.SandboxNetworkAllowlist // -net-allow: out only through the egress proxy (confinement.egress)
 	}
@@ -27,8 +30,11 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	}
 	prop("minimal_root", ns, map[bool]string{true: "an empty root with only the policy's paths bound in", false: "the host's tree: Landlock decides what may be opened"}[ns])
 	prop("host_sockets_unreachable", true, map[bool]string{true: "no host socket exists in the minimal root", false: "socket(AF_UNIX) refused by seccomp"}[ns])
-	prop("protected_files_read_only", ns, map[bool]string{true: "read-only bind mounts of the protected paths present when a command starts", false: "no mount namespace: changes are undone after the command"}[ns])
-	prop("protected_files_swept", true, "after every command and process: new protected paths quarantined"+map[bool]string{true: "", false: ", changed ones put back"}[ns])
+	prop("workspace_layer", b.layered, map[bool]string{true: "each command works on a copy-on-write layer; the executor applies it through pathguard, refusing protected paths", false: b.layerNote}[b.layered])
+	prop("protected_files_read_only", ns, map[bool]string{true: "the command's writes go to its own layer (or, without one, read-only bind mounts of the protected paths present when it starts)", false: "no mount namespace: changes are undone after the command"}[ns])
+	if !b.layered { // with the layer there is nothing to sweep: what the guard refuses never reaches the workspace
+		prop("protected_files_swept", true, "after every command and process: new protected paths quarantined"+map[bool]string{true: "", false: ", changed ones put back"}[ns])
+	}
 	prop("pid_namespace", a.PIDNamespace, "")
 	prop("private_network", ns, map[bool]string{true: "a network namespace with only a loopback" + map[bool]string{true: "; out only through the egress proxy, to -net-allow", false: ""}[b.egress != nil],
 		false: "Internet sockets refused by seccomp and Landlock"}[ns])

@@ -537,12 +537,13 @@ func TestHealthReportsPolicyAsData(t *testing.T) {
 	for _, q := range p.Properties {
 		holds[q.Name] = q.Holds
 	}
-	for _, name := range []string{"minimal_root", "host_sockets_unreachable", "protected_files_read_only", "protected_files_swept", "pid_namespace", "private_network", "no_sys"} {
+	// The workspace guard's layer replaces the sweep where the kernel mounts overlayfs in a user namespace.
+	for _, name := range []string{"minimal_root", "host_sockets_unreachable", "protected_files_read_only", "workspace_layer", "pid_namespace", "private_network", "no_sys"} {
 		if !holds[name] {
 			t.Errorf("property %s does not hold in the namespace mode: %+v", name, p.Properties)
 		}
 	}
-	if p.Root != protocol.RootMinimal || p.ProtectedEnforcement != protocol.ProtectedReadOnly || !slices.Contains(p.Protected, ".git/hooks") ||
+	if p.Root != protocol.RootMinimal || p.ProtectedEnforcement != protocol.ProtectedLayer || !slices.Contains(p.Protected, ".git/hooks") ||
 		!slices.Contains(p.ReadPaths, "/usr") || !slices.Contains(p.WritePaths, pathguard.DefaultAdvertisedRoot) {
 		t.Errorf("policy: %+v", p)
 	}

@@ -292,6 +292,7 @@ func (p *Process) Read(ctx context.Context, stdoutOffset, stderrOffset int64, wa
 	out.DurationMs = p.duration().Milliseconds()
 	if !out.Running {
 		out.NetworkDenied, out.Network = p.result.NetworkDenied, p.result.Network
+		out.WorkspaceRefused = p.result.WorkspaceRefused
 	}
 	return p.withResources(out)
 }
@@ -392,7 +393,7 @@ func (p *Process) Stop(grace time.Duration) protocol.StopProcessOutput {
 		}
 	}
 	return protocol.StopProcessOutput{ProcessID: p.id, ExitCode: p.result.ExitCode, Killed: killed,
-		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network}
+		NetworkDenied: p.result.NetworkDenied, Network: p.result.Network, WorkspaceRefused: p.result.WorkspaceRefused}
 }
 
 // endSession kills every process of a session that ended, and forgets them.

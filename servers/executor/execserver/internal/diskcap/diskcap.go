@@ -24,7 +24,13 @@ const CheckEvery = 500 * time.Millisecond
 // made unreadable (chmod 000) is still counted when it belongs to the server's user: it is opened for the count and
 // its mode put back (unlockedUsage); a root server reads it anyway.
 func Usage(dirs ...string) int64 {
-	var total int64
+	total, _ := UsageInodes(dirs...)
+	return total
+}
+
+// UsageInodes is Usage and the number of inodes under dirs (files, folders, links: each name that is not a hard
+// link to one already counted).
+func UsageInodes(dirs ...string) (total, inodes int64) {
 	seen := map[[2]uint64]bool{}
 	for _, d := range dirs {
 		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
@@ -34,6 +40,7 @@ func Usage(dirs ...string) int64 {
 				}
 				return nil // vanished or unreadable: skip
 			}
+			inodes++
 			fi, err := e.Info()
 			if err != nil {
 				return nil
@@ -45,6 +52,7 @@ func Usage(dirs ...string) int64 {
 			}
 			if nlink > 1 {
 				if seen[key] {
+					inodes--
 					return nil
 				}
 				seen[key] = true
@@ -53,7 +61,7 @@ func Usage(dirs ...string) int64 {
 			return nil
 		})
 	}
-	return total
+	return total, inodes
 }
 
 // Meter remembers the last usage measured of one backend's folders, so that a command need not walk them when it
