@@ -103,7 +103,8 @@ func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
 }
 
 // toolResult turns what tool's handler returned into the call's answer: a *jsonrpc.Error as a protocol error, any
-// other error as a tool error, a success as structuredContent plus the same JSON as text.
+// other error as a tool error, a success as structuredContent plus the same JSON as text (its long members last,
+// each on a line of its own, when the output names them: LongFields).
 func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, error) {
 	if wire := (*jsonrpc.Error)(nil); errors.As(err, &wire) {
 		return nil, wire
@@ -115,11 +116,17 @@ func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, fmt.Errorf("marshaling the result of %s: %w", tool, err)
 	}
+	structured := text
+	if long, ok := any(out).(LongFields); ok {
+		if t, c, ok := factsFirst(text, long.LongFields()); ok {
+			text, structured = t, c
+		}
+	}
 	content := []mcp.Content{&mcp.TextContent{Text: string(text)}}
 	if more, ok := any(out).(MoreContent); ok {
 		content = append(content, more.MoreContent()...)
 	}
-	return &mcp.CallToolResult{StructuredContent: jsonOutput{Value: out, json: text}, Content: content}, nil
+	return &mcp.CallToolResult{StructuredContent: jsonOutput{Value: out, json: structured}, Content: content}, nil
 }
 
 // jsonOutput is a tool's output as the structuredContent of its result: the Go value and its JSON, made once for
@@ -154,6 +161,8 @@ func inputSchema[In any](t *mcp.Tool) (*jsonschema.Schema, error) {
 
 // decodeArgs applies the input schema's defaults to the raw arguments, validates them and decodes them, as
 // mcp.AddTool does: absent arguments are an empty object, so that defaults and required properties apply to them.
+// Arguments a client adds for itself (wait_for_previous) are dropped first, and undeclared others refused by name
+// (args.go).
 // Only a schema with defaults pays for encoding the arguments again after they were applied (a large file write
 // would otherwise be decoded twice more).
 func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved, defaults bool) (In, error) {
@@ -164,6 +173,10 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved, defaul
 		m := map[string]any{}
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return in, fmt.Errorf("validating \"arguments\": arguments must be a JSON object: %v", err)
+		}
+		dropClientArgs(m, schema.Schema())
+		if refusal := unknownArgs(m, schema.Schema()); refusal != "" {
+			return in, errors.New(refusal)
 		}
 		args = m
 	}
