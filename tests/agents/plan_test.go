@@ -1,0 +1,121 @@
+package agents
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A step is one planned call and the check of what the model saw as its result.
+type step struct {
+	name  string
+	call  Call
+	check func(Seen) string // "" when the model saw what a person would want it to see, else what was missing
+}
+
+// has returns a check that the text holds every one of want.
+func has(want ...string) func(Seen) string {
+	return func(s Seen) string {
+		text := readable(s.Text)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return "no " + w
+			}
+		}
+		return ""
+	}
+}
+
+// steps is the session every client runs: write, read, list, run, a huge output, an image, an error, a background
+// process, a checkpoint, a dependent call (wait_for_previous, as Gemini CLI's model is told to send).
+func steps() []step {
+	return []step{
+		{"write", Call{"sandbox_write_file", map[string]any{"path": "hello.txt", "content": "hello from the model\n"}}, has(`"bytes_written":21`)},
+		{"read", Call{"sandbox_read_file", map[string]any{"path": "hello.txt"}}, has("hello from the model")},
+		{"list", Call{"sandbox_list_files", map[string]any{}}, has("dot.png", "hello.txt")},
+		{"run", Call{"sandbox_run_command", map[string]any{"command": "echo out; echo err >&2; exit 3"}}, has(`"exit_code":3`, `out\n`, `err\n`)},
+		{"huge output", Call{"sandbox_run_command", map[string]any{"command": "seq 1 300000"}},
+			has(`"exit_code":0`, `"stdout_truncated":true`, `"stdout_resource":"goalbox-output://`)},
+		{"image", Call{"sandbox_read_file", map[string]any{"path": "dot.png"}}, func(s Seen) string {
+			for _, img := range s.Images {
+				if img.MIME == "image/png" && img.Base64 == dotPNG {
+					return ""
+				}
+			}
+			return "no image/png with the file's pixels"
+		}},
+		{"error", Call{"sandbox_read_file", map[string]any{"path": "../outside.txt"}}, has("outside the workspace")},
+		{"background process", Call{"sandbox_start_process", map[string]any{"command": "echo started; sleep 60"}}, has(`"process_id":"p`)},
+		{"processes", Call{"sandbox_list_processes", map[string]any{}}, has(`"command":"echo started; sleep 60"`, `"running":true`)},
+		{"checkpoint", Call{"sandbox_checkpoint", map[string]any{"label": "before"}}, has(`"id":`)},
+		{"dependent call", Call{"sandbox_run_command", map[string]any{"command": "cat hello.txt", "wait_for_previous": true}}, has(`"exit_code":0`, "hello from the model")},
+	}
+}
+
+func plan(steps []step) []Call {
+	var p []Call
+	for _, s := range steps {
+		p = append(p, s.call)
+	}
+	return p
+}
+
+// checkSteps holds each step's result as the model saw it (the conversation's last request) to its check, and
+// reports each step apart, so a client's row in the matrix shows which steps pass.
+func checkSteps(t *testing.T, m *Model, steps []step, clientOut string) {
+	t.Helper()
+	last, ok := m.Last()
+	if !ok {
+		t.Fatalf("the client never asked the model; it printed:\n%s", tail(clientOut, 3000))
+	}
+	for i, st := range steps {
+		t.Run(strings.ReplaceAll(st.name, " ", "_"), func(t *testing.T) {
+			if i >= len(last.Results) {
+				t.Fatalf("the model never saw this call's result (%d results of %d; tools offered %v); the client printed:\n%s",
+					len(last.Results), len(steps), last.Tools, tail(clientOut, 2000))
+			}
+			seen := last.Results[i]
+			t.Logf("the model saw %d bytes of text and %d images", len(seen.Text), len(seen.Images))
+			if why := st.check(seen); why != "" {
+				b, _ := json.Marshal(seen)
+				t.Errorf("%s: the model saw %s", why, tail(string(b), 1500))
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// readable is a result's text as a model reads it: a client that wraps the result in JSON of its own (Gemini CLI
+// sends {"output": "<untrusted_context>…"}) has it escaped once more; the strings inside are read as text.
+func readable(text string) string {
+	var v any
+	if json.Unmarshal([]byte(text), &v) != nil {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString("\n")
+			b.WriteString(x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return b.String()
+}
