@@ -100,6 +100,9 @@ type pictureOut struct {
 }
 
 func (p pictureOut) MoreContent() []mcp.Content {
+	if p.bytes == nil {
+		return nil
+	}
 	return []mcp.Content{&mcp.ImageContent{Data: p.bytes, MIMEType: "image/png"}}
 }
 
@@ -198,5 +201,53 @@ func TestAddToolFactsFirst(t *testing.T) {
 		if kept := cut(plain); name != "a 4.5 KB head and 1 KB tail" && strings.Contains(kept, `"exit_code":3`) {
 			t.Errorf("positive control: %s of the stdout-first result still has the exit code", name)
 		}
+	}
+}
+
+// TestAddToolNoOutputSchema: a tool registered with NoOutputSchema lists none, and its results with more content
+// (an image) carry no structuredContent, so that Codex, which shows its model a result's structuredContent in place
+// of its content, shows the image; its other results keep structuredContent. The positive control is the same tool
+// with its output schema: the image result has structuredContent, which Codex would show instead of the image.
+func TestAddToolNoOutputSchema(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "picture", Version: "test"}, nil)
+	for _, name := range []string{"plain", "picture"} {
+		tool := &mcp.Tool{Name: name}
+		if name == "picture" {
+			tool.OutputSchema = mcpserve.NoOutputSchema
+		}
+		mcpserve.AddTool(srv, nil, tool, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Image bool `json:"image"`
+		}) (pictureOut, error) {
+			if in.Image {
+				return pictureOut{Name: "dot", bytes: []byte("\x89PNG pixels")}, nil
+			}
+			return pictureOut{Name: "text"}, nil
+		})
+	}
+	cs := mcptest.Serve(t, srv, mcpserve.NoHealth)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if (tl.OutputSchema == nil) != (tl.Name == "picture") {
+			t.Errorf("%s: output schema %v", tl.Name, tl.OutputSchema)
+		}
+	}
+	call := func(name string, image bool) *mcp.CallToolResult {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"image": image}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res
+	}
+	if res := call("picture", true); res.StructuredContent != nil || len(res.Content) != 2 {
+		t.Errorf("an image result: structuredContent %v, %d items", res.StructuredContent, len(res.Content))
+	}
+	if res := call("picture", false); res.StructuredContent == nil {
+		t.Error("a result without an image lost its structuredContent")
+	}
+	if res := call("plain", true); res.StructuredContent == nil {
+		t.Error("positive control: the tool with an output schema gave no structuredContent")
 	}
 }

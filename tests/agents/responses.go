@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // OpenAI Responses (Codex): input items; a tool result is a function_call_output whose output is a string or a list
@@ -16,7 +17,7 @@ func readResponses(req map[string]any) Request {
 		}
 		// Codex may group MCP tools in a namespace: {"type":"namespace","name":..,"tools":[...]}.
 		for _, sub := range list(obj(t)["tools"]) {
-			rec.Tools = append(rec.Tools, str(obj(t)["name"])+str(obj(sub)["name"]))
+			rec.Tools = append(rec.Tools, str(obj(t)["name"])+"/"+str(obj(sub)["name"]))
 		}
 	}
 	for _, it := range list(req["input"]) {
@@ -59,6 +60,9 @@ func answerResponses(w http.ResponseWriter, call *Call, name, id string) {
 	var item map[string]any
 	if call != nil {
 		item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": name, "arguments": argsJSON(call), "status": "completed"}
+		if ns, tool, ok := strings.Cut(name, "/"); ok { // a tool of a namespace (Codex: mcp__exec)
+			item["namespace"], item["name"] = ns, tool
+		}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_" + id, "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": Final, "annotations": []any{}}}}
