@@ -32,7 +32,7 @@ func readTool(o Options) *mcp.Tool {
 			"Images and base64 reads return whole files of at most %s. "+
 			"Other binary files (a NUL byte, or invalid UTF-8) are refused unless encoding is base64; folders and special files are always refused.",
 			o.MaxReadLines, sizeText(int64(o.MaxReadContentBytes)), sizeText(o.MaxBinaryReadBytes)),
-		InputSchema:  encodingInputSchema[protocol.ReadFileInput](),
+		InputSchema: encodingInputSchema[protocol.ReadFileInput](),
 		// No output schema: an image read's result then carries no structuredContent, the one shape in which the
 		// image reaches a Codex model (mcpserve.NoOutputSchema). The results still take readOutputSchema's shapes,
 		// and text and base64 reads still carry them as structuredContent.
