@@ -3,6 +3,7 @@ package agents
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -36,20 +37,45 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// agentsDir is where scripts/setup-agents.sh installed the CLIs (GOALBOX_AGENTS_DIR). Without it the tests skip,
-// except with CI=true, where they fail.
+// agentsDir is where scripts/setup-agents.sh installed the CLIs: GOALBOX_AGENTS_DIR, else the folder it uses
+// (agents_dir in scripts/lib.sh: the cache folder plus the lock file's hash). Without them the tests skip, except
+// with CI=true, where they fail.
 func agentsDir(t *testing.T) string {
 	d := os.Getenv("GOALBOX_AGENTS_DIR")
-	if d != "" {
-		if _, err := os.Stat(filepath.Join(d, ".installed")); err == nil {
-			return d
-		}
+	if d == "" {
+		d = filepath.Join(cacheDir(), "agents-"+lockHash())
+	}
+	if _, err := os.Stat(filepath.Join(d, ".installed")); err == nil {
+		return d
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("the coding-agent CLIs are not installed (GOALBOX_AGENTS_DIR=%q): scripts/setup-agents.sh installs them", d)
+		t.Fatalf("the coding-agent CLIs are not installed in %s: scripts/setup-agents.sh installs them", d)
 	}
-	t.Skipf("the coding-agent CLIs are not installed (GOALBOX_AGENTS_DIR=%q): run scripts/setup-agents.sh, then scripts/agents.sh", d)
+	t.Skipf("the coding-agent CLIs are not installed in %s: run scripts/setup-agents.sh (no root needed)", d)
 	return ""
+}
+
+// cacheDir is scripts/lib.sh's CACHE_DIR.
+func cacheDir() string {
+	if d := os.Getenv("GOALBOX_CACHE_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/cache/goalbox"
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "goalbox")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "goalbox")
+}
+
+func lockHash() string {
+	b, err := os.ReadFile("package-lock.json")
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))[:12]
 }
 
 // session is one client's run: its home folder, the workspace, the model, and the servers as the client reaches
