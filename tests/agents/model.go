@@ -18,6 +18,9 @@ import (
 type Call struct {
 	Tool string
 	Args map[string]any
+	// From, when set, makes the arguments from the results the model has seen so far (a process_id a call
+	// returned), in place of Args.
+	From func(results []Seen) map[string]any
 }
 
 // Seen is what a client gave its model as one tool call's result: the text parts joined, and the images.
@@ -108,8 +111,11 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var call *Call
 	name := ""
 	if n := len(rec.Results); n < len(m.Plan) && len(rec.Tools) > 0 {
-		call = &m.Plan[n]
-		name = toolName(rec.Tools, call.Tool)
+		c := m.Plan[n]
+		if c.From != nil {
+			c.Args = c.From(rec.Results)
+		}
+		call, name = &c, toolName(rec.Tools, c.Tool)
 	}
 	stream := req["stream"] == true || strings.Contains(path, ":streamGenerateContent")
 	id := fmt.Sprintf("call_%d", len(rec.Results)+1)

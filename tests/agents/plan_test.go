@@ -2,6 +2,7 @@ package agents
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,13 +31,13 @@ func has(want ...string) func(Seen) string {
 // process, a checkpoint, a dependent call (wait_for_previous, as Gemini CLI's model is told to send).
 func steps() []step {
 	return []step{
-		{"write", Call{"sandbox_write_file", map[string]any{"path": "hello.txt", "content": "hello from the model\n"}}, has(`"bytes_written":21`)},
-		{"read", Call{"sandbox_read_file", map[string]any{"path": "hello.txt"}}, has("hello from the model")},
-		{"list", Call{"sandbox_list_files", map[string]any{}}, has("dot.png", "hello.txt")},
-		{"run", Call{"sandbox_run_command", map[string]any{"command": "echo out; echo err >&2; exit 3"}}, has(`"exit_code":3`, `out\n`, `err\n`)},
-		{"huge output", Call{"sandbox_run_command", map[string]any{"command": "seq 1 300000"}},
+		{"write", Call{Tool: "sandbox_write_file", Args: map[string]any{"path": "hello.txt", "content": "hello from the model\n"}}, has(`"bytes_written":21`)},
+		{"read", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "hello.txt"}}, has("hello from the model")},
+		{"list", Call{Tool: "sandbox_list_files", Args: map[string]any{}}, has("dot.png", "hello.txt")},
+		{"run", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "echo out; echo err >&2; exit 3"}}, has(`"exit_code":3`, `out\n`, `err\n`)},
+		{"huge output", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "seq 1 300000"}},
 			has(`"exit_code":0`, `"stdout_truncated":true`, `"stdout_resource":"goalbox-output://`)},
-		{"image", Call{"sandbox_read_file", map[string]any{"path": "dot.png"}}, func(s Seen) string {
+		{"image", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "dot.png"}}, func(s Seen) string {
 			for _, img := range s.Images {
 				if img.MIME == "image/png" && img.Base64 == dotPNG {
 					return ""
@@ -44,13 +45,21 @@ func steps() []step {
 			}
 			return "no image/png with the file's pixels"
 		}},
-		{"error", Call{"sandbox_read_file", map[string]any{"path": "../outside.txt"}}, has("outside the workspace")},
-		{"background process", Call{"sandbox_start_process", map[string]any{"command": "echo started; sleep 60"}}, has(`"process_id":"p`)},
-		{"processes", Call{"sandbox_list_processes", map[string]any{}}, has(`"command":"echo started; sleep 60"`, `"running":true`)},
-		{"checkpoint", Call{"sandbox_checkpoint", map[string]any{"label": "before"}}, has(`"id":`)},
-		{"dependent call", Call{"sandbox_run_command", map[string]any{"command": "cat hello.txt", "wait_for_previous": true}}, has(`"exit_code":0`, "hello from the model")},
+		{"error", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "../outside.txt"}}, has("outside the workspace")},
+		{"background process", Call{Tool: "sandbox_start_process", Args: map[string]any{"command": "echo started; sleep 60"}}, has(`"process_id":"p`)},
+		{"process output", Call{Tool: "sandbox_read_process_output", From: func(seen []Seen) map[string]any {
+			id := processID.FindStringSubmatch(readable(seen[len(seen)-1].Text))
+			if id == nil {
+				return map[string]any{"process_id": "none returned"}
+			}
+			return map[string]any{"process_id": id[1], "wait_seconds": 5}
+		}}, has(`"stdout":"started\n"`, `"running":true`)},
+		{"checkpoint", Call{Tool: "sandbox_checkpoint", Args: map[string]any{"label": "before"}}, has(`"id":`)},
+		{"dependent call", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "cat hello.txt", "wait_for_previous": true}}, has(`"exit_code":0`, "hello from the model")},
 	}
 }
+
+var processID = regexp.MustCompile(`"process_id":"([^"]+)"`)
 
 func plan(steps []step) []Call {
 	var p []Call
