@@ -42,7 +42,7 @@ func (s *session) claude(prompt string) string {
 func TestClaudeCode(t *testing.T) {
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
-			st := steps()
+			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.claude("Run the planned calls.")
 			t.Logf("claude printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))

@@ -60,7 +60,7 @@ func (s *session) codex(prompt string) string {
 func TestCodex(t *testing.T) {
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
-			st := steps()
+			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.codex("Run the planned calls.")
 			t.Logf("codex printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))

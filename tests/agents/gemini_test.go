@@ -43,7 +43,7 @@ func (s *session) gemini(prompt string) string {
 func TestGeminiCLI(t *testing.T) {
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
-			st := steps()
+			st := steps(geminiDependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.gemini("Run the planned calls.")
 			t.Logf("gemini printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))

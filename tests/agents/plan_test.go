@@ -28,8 +28,9 @@ func has(want ...string) func(Seen) string {
 }
 
 // steps is the session every client runs: write, read, list, run, a huge output, an image, an error, a background
-// process, a checkpoint, a dependent call (wait_for_previous, as Gemini CLI's model is told to send).
-func steps() []step {
+// process, a checkpoint, a dependent call (dependentCall, and with wait_for_previous as Gemini CLI's model is told to
+// send it: geminiDependentCall).
+func steps(dependent map[string]any) []step {
 	return []step{
 		{"write", Call{Tool: "sandbox_write_file", Args: map[string]any{"path": "hello.txt", "content": "hello from the model\n"}}, has(`"bytes_written":21`)},
 		{"read", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "hello.txt"}}, has("hello from the model")},
@@ -55,7 +56,7 @@ func steps() []step {
 			return map[string]any{"process_id": id[1], "wait_seconds": 5}
 		}}, has(`"stdout":"started\n"`, `"running":true`)},
 		{"checkpoint", Call{Tool: "sandbox_checkpoint", Args: map[string]any{"label": "before"}}, has(`"id":`)},
-		{"dependent call", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "cat hello.txt", "wait_for_previous": true}}, has(`"exit_code":0`, "hello from the model")},
+		{"dependent call", Call{Tool: "sandbox_run_command", Args: dependent}, has(`"exit_code":0`, "hello from the model")},
 	}
 }
 
@@ -128,3 +129,8 @@ func readable(text string) string {
 	walk(v)
 	return b.String()
 }
+
+var (
+	dependentCall       = map[string]any{"command": "cat hello.txt"}
+	geminiDependentCall = map[string]any{"command": "cat hello.txt", "wait_for_previous": true}
+)
