@@ -51,6 +51,12 @@ clients_dir() {
 	echo "$CACHE_DIR/clients-$(sha256sum "$1/tests/clients/package-lock.json" | cut -c1-12)"
 }
 
+# agents_dir REPO prints where scripts/setup-agents.sh installs the coding-agent CLIs of tests/agents (keyed by
+# their lock file, as clients_dir is); the tests find it the same way (tests/agents/agents_test.go).
+agents_dir() {
+	echo "$CACHE_DIR/agents-$(sha256sum "$1/tests/agents/package-lock.json" | cut -c1-12)"
+}
+
 # clients_ready REPO WHAT: 0 when the client packages are installed; else, with CI=true, says so and exits 1 (CI
 # must run what needs them), and otherwise says what is skipped and how to install, and returns 1.
 clients_ready() {

@@ -14,4 +14,5 @@ t0=$(date +%s)
 "$here/setup-docker.sh"
 "$here/setup-toolchains.sh"
 "$here/setup-clients.sh"
+"$here/setup-agents.sh"
 echo "setup: done in $(( $(date +%s) - t0 ))s"

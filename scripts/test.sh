@@ -25,7 +25,7 @@ if [ "${GOALBOX_K8S_TEST:-}" != 0 ]; then
   scripts/k8s-apiserver.sh >/dev/null
 fi
 
-modules=(pkg servers/filesystem servers/executor agent tests/k8s tests/load examples)
+modules=(pkg servers/filesystem servers/executor agent tests/k8s tests/load tests/agents examples)
 echo "== gofmt"
 unformatted=$(gofmt -l "${modules[@]}" ./*.go)
 if [ -n "$unformatted" ]; then echo "gofmt: not formatted:"; echo "$unformatted"; exit 1; fi

@@ -137,6 +137,10 @@ func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
 	})))
+	// OAuth discovery and registration, where a client that got a 401 looks next: answered with what to do instead.
+	for _, p := range oauthPaths {
+		mux.Handle(p, hostCheck(cfg.AllowedHosts, http.HandlerFunc(noOAuth)))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %q: MCP is served at %s, health at %s", r.URL.Path, protocol.EndpointPath, protocol.HealthPath))
 	})
@@ -311,32 +315,6 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
-}
-
-// bearer requires "Authorization: Bearer <token>". The scheme is case-insensitive and may be followed by more than
-// one space (RFC 9110 section 11.1); the token is compared in constant time.
-func bearer(token string, next http.Handler) http.Handler {
-	wants := tokens(token) // several: clients.go
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		header := strings.TrimSpace(r.Header.Get("Authorization"))
-		scheme, got, _ := strings.Cut(header, " ")
-		n := matchToken([]byte(strings.TrimLeft(got, " ")), wants)
-		if !strings.EqualFold(scheme, "Bearer") || n == 0 {
-			what := "no bearer token"
-			switch {
-			case header != "" && !strings.EqualFold(scheme, "Bearer"):
-				what = "an Authorization header that is not a bearer token"
-			case header != "":
-				what = "a wrong bearer token"
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="goalbox"`)
-			httpError(w, http.StatusUnauthorized, what+": this server requires the header Authorization: Bearer <token>, with the token "+
-				"it was started with (-token or its environment variable) or, when none was given, the one it generated, printed at start "+
-				"and wrote to its token file (-token-file)")
-			return
-		}
-		next.ServeHTTP(w, withToken(r, n, len(wants)))
 	})
 }
 

@@ -35,9 +35,9 @@ func TestTokenByDefault(t *testing.T) {
 			status int
 			says   string
 		}{
-			{"", 401, "no bearer token"},
-			{"Bearer wrong", 401, "a wrong bearer token"},
-			{"Basic " + r.Token, 401, "not a bearer token"},
+			{"", 401, "no Authorization header"},
+			{"Bearer wrong", 401, "holds a wrong token"},
+			{"Basic " + r.Token, 401, "not of the Bearer scheme"},
 			{"Bearer " + r.Token, 200, ""}, // positive control
 		} {
 			resp := post(t, r.URL, func(req *http.Request) {
@@ -49,7 +49,7 @@ func TestTokenByDefault(t *testing.T) {
 			if resp.StatusCode != c.status || !strings.Contains(string(body), c.says) {
 				t.Errorf("Authorization %q: %d %s; want %d saying %q", c.auth, resp.StatusCode, body, c.status, c.says)
 			}
-			if c.status == 401 && (!strings.Contains(string(body), "Authorization: Bearer <token>") || resp.Header.Get("WWW-Authenticate") == "") {
+			if c.status == 401 && (!strings.Contains(string(body), `the header Authorization with the value \"Bearer\", a space`) || resp.Header.Get("WWW-Authenticate") != authChallenge) {
 				t.Errorf("a 401 must name the header required: %s %v", body, resp.Header)
 			}
 		}

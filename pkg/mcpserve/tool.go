@@ -56,7 +56,11 @@ func AddTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h T
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	resolved, defaults := setSchemas[In, Out](t)
+	unstructured := t.OutputSchema == NoOutputSchema
+	if unstructured {
+		t.OutputSchema = nil
+	}
+	resolved, defaults := setSchemas[In, Out](t, unstructured)
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -69,13 +73,13 @@ func AddTool[In, Out any](srv *mcp.Server, logger *slog.Logger, t *mcp.Tool, h T
 			return ToolError(err), nil
 		}
 		out, err := h(ctx, req, input)
-		return toolResult(t.Name, out, err)
+		return toolResult(t.Name, out, err, unstructured)
 	})
 }
 
 // setSchemas sets t's input and output schemas, and returns the input schema resolved for validation and whether
 // it declares defaults. A schema that cannot be built is a programming error: it panics at registration.
-func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
+func setSchemas[In, Out any](t *mcp.Tool, unstructured bool) (*jsonschema.Resolved, bool) {
 	in, err := inputSchema[In](t)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
@@ -86,7 +90,7 @@ func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
 	t.InputSchema = in
-	if t.OutputSchema == nil {
+	if t.OutputSchema == nil && !unstructured {
 		out, err := jsonschema.For[Out](nil)
 		if err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
@@ -103,8 +107,9 @@ func setSchemas[In, Out any](t *mcp.Tool) (*jsonschema.Resolved, bool) {
 }
 
 // toolResult turns what tool's handler returned into the call's answer: a *jsonrpc.Error as a protocol error, any
-// other error as a tool error, a success as structuredContent plus the same JSON as text.
-func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, error) {
+// other error as a tool error, a success as structuredContent plus the same JSON as text (its long members last,
+// each on a line of its own, when the output names them: LongFields).
+func toolResult[Out any](tool string, out Out, err error, unstructured bool) (*mcp.CallToolResult, error) {
 	if wire := (*jsonrpc.Error)(nil); errors.As(err, &wire) {
 		return nil, wire
 	}
@@ -115,11 +120,20 @@ func toolResult[Out any](tool string, out Out, err error) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, fmt.Errorf("marshaling the result of %s: %w", tool, err)
 	}
+	structured := text
+	if long, ok := any(out).(LongFields); ok {
+		if t, c, ok := factsFirst(text, long.LongFields()); ok {
+			text, structured = t, c
+		}
+	}
 	content := []mcp.Content{&mcp.TextContent{Text: string(text)}}
 	if more, ok := any(out).(MoreContent); ok {
 		content = append(content, more.MoreContent()...)
 	}
-	return &mcp.CallToolResult{StructuredContent: jsonOutput{Value: out, json: text}, Content: content}, nil
+	if unstructured && len(content) > 1 {
+		return &mcp.CallToolResult{Content: content}, nil
+	}
+	return &mcp.CallToolResult{StructuredContent: jsonOutput{Value: out, json: structured}, Content: content}, nil
 }
 
 // jsonOutput is a tool's output as the structuredContent of its result: the Go value and its JSON, made once for
@@ -131,6 +145,13 @@ type jsonOutput struct {
 }
 
 func (o jsonOutput) MarshalJSON() ([]byte, error) { return o.json, nil }
+
+// NoOutputSchema as a tool's OutputSchema registers it without one, and its results with MoreContent (an image)
+// without structuredContent. Codex gives its model a result's structuredContent in place of its content whenever
+// there is one, so an image reaches a Codex model only in a result without it; and a client library that knows a
+// tool's output schema (the TypeScript SDK) refuses a result without structuredContent, so such a tool declares
+// none. Its other results still carry structuredContent (allowed without a schema), the same JSON as the text.
+var NoOutputSchema = &jsonschema.Schema{Description: "no output schema: results with images carry no structuredContent"}
 
 // MoreContent is implemented by a tool's output that carries content its JSON cannot: the image a file read
 // returns, say. Its items follow the JSON text in the result's content (so the first item is always that text,
@@ -154,6 +175,8 @@ func inputSchema[In any](t *mcp.Tool) (*jsonschema.Schema, error) {
 
 // decodeArgs applies the input schema's defaults to the raw arguments, validates them and decodes them, as
 // mcp.AddTool does: absent arguments are an empty object, so that defaults and required properties apply to them.
+// Arguments a client adds for itself (wait_for_previous) are dropped first, and undeclared others refused by name
+// (args.go).
 // Only a schema with defaults pays for encoding the arguments again after they were applied (a large file write
 // would otherwise be decoded twice more).
 func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved, defaults bool) (In, error) {
@@ -164,6 +187,10 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved, defaul
 		m := map[string]any{}
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return in, fmt.Errorf("validating \"arguments\": arguments must be a JSON object: %v", err)
+		}
+		dropClientArgs(m, schema.Schema())
+		if refusal := unknownArgs(m, schema.Schema()); refusal != "" {
+			return in, errors.New(refusal)
 		}
 		args = m
 	}

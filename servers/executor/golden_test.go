@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,6 +137,8 @@ func TestGoldenToolsList(t *testing.T) {
 	})
 }
 
+var durationPattern = regexp.MustCompile(`"duration_ms":\d+`)
+
 // TestGoldenCalls pins the results of a script of commands, successes and refusals alike, as a client sees them:
 // the structured result (its duration blanked) or the error message.
 func TestGoldenCalls(t *testing.T) {
@@ -175,6 +179,16 @@ func TestGoldenCalls(t *testing.T) {
 		}
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sandbox_no_such_tool", Arguments: map[string]any{}})
 		files = append(files, mcptest.CallSection(t, len(script)+1, "sandbox_no_such_tool", map[string]any{}, res, err, nil))
+		// The text itself, as a model reads it: the facts on the first line, each stream on a line of its own after
+		// them (what survives a client's cut of a long result: docs/clients.md).
+		args := map[string]any{"command": "echo out; echo err >&2; exit 3", "wait_for_previous": true}
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%v %+v", err, res)
+		}
+		text := durationPattern.ReplaceAllString(res.Content[0].(*mcp.TextContent).Text, `"duration_ms":(varies)`)
+		a, _ := json.Marshal(args)
+		files = append(files, mcptest.TxtarFile{Name: fmt.Sprintf("%02d %s %s: the text", len(script)+2, protocol.ToolRunCommand, a), Data: []byte(text + "\n")})
 		got := mcptest.FormatTxtar("a script of commands and what a client gets back; regenerate with "+regenerate, files)
 		mcptest.Golden(t, "calls.txtar", got, *update, regenerate)
 		return got

@@ -216,7 +216,7 @@ func CheckRefused(t testing.TB, rep ProbeReport, spec ProbeSpec) {
 	}
 	for _, url := range spec.URLs {
 		for what, a := range map[string]Answer{"no token": rep.NoToken[url], "a wrong token": rep.WrongToken[url]} {
-			if a.Status != http.StatusUnauthorized || !strings.Contains(a.Body, "Authorization: Bearer") {
+			if a.Status != http.StatusUnauthorized || !strings.Contains(a.Body, "Send the header Authorization") {
 				t.Errorf("the outsider with %s at %s: %d %s %s; want 401 naming the header", what, url, a.Status, a.Body, a.Err)
 			}
 		}

@@ -9,9 +9,13 @@ import (
 )
 
 // Output caps. The cap is per stream; the server never holds more than the cap of either stream in memory, however
-// much a command prints.
+// much a command prints. The default fits what the coding agents people use keep of one tool result, measured by
+// tests/agents (docs/clients.md#what-each-client-keeps): Claude Code saves a result over its token limit (about
+// 100,000 characters) to a file and shows its model a note without the facts, Gemini CLI keeps about 45 KB,
+// opencode 50 KB, Codex about 12 KB as head and tail. Two full streams of 16 KiB come to about 40 KB of JSON,
+// facts first; the whole output stays readable as a kept output.
 const (
-	DefaultOutputCap = 256 << 10
+	DefaultOutputCap = 16 << 10
 	MaxOutputCap     = 1 << 20
 	minOutputCap     = 1 << 10
 )

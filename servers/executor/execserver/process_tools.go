@@ -160,6 +160,9 @@ type readProcessResult struct {
 // MoreContent implements mcpserve.MoreContent.
 func (r readProcessResult) MoreContent() []mcp.Content { return r.links }
 
+// LongFields implements mcpserve.LongFields: the streams go last in the result's text.
+func (r readProcessResult) LongFields() []string { return streamFields }
+
 func (e *Executor) writeProcessTool(ctx context.Context, req *mcp.CallToolRequest, in protocol.WriteProcessInputInput) (protocol.WriteProcessInputOutput, error) {
 	p, err := e.procs.Lookup(ownerOf(ctx, req.Session), in.ProcessID)
 	if err != nil {

@@ -19,6 +19,14 @@ type runCommandResult struct {
 // MoreContent implements mcpserve.MoreContent.
 func (r runCommandResult) MoreContent() []mcp.Content { return r.links }
 
+// LongFields implements mcpserve.LongFields: the streams go last in the result's text, after every other field.
+func (r runCommandResult) LongFields() []string { return streamFields }
+
+// streamFields are the JSON names of a command's two streams in the executor's results (protocol.RunCommandOutput,
+// protocol.ReadProcessOutputOutput): the members that can be long, which a client's truncation should cut rather
+// than the facts before them.
+var streamFields = []string{"stdout", "stderr"}
+
 // runOutputs keeps a command's two streams whole, past the output cap, for the session that runs it.
 type runOutputs struct{ stdout, stderr *outputs.Stream }
 

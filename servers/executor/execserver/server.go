@@ -54,7 +54,7 @@ type Config struct {
 	// MaxTimeout is the largest timeout_seconds a call may ask for.
 	MaxTimeout time.Duration `env:"TIMEOUT_MAX" flag:"timeout-max" usage:"largest timeout a command may ask for (default 30m, or -timeout-default when that is longer)"`
 	// OutputCap is the most bytes kept of each of stdout and stderr (head and tail); at most MaxOutputCap.
-	OutputCap int `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB (default 256 KiB)"`
+	OutputCap int `env:"OUTPUT_CAP" flag:"output-cap" usage:"bytes kept of each of stdout and stderr, head and tail, at most 1 MiB (default 16 KiB: what coding agents keep of a result, docs/clients.md)"`
 	// Policy, when set, refuses commands before they run.
 	Policy *Policy
 	// MaxConcurrent is how many commands may run at once; a call past it waits for a free slot, within its own

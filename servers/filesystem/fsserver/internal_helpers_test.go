@@ -37,3 +37,6 @@ func readText(s *Filesystem, in protocol.ReadFileInput) (readOutput, error) {
 	}
 	return text, nil
 }
+
+// ReadOutputSchema is the shapes sandbox_read_file's results take, which it does not declare (read.go).
+var ReadOutputSchema = readOutputSchema

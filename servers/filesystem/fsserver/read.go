@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/headtail"
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,8 +32,11 @@ func readTool(o Options) *mcp.Tool {
 			"Images and base64 reads return whole files of at most %s. "+
 			"Other binary files (a NUL byte, or invalid UTF-8) are refused unless encoding is base64; folders and special files are always refused.",
 			o.MaxReadLines, sizeText(int64(o.MaxReadContentBytes)), sizeText(o.MaxBinaryReadBytes)),
-		InputSchema:  encodingInputSchema[protocol.ReadFileInput](),
-		OutputSchema: readOutputSchema,
+		InputSchema: encodingInputSchema[protocol.ReadFileInput](),
+		// No output schema: an image read's result then carries no structuredContent, the one shape in which the
+		// image reaches a Codex model (mcpserve.NoOutputSchema). The results still take readOutputSchema's shapes,
+		// and text and base64 reads still carry them as structuredContent.
+		OutputSchema: mcpserve.NoOutputSchema,
 		Annotations:  annRead("Read file"),
 	}
 }

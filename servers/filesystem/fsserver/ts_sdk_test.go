@@ -112,10 +112,12 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if data, err := base64.StdEncoding.DecodeString(img.Content[1].Data); err != nil || !bytes.Equal(data, png) || img.Content[1].MimeType != "image/png" {
 		t.Errorf("image content: %s, %d bytes (%v); want image/png, the file's %d bytes", img.Content[1].MimeType, len(data), err, len(png))
 	}
+	// The description is the text; no structuredContent (Codex would show it in place of the image), which the SDK
+	// takes because sandbox_read_file declares no output schema (mcpserve.NoOutputSchema).
 	var desc map[string]any
-	must(t, json.Unmarshal(img.StructuredContent, &desc))
-	if desc["path"] != "plot.png" || desc["mime_type"] != "image/png" || desc["size"] != float64(len(png)) || desc["width"] != 12.0 || desc["height"] != 8.0 {
-		t.Errorf("image structuredContent: %s", img.StructuredContent)
+	must(t, json.Unmarshal([]byte(img.Content[0].Text), &desc))
+	if desc["path"] != "plot.png" || desc["mime_type"] != "image/png" || desc["size"] != float64(len(png)) || desc["width"] != 12.0 || desc["height"] != 8.0 || len(img.StructuredContent) != 0 {
+		t.Errorf("image description %s, structuredContent %s", img.Content[0].Text, img.StructuredContent)
 	}
 
 	if got.Write.IsError || !strings.Contains(string(got.Write.StructuredContent), `"bytes_written":200000`) {

@@ -1,0 +1,52 @@
+package agents
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// claudeMCPConfig is the servers as docs/clients.md gives them to Claude Code (a .mcp.json, here passed with
+// --mcp-config): over HTTP with the token from the environment (Claude Code expands ${VAR} in it), or spawned.
+func (s *session) claudeMCPConfig() string {
+	servers := map[string]any{}
+	if s.http {
+		servers["fs"] = map[string]any{"type": "http", "url": s.fsURL, "headers": map[string]any{"Authorization": "Bearer ${GOALBOX_FS_TOKEN}"}}
+		servers["exec"] = map[string]any{"type": "http", "url": s.execURL, "headers": map[string]any{"Authorization": "Bearer ${GOALBOX_EXEC_TOKEN}"}}
+	} else {
+		servers["fs"] = map[string]any{"type": "stdio", "command": bins.fs, "args": []string{"-stdio", "-workspace", s.ws}}
+		servers["exec"] = map[string]any{"type": "stdio", "command": bins.exec, "args": []string{"-stdio", "-workspace", s.ws}}
+	}
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	file := filepath.Join(s.home, "mcp.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	return file
+}
+
+// claude runs Claude Code in print mode against the scripted model (Anthropic Messages), with the goalbox tools
+// allowed and everything else it would phone home for off.
+func (s *session) claude(prompt string) string {
+	cfg := s.claudeMCPConfig()
+	return s.run(3*time.Minute, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
+		// MCP tools offered to the model directly, not behind Claude Code's tool search (which the scripted model does not use).
+		"ENABLE_TOOL_SEARCH=false"},
+		"claude", "-p", prompt, "--model", "claude-sonnet-4-5", "--mcp-config", cfg, "--strict-mcp-config",
+		"--allowedTools", "mcp__fs", "mcp__exec")
+}
+
+func TestClaudeCode(t *testing.T) {
+	for _, transport := range []string{"http", "stdio"} {
+		t.Run(transport, func(t *testing.T) {
+			st := steps(dependentCall)
+			s := newSession(t, transport == "http", plan(st))
+			out := s.claude("Run the planned calls.")
+			t.Logf("claude printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
+			checkSteps(t, s.model, st, out)
+		})
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/goalbox/goalbox/tests/agents
+
+go 1.26.8
