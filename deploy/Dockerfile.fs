@@ -19,6 +19,7 @@ COPY servers/executor/go.mod servers/executor/go.sum servers/executor/
 COPY agent/go.mod agent/go.sum agent/
 COPY tests/k8s/go.mod tests/k8s/
 COPY tests/load/go.mod tests/load/go.sum tests/load/
+COPY tests/agents/go.mod tests/agents/
 COPY examples/go.mod examples/go.sum examples/
 # Cache mounts keep downloaded modules and compiled packages between builds (BuildKit, the default builder).
 RUN --mount=type=cache,target=/go/pkg/mod cd servers/filesystem && go mod download
