@@ -125,7 +125,7 @@ func (g *Guard) open(op, rel string, allowDir bool) (*os.File, fs.FileInfo, erro
 			return &Error{Op: op, Path: rel, Reason: ReasonIsDir, Detail: "only regular files can be read"}
 		}
 		return &Error{Op: op, Path: rel, Reason: ReasonNotRegular,
-			Detail: "only regular files and folders are allowed; this is a " + typeName(fi.Mode())}
+			Detail: "only regular files and folders are allowed; this is a " + TypeName(fi.Mode())}
 	}
 	fi, err := g.root.Stat(rel)
 	if err != nil {
@@ -217,7 +217,7 @@ func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMo
 		}
 		if !fi.Mode().IsRegular() {
 			return rel, false, &Error{Op: "write", Path: rel, Reason: ReasonNotRegular,
-				Detail: "only regular files can be written; this is a " + typeName(fi.Mode())}
+				Detail: "only regular files can be written; this is a " + TypeName(fi.Mode())}
 		}
 		// Perm is the 0777 bits only: setuid, setgid and sticky are never carried over, so no write leaves a setuid
 		// file (TestWriteStripsSetuid, TestOwnershipAsRoot).
@@ -544,7 +544,8 @@ func (g *Guard) checkMovedLinks(src, dest string, fi fs.FileInfo, inside *treeCh
 	return err
 }
 
-func typeName(m fs.FileMode) string {
+// TypeName names a file type in a refusal: FIFO, socket, device, symlink, folder or special file.
+func TypeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "FIFO"

@@ -268,7 +268,7 @@ func (a *apply) entry(rel string) {
 			a.refuse(rel, err)
 		}
 	default:
-		a.refuse(rel, fmt.Errorf("a %s is never applied to the workspace: only regular files, folders and symlinks are", typeName(m)))
+		a.refuse(rel, fmt.Errorf("a %s is never applied to the workspace: only regular files, folders and symlinks are", pathguard.TypeName(m)))
 	}
 }
 
@@ -320,18 +320,6 @@ func (a *apply) same(rel string) bool {
 			return (err1 == io.EOF || err1 == io.ErrUnexpectedEOF) && (err2 == io.EOF || err2 == io.ErrUnexpectedEOF)
 		}
 	}
-}
-
-func typeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // Note is what a command whose changes were refused finds at the end of its stderr, beside its result's
