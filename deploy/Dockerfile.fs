@@ -34,7 +34,7 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
 # /tmp is 1777, as on any system: Docker gives a tmpfs mounted on it (compose's) the mode of the image's folder, and
 # the server writes a token it generated there (a COPY of the folder's contents alone would make it root's 0755).
 RUN mkdir -p /rootfs/etc /rootfs/workspace /rootfs/checkpoints /rootfs-tmp/tmp && chmod 1777 /rootfs-tmp/tmp \
- && echo 'goalbox:x:10001:10001:goalbox:/workspace:/sbin/nologin' > /rootfs/etc/passwd \
+ && echo 'goalbox:x:10001:10001:goalbox:/tmp:/sbin/nologin' > /rootfs/etc/passwd \
  && echo 'goalbox:x:10001:' > /rootfs/etc/group
 
 FROM scratch
@@ -50,7 +50,8 @@ ENV GOALBOX_FS_ADDR=0.0.0.0:7101 \
     GOALBOX_FS_WORKSPACE=/workspace \
     GOALBOX_FS_CHECKPOINT_DIR=/checkpoints \
     GOALBOX_FS_TOKEN_FILE=/tmp/goalbox/token
-# Checkpoints outside the workspace, where commands cannot change them (the user's home is the workspace here).
+# Checkpoints outside the workspace, where commands cannot change them. The user's home is /tmp, not the workspace:
+# the server refuses a workspace that is its user's home (-allow-personal-workspace).
 VOLUME /workspace /checkpoints
 EXPOSE 7101
 HEALTHCHECK --interval=10s --timeout=4s --start-period=5s --retries=3 \

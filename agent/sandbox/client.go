@@ -191,6 +191,10 @@ func (s *Client) Call(ctx context.Context, name string, args json.RawMessage) (l
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Structured, out.Decoded = raw, res.StructuredContent
 		}
+	} else if text := strings.TrimSpace(out.Text); strings.HasPrefix(text, "{") && json.Valid([]byte(text)) {
+		// An image read carries no structuredContent (a client such as Codex would show it instead of the
+		// pixels); its text is the same JSON object, so it serves as the structured result.
+		out.Structured = json.RawMessage(text)
 	}
 	return out, nil
 }

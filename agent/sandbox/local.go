@@ -72,6 +72,9 @@ func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err erro
 	eo := opts.Executor
 	eo.Backend = cmp.Or(eo.Backend, backends.Local)
 	eo.Serving.Protection = prot
+	// The executor's default cap fits what coding agents keep of a result; this agent cuts results for its model
+	// itself (loop's budget) and keeps each one whole in its transcript, so its own executor keeps more.
+	eo.Serving.OutputCap = cmp.Or(eo.Serving.OutputCap, hostedOutputCap)
 	exec, err := assemble.New(context.Background(), g, eo, opts.Logger, build...)
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
@@ -98,6 +101,10 @@ func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err erro
 	}
 	return l, nil
 }
+
+// hostedOutputCap is the output cap of the executor the agent hosts, unless its options set one: the cap the
+// executor had before its default was cut for coding agents.
+const hostedOutputCap = 256 << 10
 
 // Close stops the servers and releases the workspace and the backend, last started first.
 func (l *Local) Close() error {

@@ -53,7 +53,7 @@ func TestMCPGoClient(t *testing.T) {
 	tool := tools.Tools[i]
 	a := tool.Annotations
 	if tool.Name != protocol.ToolRunCommand || a.ReadOnlyHint == nil || *a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint ||
-		a.IdempotentHint == nil || *a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || len(tool.OutputSchema.Properties) != 12 {
+		a.IdempotentHint == nil || *a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || len(tool.OutputSchema.Properties) != 13 {
 		t.Errorf("tool: %+v", tool)
 	}
 
