@@ -539,7 +539,8 @@ func TestLoad(t *testing.T) {
 		}
 	})
 	fsS := startServer(t, "filesystem", fsBin, tmp, "-workspace", ws)
-	exS := startServer(t, "executor", execBin, tmp, "-workspace", ws, "-cache-dir", cache)
+	// -output-cap: the workers cat back whole files larger than the default cap (16 KiB, sized for coding agents).
+	exS := startServer(t, "executor", execBin, tmp, "-workspace", ws, "-cache-dir", cache, "-output-cap", "262144")
 	t.Logf("filesystem server pid %d at %s; executor pid %d at %s; workspace %s", fsS.pid, fsS.url, exS.pid, exS.url, ws)
 	t.Logf("executor: %s", executorMode(exS))
 
@@ -850,7 +851,7 @@ func controlGoroutines(t *testing.T, ctx context.Context, tmp, fsBin, execBin st
 	var owned []string // the control executor's cgroups, left by its SIGQUIT
 	t.Cleanup(func() { _ = removeCgroups(owned) })
 	fsS := startServer(t, "control-filesystem", fsBin, dir, "-workspace", ws)
-	exS := startServer(t, "control-executor", execBin, dir, "-workspace", ws, "-cache-dir", filepath.Join(dir, "cache"))
+	exS := startServer(t, "control-executor", execBin, dir, "-workspace", ws, "-cache-dir", filepath.Join(dir, "cache"), "-output-cap", "262144")
 	c := newLoadClient("ctl", 7, mk(fsS, exS))
 	err := c.fs.initialize(ctx, "load-control")
 	if err == nil {
