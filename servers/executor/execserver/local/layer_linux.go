@@ -98,7 +98,7 @@ type layerClient struct {
 
 // layer asks the holder for a layer of the workspace bounded by bytes and inodes.
 func (c *layerClient) layer(workspace string, bytes, inodes int64) (*commandLayer, error) {
-	if c == nil || c.sock == nil {
+	if c == nil {
 		return nil, errors.New("the namespace holder makes no layers")
 	}
 	req, err := json.Marshal(layerRequest{Workspace: workspace, Bytes: bytes, Inodes: inodes})
@@ -107,6 +107,9 @@ func (c *layerClient) layer(workspace string, bytes, inodes int64) (*commandLaye
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sock == nil {
+		return nil, errors.New("the namespace holder makes no layers (closed)")
+	}
 	fd := int(c.sock.Fd())
 	if err := unix.Sendmsg(fd, req, nil, nil, 0); err != nil {
 		return nil, fmt.Errorf("ask the namespace holder for a layer: %w", err)
@@ -136,9 +139,24 @@ func (c *layerClient) layer(workspace string, bytes, inodes int64) (*commandLaye
 	return l, nil
 }
 
+// close wakes a layer request still waiting for the holder (shutdown), then closes the socket once that request
+// has let go of it: a descriptor closed under a running Recvmsg could be reused by another file meanwhile.
 func (c *layerClient) close() {
-	if c != nil && c.sock != nil {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	sock := c.sock
+	c.mu.Unlock()
+	if sock == nil {
+		return
+	}
+	_ = unix.Shutdown(int(sock.Fd()), unix.SHUT_RDWR)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock != nil {
 		c.sock.Close()
+		c.sock = nil
 	}
 }
 
