@@ -29,6 +29,7 @@ auth() { if [ "$1" = 17201 ]; then echo "Authorization: Bearer $FS_TOKEN"; else 
 
 fails=0
 # call PORT EXPECT TOOL ARGS... : EXPECT is a Python expression over the structured result r (and the whole result d).
+# An image read carries no structuredContent (Codex would show it instead of the pixels): its text is the same JSON.
 call() {
   local port=$1 expect=$2 tool=$3; shift 3
   local args=()
@@ -37,7 +38,7 @@ call() {
   if ! out=$("$inspector" --cli "http://127.0.0.1:$port/mcp" --transport http --header "$(auth "$port")" --method tools/call --tool-name "$tool" "${args[@]}" 2>&1); then
     echo "inspector: FAIL $tool: $out"; fails=$((fails+1)); return
   fi
-  if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d["structuredContent"]; sys.exit(0 if (not d.get("isError") and ('"$expect"')) else 1)' "$out"; then
+  if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d.get("structuredContent") or json.loads(d["content"][0]["text"]); sys.exit(0 if (not d.get("isError") and ('"$expect"')) else 1)' "$out"; then
     echo "inspector: ok   $tool"
   else
     echo "inspector: FAIL $tool: $out"; fails=$((fails+1))
