@@ -21,14 +21,26 @@ import (
 type manifestHeader struct {
 	ID           string    `json:"id"`
 	Label        string    `json:"label"`
-	Created      time.Time `json:"created"`
+	Created      fixedTime `json:"created"`
 	Skipped      []string  `json:"skipped,omitempty"`
 	SkippedCount int       `json:"skipped_count,omitempty"`
 	Entries      int       `json:"entries"`
 }
 
+// fixedTime writes a time with all nine fraction digits: time.Time's own JSON drops trailing zeros, so a
+// manifest's size (which the store counts and lists) would depend on the nanosecond it was taken at.
+type fixedTime time.Time
+
+const fixedTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func (t fixedTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format(fixedTimeLayout) + `"`), nil
+}
+
+func (t *fixedTime) UnmarshalJSON(b []byte) error { return (*time.Time)(t).UnmarshalJSON(b) }
+
 func encodeManifest(m *manifest) ([]byte, error) {
-	head, err := json.Marshal(manifestHeader{ID: m.ID, Label: m.Label, Created: m.Created, Skipped: m.Skipped,
+	head, err := json.Marshal(manifestHeader{ID: m.ID, Label: m.Label, Created: fixedTime(m.Created), Skipped: m.Skipped,
 		SkippedCount: m.SkippedCount, Entries: len(m.Entries)})
 	if err != nil {
 		return nil, err
@@ -77,7 +89,7 @@ func decodeManifest(data []byte) (*manifest, error) {
 	if err := json.Unmarshal(head, &h); err != nil {
 		return nil, err
 	}
-	m := &manifest{ID: h.ID, Label: h.Label, Created: h.Created, Skipped: h.Skipped, SkippedCount: h.SkippedCount,
+	m := &manifest{ID: h.ID, Label: h.Label, Created: time.Time(h.Created), Skipped: h.Skipped, SkippedCount: h.SkippedCount,
 		Entries: make([]mEntry, 0, h.Entries)}
 	for len(rest) > 0 {
 		line, more, _ := bytes.Cut(rest, []byte{'\n'})
