@@ -39,8 +39,8 @@ import (
 
 // Bounds of the protector's work and memory.
 const (
-	// protectMaxEntries bounds one scan of the workspace: past it, deeper protected paths go unprotected and the
-	// server logs it. It matches pathguard's default walk cap.
+	// protectMaxEntries bounds one cached scan of the workspace (Config.ProtectScanEntries): past it, the scan walks
+	// the workspace again without a cache. It matches pathguard's default walk cap.
 	protectMaxEntries = pathguard.DefaultMaxTreeEntries
 	// protectKeepBytes is the most content kept of one protected file, and protectKeepTotal of all, to put back
 	// what a backend that cannot enforce let a command change.
@@ -56,6 +56,7 @@ type protector struct {
 	guard      *pathguard.Guard // the workspace without protection: the sweeper's own, symlink-safe access
 	dir        string           // the workspace's real path, walked
 	quarantine string           // where what a sweep removes is kept
+	maxEntries int              // the cached scan's bound (protectMaxEntries unless the config lowers it)
 	enforced   bool             // the backend makes Request.Protected read-only
 	logger     *slog.Logger
 	seq        atomic.Int64
@@ -84,14 +85,14 @@ type protectedScan struct {
 	outermost []string // those not inside another: what a backend makes read-only
 }
 
-func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine string, enforced bool, logger *slog.Logger) (*protector, error) {
+func newProtector(prot *pathguard.Protection, guard *pathguard.Guard, quarantine string, maxEntries int, enforced bool, logger *slog.Logger) (*protector, error) {
 	g, err := pathguard.Open(guard.Dir(), pathguard.Options{AdvertisedRoot: guard.AdvertisedRoot()})
 	if err != nil {
 		return nil, err
 	}
 	_, cfg := prot.Match(".git/config")
 	_, hooks := prot.Match(".git/hooks")
-	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: cmp.Or(quarantine, defaultQuarantine(guard.Dir())), enforced: enforced, logger: logger,
+	return &protector{prot: prot, guard: g, dir: guard.Dir(), quarantine: cmp.Or(quarantine, defaultQuarantine(guard.Dir())), maxEntries: maxEntries, enforced: enforced, logger: logger,
 		dirs: map[string]cachedDir{}, gitlinks: cfg || hooks}, nil
 }
 
@@ -121,11 +122,11 @@ func (p *protector) scan() protectedScan {
 	w := scanWalk{p: p, s: &s, seen: map[string]bool{}}
 	w.visit(".", false)
 	maps.DeleteFunc(p.dirs, func(rel string, _ cachedDir) bool { return !w.seen[rel] })
-	if w.n > protectMaxEntries {
+	if w.n > p.maxEntries {
 		// Fail closed: past the cached scan's bound (its cache holds every folder's names), walk again without a
 		// cache, holding one folder's names at a time, so that no filler of the workspace hides a protected path
 		// from the sweep (200,001 empty files before .git used to switch protection off).
-		p.logger.Info("protected files: the workspace has more entries than the cached scan reads; walking it whole", "limit", protectMaxEntries)
+		p.logger.Info("protected files: the workspace has more entries than the cached scan reads; walking it whole", "limit", p.maxEntries)
 		s = protectedScan{entries: map[string]protectedEntry{}}
 		w = scanWalk{p: p, s: &s}
 		w.walkUncached()
@@ -197,7 +198,7 @@ func (w *scanWalk) visit(rel string, protectedDir bool) {
 		w.p.dirs[rel] = c
 	}
 	for i, name := range c.names {
-		if w.n++; w.n > protectMaxEntries {
+		if w.n++; w.n > w.p.maxEntries {
 			return
 		}
 		child := name

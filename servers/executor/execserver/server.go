@@ -104,6 +104,10 @@ type Config struct {
 	// QuarantineDir is where a sweep keeps what it took out of the workspace; "" means a folder of the server's
 	// user per workspace (~/.cache/goalbox-exec/quarantine/..., /var/cache/goalbox-exec/quarantine/... for root).
 	QuarantineDir string `env:"QUARANTINE_DIR" flag:"quarantine-dir" usage:"folder, outside the workspace, where protected project files a command created or changed are kept after they are undone; default ~/.cache/goalbox-exec/quarantine (root: /var/cache/goalbox-exec/quarantine)"`
+	// ProtectScanEntries is how many entries the sweep's cached scan reads (its cache holds each folder's names)
+	// before it walks the workspace whole without a cache; 0 means pathguard.DefaultMaxTreeEntries. It bounds the
+	// cache's memory, never what is protected: tests lower it to reach the uncached walk with a small filler.
+	ProtectScanEntries int
 }
 
 // DefaultMaxConcurrent is how many commands an executor runs at once unless told otherwise: enough for an agent's
@@ -153,6 +157,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("output cap %d bytes: must be between %d and %d (1 MiB)", c.OutputCap, minOutputCap, MaxOutputCap)
 	case c.OutputBudget != -1 && c.OutputBudget < minOutputBudget:
 		return fmt.Errorf("output budget %d bytes: must be at least %d (2 MiB), or -1 to keep no full outputs", c.OutputBudget, minOutputBudget)
+	case c.ProtectScanEntries < 0:
+		return fmt.Errorf("protected files' scan bound %d entries: must not be negative (0 is the default, %d)", c.ProtectScanEntries, protectMaxEntries)
 	case c.OutputBudget != -1 && c.OutputTotal < c.OutputBudget:
 		return fmt.Errorf("output total %d bytes: must be at least the per-session output budget, %d bytes", c.OutputTotal, c.OutputBudget)
 	}
@@ -183,7 +189,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 		outputs: outputs.New(max(cfg.OutputBudget, 0), cfg.OutputTotal, cfg.StatelessIdleTimeout, logger)}
 	if len(cfg.Protection.Patterns()) > 0 {
 		enforcer, ok := b.(backend.ProtectEnforcer)
-		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, ok && enforcer.EnforcesProtected(), logger)
+		p, err := newProtector(cfg.Protection, g, cfg.QuarantineDir, cmp.Or(cfg.ProtectScanEntries, protectMaxEntries), ok && enforcer.EnforcesProtected(), logger)
 		if err != nil {
 			return nil, fmt.Errorf("protected files: %w", err)
 		}

@@ -9,6 +9,7 @@ package sandboxtest
 // in the workspace: a planted core.fsmonitor would leave its marker file behind.
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,9 @@ type GuardOptions struct {
 	Off       bool  // the workspace guard switched off (the positive control)
 	MaxBytes  int64 // the disk cap; 0 the default
 	MaxInodes int64 // the inode cap; 0 the default
+	// ScanEntries is the sweep's cached scan bound (execserver.Config.ProtectScanEntries); 0 the default. Lowered,
+	// a filler one entry past it reaches the same uncached walk as the finding's 200,001 files, in a second.
+	ScanEntries int
 }
 
 // guardProject makes the person's project in ws: a repository with a commit, .vscode at the top and in sub/.
@@ -70,7 +74,7 @@ func guardServer(t *testing.T, newBackend GuardBackend, o GuardOptions, unprotec
 	_ = os.Chmod(markers, 0o777)
 	b, ws := newBackend(t, o)
 	guardProject(t, ws)
-	cfg := execserver.Config{}
+	cfg := execserver.Config{ProtectScanEntries: o.ScanEntries}
 	if unprotected {
 		none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
 		if err != nil {
@@ -130,19 +134,37 @@ func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
 	}
 }
 
-// RunFillerEndsScan is finding 2: 200,001 empty files in a folder that sorts before .git, then plants. Guarded
-// (a layer, or a sweep whose scan no longer stops at its cap): nothing planted. Control: with nothing protected the
-// same command plants all three (the old scan, stopped at 200,000 entries, let them stay).
-func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
+// FindingFiller is finding 2's own filler: one entry past the cached scan's default bound, which once ended the
+// scan (19 s and 4.5 MB in one command).
+const FindingFiller = pathguard.DefaultMaxTreeEntries + 1
+
+// SmallScanBound is the cached scan bound a test sets (GuardOptions.ScanEntries) to run finding 2 with a filler of
+// SmallScanBound+1 files: the same code path as FindingFiller at the default bound, at a hundredth of the cost.
+const SmallScanBound = 2_000
+
+// RunFillerEndsScan is finding 2: a filler one entry past the sweep's cached scan bound, in a folder that sorts
+// before .git, then plants. scanEntries is the bound the server runs with (0: the default, and the finding's own
+// 200,001 files; SmallScanBound: 2,001 files). Guarded (a layer, or a sweep whose scan no longer stops at its
+// bound): nothing planted, and the result says what was refused. Control: with nothing protected the same command
+// plants all three (the old scan, stopped at its bound, let them stay). The control's filler is the small one
+// whatever the bound: with nothing protected no scan runs, so the filler's size cannot change what lands.
+func RunFillerEndsScan(t *testing.T, newBackend GuardBackend, scanEntries int) {
 	for _, unprotected := range []bool{false, true} {
 		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, GuardOptions{}, unprotected)
+			files := cmp.Or(scanEntries, pathguard.DefaultMaxTreeEntries) + 1
+			if unprotected {
+				files = SmallScanBound + 1
+			}
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{ScanEntries: scanEntries}, unprotected)
 			marker := filepath.Join(markers, "fill")
-			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 600, Command: `mkdir -- -fill && cd -- -fill && seq 200001 | xargs touch && cd .. && ` +
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{TimeoutSeconds: 600, Command: fmt.Sprintf(`mkdir -- -fill && cd -- -fill && seq %d | xargs touch && cd .. && `, files) +
 				fmt.Sprintf(`echo 'touch %[1]s' > .envrc && echo '{"planted":"%[1]s"}' > .vscode/tasks.json && `, marker) +
 				fsmonitorConfig(".git/config", marker) + "; echo x > control-fill"})
 			if _, err := os.Stat(filepath.Join(ws, "control-fill")); err != nil {
 				t.Fatalf("the attack did not run to its end: exit %d stderr %q", out.ExitCode, Clip(out.Stderr))
+			}
+			if n, err := os.ReadDir(filepath.Join(ws, "-fill")); err != nil || len(n) != files {
+				t.Fatalf("the filler holds %d files (%v), not %d: the attack did not fill", len(n), err, files)
 			}
 			plants := 0
 			if hostRanPlant(t, ws, marker) {
@@ -157,7 +179,7 @@ func RunFillerEndsScan(t *testing.T, newBackend GuardBackend) {
 			case unprotected && plants != 3:
 				t.Errorf("positive control: with nothing protected the three plants should land; %d did", plants)
 			case !unprotected && plants > 0:
-				t.Errorf("%d plants landed behind 200,001 files (undone %v, refused %v)", plants, out.ProtectedUndone, out.WorkspaceRefused)
+				t.Errorf("%d plants landed behind %d files (undone %v, refused %v)", plants, files, out.ProtectedUndone, out.WorkspaceRefused)
 			case !unprotected && len(out.ProtectedUndone)+len(out.WorkspaceRefused) == 0:
 				t.Error("the result does not say what was refused or undone")
 			}
