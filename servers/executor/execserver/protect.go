@@ -261,9 +261,15 @@ func (p *protector) sweep(before protectedScan) []string {
 			}
 			p.quarantineOut(rel)
 			undone, gone = append(undone, rel), append(gone, rel)
-		case !p.enforced && !old.same(e) && old.mode.IsRegular() && old.content != nil:
+		case !p.enforced && !old.same(e) && old.mode.IsRegular():
+			// Fail closed: a changed file the scan kept no copy of (past protectKeepBytes, or past
+			// protectKeepTotal in walk order) cannot be put back, so it is taken out rather than left changed.
 			p.quarantineOut(rel)
-			p.putBack(rel, old)
+			if old.content != nil {
+				p.putBack(rel, old)
+			} else {
+				p.logger.Warn("protected files: a changed file the sweep kept no copy of was taken out, not put back", "path", rel)
+			}
 			undone, gone = append(undone, rel), append(gone, rel)
 		}
 	}

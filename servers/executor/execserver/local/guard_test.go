@@ -32,6 +32,7 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("disk_cap", func(t *testing.T) { sandboxtest.RunDiskCapAtTheAct(t, guardBackend) })
 	t.Run("inode_cap", func(t *testing.T) { sandboxtest.RunInodeCapAtTheAct(t, guardBackend) })
 	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
+	t.Run("unkept_protected_file", func(t *testing.T) { sandboxtest.RunUnkeptProtectedFile(t, guardBackend) })
 	t.Run("process_visibility", func(t *testing.T) { sandboxtest.RunLayerVisibility(t, guardBackend) })
 }
 
@@ -48,10 +49,12 @@ func fillerScanBound() int {
 
 // TestWorkspaceGuardFallback: where there is no layer (the fallback without namespaces), the sweep fails closed:
 // its scan walks the whole workspace past the cached scan's bound (lowered here: the code path is the bound's, not
-// the number's).
+// the number's), and a protected file it kept no copy of is taken out, not left changed.
 func TestWorkspaceGuardFallback(t *testing.T) {
 	modeWanted(t, true)
-	sandboxtest.RunFillerEndsScan(t, func(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, string) {
+	fallback := func(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, string) {
 		return newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = true })
-	}, sandboxtest.SmallScanBound)
+	}
+	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, fallback, sandboxtest.SmallScanBound) })
+	t.Run("unkept_protected_file", func(t *testing.T) { sandboxtest.RunUnkeptProtectedFile(t, fallback) })
 }

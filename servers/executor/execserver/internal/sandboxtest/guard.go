@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,5 +368,66 @@ func RunLayerVisibility(t *testing.T, newBackend GuardBackend) {
 	// A later command sees what the process wrote.
 	if out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: "cat own.txt watched.txt"}); out.Stdout != "mine\ntwo\n" {
 		t.Errorf("a later command sees %q", out.Stdout)
+	}
+}
+
+// RunUnkeptProtectedFile: where commands write the workspace (the fallback, the namespace mode without a layer),
+// the sweep puts back a changed protected file from the copy its scan kept, and it keeps at most 16 MiB of them, in
+// walk order. A project whose protected files hold more (an IDE's folder, a submodule's git dir) left every later
+// one without a copy, and a command's rewrite of it stayed. Guarded: the rewrite does not land, and the result
+// names the path. Control: with nothing protected the rewrite lands.
+func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
+	for _, unprotected := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
+			requireGit(t)
+			markers := t.TempDir()
+			b, ws := newBackend(t, GuardOptions{})
+			guardProject(t, ws)
+			// .idea sorts before .vscode: 16 files of 1 MiB, then 260 of 4 KiB, use up what the scan keeps to
+			// within 4 KiB, whatever git's sample hooks before them hold, so the person's tasks.json of 5 KB that
+			// follows is not kept.
+			if err := os.MkdirAll(filepath.Join(ws, ".idea/caches"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 16 + 260 {
+				size := 4096
+				if i < 16 {
+					size = 1 << 20
+				}
+				if err := os.WriteFile(filepath.Join(ws, ".idea/caches", fmt.Sprintf("%03d", i)), make([]byte, size), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mine := `{"version":"2.0.0","tasks":[{"label":"test","command":"go test ./...","detail":"` + strings.Repeat("x", 5000) + `"}]}` + "\n"
+			if err := os.WriteFile(filepath.Join(ws, ".vscode/tasks.json"), []byte(mine), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			giveToOwner(t, ws)
+			cfg := execserver.Config{}
+			if unprotected {
+				none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Protection = none
+			}
+			srv := StartServer(t, b, ws, cfg, nil)
+			marker := filepath.Join(markers, "unkept")
+			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: fmt.Sprintf(
+				`printf '{"version":"2.0.0","tasks":[{"label":"x","command":"touch %s","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json && echo x > control-unkept`, marker)})
+			if _, err := os.Stat(filepath.Join(ws, "control-unkept")); err != nil {
+				t.Fatalf("the attack did not run to its end: %+v", out)
+			}
+			tasks, _ := os.ReadFile(filepath.Join(ws, ".vscode/tasks.json"))
+			planted := strings.Contains(string(tasks), marker)
+			switch {
+			case unprotected && !planted:
+				t.Errorf("positive control: with nothing protected the rewritten tasks.json should land: %q", tasks)
+			case !unprotected && planted:
+				t.Errorf("a rewritten .vscode/tasks.json the sweep kept no copy of landed (undone %v, refused %v)", out.ProtectedUndone, out.WorkspaceRefused)
+			case !unprotected && !refusedPath(out.WorkspaceRefused, ".vscode/tasks.json") && !slices.Contains(out.ProtectedUndone, ".vscode/tasks.json"):
+				t.Errorf("the result does not name .vscode/tasks.json: undone %v, refused %v", out.ProtectedUndone, out.WorkspaceRefused)
+			}
+		})
 	}
 }
