@@ -28,7 +28,7 @@ func TestWorkspaceGuard(t *testing.T) {
 	modeWanted(t, false)
 	t.Run("swapped_git", func(t *testing.T) { sandboxtest.RunSwappedGit(t, guardBackend) })
 	t.Run("host_replaces_git", func(t *testing.T) { sandboxtest.RunHostReplacesGit(t, guardBackend, 20) })
-	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, guardBackend, fillerScanBound()) })
+	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, guardBackend, sandboxtest.SmallScanBound) })
 	t.Run("disk_cap", func(t *testing.T) { sandboxtest.RunDiskCapAtTheAct(t, guardBackend) })
 	t.Run("inode_cap", func(t *testing.T) { sandboxtest.RunInodeCapAtTheAct(t, guardBackend) })
 	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
@@ -36,25 +36,24 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("process_visibility", func(t *testing.T) { sandboxtest.RunLayerVisibility(t, guardBackend) })
 }
 
-// fillerScanBound is the scan bound of finding 2's run here. The finding's own 200,001 files run once, on the
-// root-started namespace mode, the default deployment: they show that nothing on the layer's path (the apply's
-// walk, pathguard's own caps) stops at the old bound. Every other run (the ordinary user's, the fallback) lowers
-// the bound so that 2,001 files reach the same code: the filler cost about a minute a run, six runs a package.
-func fillerScanBound() int {
-	if os.Getenv(asUserEnv) != "" {
-		return sandboxtest.SmallScanBound
-	}
-	return 0
-}
-
 // TestWorkspaceGuardFallback: where there is no layer (the fallback without namespaces), the sweep fails closed:
-// its scan walks the whole workspace past the cached scan's bound (lowered here: the code path is the bound's, not
-// the number's), and a protected file it kept no copy of is taken out, not left changed.
+// its scan walks the whole workspace past the cached scan's bound, and a protected file it kept no copy of is taken
+// out, not left changed.
+//
+// The finding's own 200,001 files run here, once, as root: only the sweep has a bound for them to pass, and this
+// run shows the default bound itself (not one a test set) ends in the whole walk. Everywhere else (the namespace
+// mode, whose layer's apply walks the whole layer whatever its size, and the ordinary user's runs) 2,001 files
+// against a bound of 2,000 take the same code path: applying 200,001 files through the layer took over five
+// minutes on a loaded 2-core machine (the package ran into its timeout).
 func TestWorkspaceGuardFallback(t *testing.T) {
 	modeWanted(t, true)
+	bound := 0 // the default
+	if os.Getenv(asUserEnv) != "" {
+		bound = sandboxtest.SmallScanBound
+	}
 	fallback := func(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, string) {
 		return newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = true })
 	}
-	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, fallback, sandboxtest.SmallScanBound) })
+	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, fallback, bound) })
 	t.Run("unkept_protected_file", func(t *testing.T) { sandboxtest.RunUnkeptProtectedFile(t, fallback) })
 }

@@ -197,7 +197,7 @@ func TestLocalContainmentAsOrdinaryUser(t *testing.T) {
 	// write a child's uid_map, so the namespace mode is tested in a process of its own.
 	for _, run := range []struct{ pattern, modes, must string }{
 		{"^(TestLocalRunsAsOrdinaryUserInNamespaces|TestLocalContainment|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles|TestHealthReportsPolicyAsData|TestWorkspaceGuard)$", "namespaces", "TestLocalContainment"},
-		{"^(TestLocalContainmentWithoutNamespaces|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles)$", "fallback", "TestLocalContainmentWithoutNamespaces"},
+		{"^(TestLocalContainmentWithoutNamespaces|TestLocalCrossCommandInjection|TestLocalHomesPerWorkspace|TestRunBasics|TestLocalProtectedFiles|TestWorkspaceGuardFallback)$", "fallback", "TestLocalContainmentWithoutNamespaces"},
 	} {
 		cmd := exec.CommandContext(ctx, bin, "-test.run", run.pattern, "-test.v")
 		cmd.Dir = dir
