@@ -282,6 +282,8 @@ func (p *protector) sweep(before protectedScan) []string {
 			if old.mode.IsDir() || (old.mode.IsRegular() && old.content != nil) {
 				p.putBack(rel, old)
 				undone = append(undone, rel)
+			} else if old.mode.IsRegular() {
+				p.logger.Warn("protected files: a command deleted a file the sweep kept no copy of; it cannot be put back", "path", rel)
 			}
 		}
 	}
