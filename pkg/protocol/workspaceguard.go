@@ -24,4 +24,21 @@ type WorkspaceGuard struct {
 	ShmPerCommand bool `json:"shm_per_command"`
 	// PrivateDirsPolled: home, temp and cache are bounded by the disk cap's poll (every half second), not at the act.
 	PrivateDirsPolled bool `json:"private_dirs_polled"`
+	// PollEverySeconds is how often that poll measures a running command's folders; 0 where nothing is polled.
+	PollEverySeconds float64 `json:"poll_every_seconds,omitempty"`
+	// Sweep is the bounds of the sweep after each command, where one runs (Mode "sweep").
+	Sweep *SweepBounds `json:"sweep,omitempty"`
+}
+
+// SweepBounds are the limits of the protected files' sweep, each with what happens past it.
+type SweepBounds struct {
+	// ScanCachedEntries: the scan caches each folder's names up to this many entries; past it, it walks the whole
+	// workspace without its cache (slower, never partial).
+	ScanCachedEntries int `json:"scan_cached_entries"`
+	// KeepFileBytes and KeepTotalBytes bound the copies of protected files kept to put them back; a changed file
+	// past them is taken out to the quarantine instead of put back.
+	KeepFileBytes  int64 `json:"keep_file_bytes"`
+	KeepTotalBytes int64 `json:"keep_total_bytes"`
+	// QuarantineMaxBytes bounds what the quarantine keeps; past it, what a sweep takes out is removed uncopied.
+	QuarantineMaxBytes int64 `json:"quarantine_max_bytes"`
 }

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 )
@@ -369,6 +370,12 @@ func (p *protector) putBack(rel string, old protectedEntry) {
 	if err != nil {
 		p.logger.Error("protected files: could not put back", "path", rel, "error", err)
 	}
+}
+
+// bounds are the sweep's limits, for /healthz.
+func (p *protector) bounds() *protocol.SweepBounds {
+	return &protocol.SweepBounds{ScanCachedEntries: p.maxEntries, KeepFileBytes: protectKeepBytes, KeepTotalBytes: protectKeepTotal,
+		QuarantineMaxBytes: protectQuarantineBytes}
 }
 
 // protectedNote is what a command whose changes to protected files were undone finds at the end of its stderr.

@@ -279,6 +279,8 @@ func (e *Executor) confinement() protocol.Confinement {
 		if c.WorkspaceGuard != nil && c.WorkspaceGuard.Mode == protocol.ProtectedSweep {
 			c.WorkspaceGuard.Mode = protocol.ProtectedNone
 		}
+	} else if c.WorkspaceGuard != nil && c.WorkspaceGuard.Mode == protocol.ProtectedSweep {
+		c.WorkspaceGuard.Sweep = e.protect.bounds()
 	}
 	var generic any
 	b, err := json.Marshal(c)

@@ -6,7 +6,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -56,4 +59,35 @@ func TestWorkspaceGuardFallback(t *testing.T) {
 	}
 	t.Run("filler_ends_scan", func(t *testing.T) { sandboxtest.RunFillerEndsScan(t, fallback, bound) })
 	t.Run("unkept_protected_file", func(t *testing.T) { sandboxtest.RunUnkeptProtectedFile(t, fallback) })
+}
+
+// TestWorkspaceGuardBoundsInHealth: /healthz states the guard's bounds as data in each mode. The layer reports no
+// sweep; the fallback reports the sweep's bounds (the scan's cache, the copies kept, the quarantine) and the poll's
+// period, and a lowered scan bound shows there as it is.
+func TestWorkspaceGuardBoundsInHealth(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "namespaces", true: "fallback"}[fallback], func(t *testing.T) {
+			modeWanted(t, fallback)
+			if !fallback {
+				sandboxtest.RequireNamespaceMode(t)
+			}
+			b, ws := newLocalTestBackend(t, func(c *Config) { c.NoNamespaces = fallback })
+			srv := sandboxtest.StartServer(t, b, ws, execserver.Config{ProtectScanEntries: 1234}, nil)
+			g := srv.Exec.Health().Confinement.WorkspaceGuard
+			switch {
+			case g == nil:
+				t.Fatal("no workspace_guard in /healthz")
+			case g.MaxBytes != DefaultMaxWorkspaceBytes || g.MaxInodes != DefaultMaxWorkspaceInodes:
+				t.Errorf("caps %d bytes, %d inodes; want the defaults", g.MaxBytes, g.MaxInodes)
+			case !g.PrivateDirsPolled || g.PollEverySeconds != diskcap.CheckEvery.Seconds():
+				t.Errorf("the private folders' poll: %v every %v s", g.PrivateDirsPolled, g.PollEverySeconds)
+			case !fallback && (g.Mode != protocol.ProtectedLayer || g.Sweep != nil):
+				t.Errorf("the namespace mode reports %v with sweep bounds %+v", g.Mode, g.Sweep)
+			case fallback && (g.Mode != protocol.ProtectedSweep || g.Sweep == nil):
+				t.Fatalf("the fallback reports %v with sweep bounds %+v", g.Mode, g.Sweep)
+			case fallback && (g.Sweep.ScanCachedEntries != 1234 || g.Sweep.KeepFileBytes != 1<<20 || g.Sweep.KeepTotalBytes != 16<<20 || g.Sweep.QuarantineMaxBytes != 256<<20):
+				t.Errorf("the fallback's sweep bounds: %+v", g.Sweep)
+			}
+		})
+	}
 }

@@ -169,6 +169,9 @@ func (l *commandLayer) holds() bool { return l.usedInodes() > l.baseInodes }
 // "none" itself when nothing is.
 func (b *localBackend) workspaceGuard() *protocol.WorkspaceGuard {
 	g := &protocol.WorkspaceGuard{Mode: protocol.ProtectedSweep, MaxBytes: b.maxDisk, MaxInodes: b.maxInodes, PrivateDirsPolled: b.maxDisk > 0}
+	if g.PrivateDirsPolled {
+		g.PollEverySeconds = diskcap.CheckEvery.Seconds()
+	}
 	if b.layered {
 		g.Mode, g.ProtectedByConstruction, g.ShmPerCommand = protocol.ProtectedLayer, true, true
 		g.BytesAtTheAct, g.InodesAtTheAct = b.maxDisk > 0, b.maxInodes > 0
