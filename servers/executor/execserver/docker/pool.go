@@ -83,7 +83,8 @@ func (b *dockerBackend) takePooled(prot protection) *prepared {
 			// A container joined to a network holder that was since replaced would not share the loopback of the
 			// commands after it; one with other protected mounts (or mounts of files since replaced: a bind holds
 			// the inode it was given) would not protect what the command must not change.
-			if p.alive() && p.network == b.net.current() && p.prot.equal(prot) {
+			// One whose layer is larger than the caps now leave would let them be passed.
+			if p.alive() && p.network == b.net.current() && p.prot.equal(prot) && b.fits(p.layer) {
 				return p
 			}
 			b.discard(p)

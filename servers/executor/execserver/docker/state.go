@@ -68,6 +68,9 @@ func (b *dockerBackend) prepareState() error {
 	}
 	// Every folder on the way is root's or ours and nobody else's: plain paths below it resolve to what was checked.
 	b.ctlRoot = filepath.Join(dir, "ctl")
+	if err := unmountLeftovers(b.ctlRoot); err != nil {
+		return fmt.Errorf("docker backend: unmount a dead executor's layers: %w", err)
+	}
 	if err := os.RemoveAll(b.ctlRoot); err != nil {
 		return fmt.Errorf("docker backend: remove a dead executor's control folders: %w", err)
 	}
