@@ -62,6 +62,8 @@ type commandSpec struct {
 	terminable bool
 	// timeout is the command's; the reaper removes the container watchdogGrace later.
 	timeout time.Duration
+	// queued is the request's Queued: told whether the command waits for room under the total caps.
+	queued func(bool)
 	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
 	// launcher exports it from the control file "proxy" (egress.go).
 	proxy func(holder string) string
@@ -94,12 +96,12 @@ type prepared struct {
 // protected paths prot read-only. A holder that died makes the start fail: then a new holder is started and the
 // container prepared once more. ctx bounds only the preparation; the streams live until discard. The container
 // first takes a place under the total caps, waiting until wait is done (errSlotsFull).
-func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection) (*prepared, error) {
+func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection, queued func(bool)) (*prepared, error) {
 	network := b.net.current()
 	if network == "" {
 		return nil, errors.New("docker backend: closed")
 	}
-	p, err := b.prepareOn(ctx, wait, network, prot)
+	p, err := b.prepareOn(ctx, wait, network, prot, queued)
 	if err == nil || errors.Is(err, errSlotsFull) {
 		return p, err
 	}
@@ -107,12 +109,12 @@ func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection) (*pr
 	if rerr != nil || renewed == network || renewed == "" {
 		return nil, err
 	}
-	return b.prepareOn(ctx, wait, renewed, prot)
+	return b.prepareOn(ctx, wait, renewed, prot, nil)
 }
 
 // prepareOn prepares a container joined to the network namespace of holder network.
-func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, prot protection) (_ *prepared, err error) {
-	if err := b.takeSlot(wait); err != nil {
+func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, prot protection, queued func(bool)) (_ *prepared, err error) {
+	if err := b.takeSlot(wait, queued); err != nil {
 		return nil, err
 	}
 	ctl, err := os.MkdirTemp(b.ctlRoot, "c-")

@@ -49,7 +49,7 @@ func (b *dockerBackend) fill() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// The pool waits for no place under the total caps: a command that needs one must not queue behind it.
-		p, err := b.prepare(ctx, doneContext, b.poolProtection())
+		p, err := b.prepare(ctx, doneContext, b.poolProtection(), nil)
 		cancel()
 		if err != nil {
 			b.pool.slots <- struct{}{}

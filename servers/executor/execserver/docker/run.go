@@ -50,7 +50,7 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	defer stopAPI()
 	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
 		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, timeout: req.Timeout,
-		proxy: b.egress.proxyFor(net)}
+		proxy: b.egress.proxyFor(net), queued: req.Queued}
 	prot := b.checkProtected(req.Protected)
 	b.lastProt.Store(&prot)
 	// Whatever happens below, the workspace loses the mode bits no command may leave (sweep_unix.go) once the
@@ -248,6 +248,9 @@ var errCancelledBeforeStart = errors.New("cancelled before the command started")
 // started now first waits, up to slotWait, for room under the total caps.
 func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot protection) (*prepared, error) {
 	if p := b.takePooled(prot); p != nil {
+		if spec.queued != nil {
+			spec.queued(false) // a pooled container holds its place already
+		}
 		if req.Err() != nil {
 			b.discard(p)
 			return nil, errCancelledBeforeStart
@@ -262,7 +265,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 	}
 	wait, cancel := context.WithTimeout(req, slotWait)
 	defer cancel()
-	p, err := b.prepare(api, wait, prot)
+	p, err := b.prepare(api, wait, prot, spec.queued)
 	if errors.Is(err, errSlotsFull) {
 		if req.Err() != nil {
 			return nil, errCancelledBeforeStart
