@@ -71,6 +71,9 @@ EOF
 		echo "mcpb: $name.mcpb is unsigned (set GOALBOX_MCPB_CERT and GOALBOX_MCPB_KEY to sign a release)"
 	fi
 	echo "mcpb: $out/$name.mcpb ($(du -h "$out/$name.mcpb" | cut -f1))"
+	# The executor's container package names its seccomp profile by path (server.json, seccomp_profile): the
+	# release carries it beside the bundles.
+	if [ "$server" = executor ]; then cp "$repo/deploy/seccomp-executor.json" "$out/seccomp-executor.json"; fi
 
 	# Its server.json for the MCP registry, from deploy/mcpb/<server>/server.json: this version in the version, the
 	# release URL of the bundle and the image tag, and the SHA-256 of the bundle just packed.
@@ -81,6 +84,9 @@ doc = json.load(open(src))
 doc["version"] = version
 for p in doc["packages"]:
     p["identifier"] = p["identifier"].replace("/v0.0.0/", "/v%s/" % version).replace(":0.0.0", ":" + version)
+    for a in p.get("runtimeArguments", []):
+        for v in a.get("variables", {}).values():
+            v["description"] = v["description"].replace("/v0.0.0/", "/v%s/" % version)
     if p["registryType"] == "mcpb":
         p["fileSha256"] = hashlib.sha256(open(bundle, "rb").read()).hexdigest()
 print(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -97,7 +103,8 @@ m = json.load(open(root + "/manifest.json"))
 cfg = m["server"]["mcp_config"]
 def argv(workspace, allow):
     sub = lambda s: s.replace("${__dirname}", root).replace("${user_config.workspace}", workspace).replace(
-        "${user_config.allow_personal_workspace}", allow)
+        "${user_config.allow_personal_workspace}", allow).replace(
+        "${user_config.require_namespaces}", str(m["user_config"].get("require_namespaces", {}).get("default", False)).lower())
     return [sub(cfg["command"])] + [sub(a) for a in cfg["args"]]
 # A workspace holding start-up files and keys is refused with a message, as the bundle's default; allowed, it serves.
 home = ws + "-home"

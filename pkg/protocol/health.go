@@ -95,6 +95,12 @@ type Confinement struct {
 	*DockerConfinement
 }
 
+// WithoutNamespaces says commands run without namespaces of their own: the local backend's fallback (a Docker
+// container always has them).
+func (c Confinement) WithoutNamespaces() bool {
+	return c.LocalConfinement != nil && c.Mode != IsolationPIDNamespace
+}
+
 // SandboxPolicy is the policy a backend applies to every command, as data a program can check.
 type SandboxPolicy struct {
 	Summary    string   `json:"summary"` // one line for people

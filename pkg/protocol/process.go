@@ -21,7 +21,10 @@ type StartProcessInput struct {
 // StartProcessOutput names the started process.
 type StartProcessOutput struct {
 	ProcessID string `json:"process_id"`
-	StartedAt string `json:"started_at"` // RFC 3339, UTC
+	StartedAt string `json:"started_at"` // RFC 3339, UTC: when it was asked for
+	// Queued: the process waits for room under the executor's total caps and has not started; it starts when a
+	// command or process ends (sandbox_read_process_output says when: queued false, running true).
+	Queued bool `json:"queued,omitempty" jsonschema:"true while the process waits for room under the executor's total caps: it has not started yet (running is false)"`
 }
 
 // ReadProcessOutputInput asks for what a process printed since the given byte offsets.
@@ -40,6 +43,7 @@ type ReadProcessOutputInput struct {
 type ReadProcessOutputOutput struct {
 	ProcessID      string `json:"process_id"`
 	Running        bool   `json:"running"`
+	Queued         bool   `json:"queued,omitempty" jsonschema:"true while the process waits for room under the executor's total caps: it has not started yet (running is false)"`
 	ExitCode       *int   `json:"exit_code"` // null while running; -1 when killed
 	Stdout         string `json:"stdout"`
 	Stderr         string `json:"stderr"`
@@ -102,6 +106,7 @@ type ProcessInfo struct {
 	ProcessID  string `json:"process_id"`
 	Command    string `json:"command"`
 	Running    bool   `json:"running"`
+	Queued     bool   `json:"queued,omitempty"` // waiting for room under the total caps: not started yet
 	ExitCode   *int   `json:"exit_code"`
 	StartedAt  string `json:"started_at"`
 	DurationMs int64  `json:"duration_ms"`

@@ -165,7 +165,8 @@ async function runImage(doc) {
   const args = ["run"];
   for (const a of [...p.runtimeArguments]) {
     args.push(a.name);
-    if (a.value !== undefined) args.push(a.value.replace("{workspace}", ws));
+    // The executor's seccomp profile is a release asset beside the image: here the repository's.
+    if (a.value !== undefined) args.push(a.value.replace("{workspace}", ws).replace("{seccomp_profile}", join(repo, "deploy/seccomp-executor.json")));
   }
   args.push(image);
   for (const a of p.packageArguments ?? []) {

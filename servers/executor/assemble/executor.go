@@ -71,7 +71,8 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 		return nil, err
 	}
 	o.shareBetweenBackends()
-	backend, choice, err := backends.Open(ctx, g.Dir(), backends.Config{Backend: o.Backend, Local: o.Local, Docker: o.Docker, Logger: logger}, b.startLocal)
+	backend, choice, err := backends.Open(ctx, g.Dir(), backends.Config{Backend: o.Backend, Local: o.Local, Docker: o.Docker, Logger: logger,
+		RequireNamespaces: o.RequireNamespaces}, b.startLocal)
 	if err != nil {
 		if o.Backend == backends.Auto {
 			return nil, fmt.Errorf("-backend auto: %w", err)

@@ -15,6 +15,8 @@ import (
 type Options struct {
 	// Backend is where commands run: backends.Auto (also when empty), backends.Local or backends.Docker.
 	Backend string `env:"BACKEND" flag:"backend" usage:"where commands run: auto (local where it confines with namespaces, else docker when a Docker Engine answers, else local's fallback where it still confines; see /healthz backend_reason), local or docker (default auto)"`
+	// RequireNamespaces refuses to start rather than run commands in the local backend's fallback.
+	RequireNamespaces bool `env:"REQUIRE_NAMESPACES" flag:"require-namespaces" usage:"refuse to start rather than run commands without namespaces of their own (the local backend's fallback, where user namespaces are not allowed); docker's containers have theirs"`
 	// Serving is the tools' own settings: timeouts, output caps and budgets, concurrency, processes, resource links,
 	// the quarantine. New sets its Policy, Protection (unless given) and backend choice.
 	Serving execserver.Config

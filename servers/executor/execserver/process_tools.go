@@ -109,7 +109,7 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 	release := mcpserve.HoldSession(ctx)
 	go func() { <-p.Done(); release() }()
 	e.logger.Info("process started", "process", p.ID(), "command", clipForLog(in.Command))
-	return protocol.StartProcessOutput{ProcessID: p.ID(), StartedAt: p.Info().StartedAt}, nil
+	return protocol.StartProcessOutput{ProcessID: p.ID(), StartedAt: p.Info().StartedAt, Queued: p.Queued()}, nil
 }
 
 // runProcess runs a process's request (processes.Settings.Run): what the sweep undid, and a failure to run, are

@@ -206,12 +206,13 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 	e.procs = processes.New(processes.Settings{Max: cfg.MaxProcesses, StatelessMax: cfg.StatelessProcesses,
 		StatelessIdle: cfg.StatelessIdleTimeout, StatelessUnused: cfg.StatelessUnusedTimeout, Lifetime: cfg.ProcessLifetime,
 		Buffer: cfg.ProcessBuffer, BufferTotal: cfg.ProcessBufferTotal, StdinWriteTimeout: cfg.StdinWriteTimeout,
-		Outputs: e.outputs, Run: e.runProcess, Logger: logger})
+		Outputs: e.outputs, Run: e.runProcess, Logger: logger, HoldsBack: holdsBack(b)})
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
 			"a stream cut short stays readable whole, by this session, as the resource its result names.",
-			g.AdvertisedRoot(), b.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap),
+			g.AdvertisedRoot(), b.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap) +
+			fallbackNote(b),
 		Logger: logger,
 	})
 	mcpserve.AddTool(e.server, logger, &mcp.Tool{
@@ -221,7 +222,8 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
 			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
-			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(b.Confinement().Egress)),
+			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(b.Confinement().Egress)) +
+			fallbackNote(b),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
 	}, e.runCommand)
 	e.addProcessTools()
@@ -517,4 +519,22 @@ func (e *Executor) progress(ctx context.Context, ss *mcp.ServerSession, tok any,
 			e.logger.Debug("progress notification not sent", "error", err)
 		}
 	}
+}
+
+// holdsBack says whether b may hold commands back until there is room under its total caps (backend.HoldsBack).
+func holdsBack(b backend.Backend) bool {
+	h, ok := b.(backend.HoldsBack)
+	return ok && h.HoldsBack()
+}
+
+// fallbackNote is what the client is told, in the server's instructions and in sandbox_run_command's description, when
+// commands run without namespaces of their own (the local backend's fallback): the server's stderr is not where a
+// desktop client's user looks. "" otherwise.
+func fallbackNote(b backend.Backend) string {
+	if !b.Confinement().WithoutNamespaces() {
+		return ""
+	}
+	return " WEAKER SANDBOX: this machine does not allow user namespaces, so commands run in the local backend's fallback, " +
+		"without namespaces of their own: they see the host's processes and its network interfaces, and are confined by " +
+		"Landlock and seccomp only (/healthz lists the gaps). The executor's -require-namespaces refuses to start instead."
 }

@@ -38,6 +38,16 @@ type Request struct {
 	// command a copy-on-write layer of the workspace (Layered) calls it with the layer's upper folder when the
 	// command ends, and every few seconds while it runs, and returns what it refused in Result.WorkspaceRefused.
 	Apply func(upper string) []protocol.WorkspaceRefusal
+	// Queued, when not nil, is told by a backend that holds commands back until there is room under its total
+	// caps (HoldsBack): once, soon after Run is called, whether the command waits for room (true) or has it
+	// (false); and false once a command that waited gets it. Until then the command has not started.
+	Queued func(waiting bool)
+}
+
+// HoldsBack is what a backend implements when it may hold a command back, before it starts, until there is room
+// under its total caps (the docker backend's -total-memory-limit-mb): it then calls Request.Queued.
+type HoldsBack interface {
+	HoldsBack() bool
 }
 
 // Result is how a command ended.

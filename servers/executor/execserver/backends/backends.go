@@ -73,6 +73,9 @@ type Config struct {
 	PingTimeout time.Duration
 	// Logger receives the backends' logs; nil discards them.
 	Logger *slog.Logger
+	// RequireNamespaces refuses a backend whose commands run without namespaces of their own (the local
+	// backend's fallback), whichever way it was chosen: a person who would rather have no executor than that one.
+	RequireNamespaces bool
 }
 
 // LocalStarter starts the local backend: local.New, or in tests a stand-in that plays a machine where the local
@@ -95,6 +98,18 @@ type Choice struct {
 // (local.New, or a test's stand-in). workspace is the workspace's real host path (pathguard's Guard.Dir()). An error
 // from an explicitly named backend is that backend's; the automatic choice fails with ErrNoBackend.
 func Open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
+	b, choice, err := open(ctx, workspace, cfg, startLocal)
+	if err != nil || !cfg.RequireNamespaces || !b.Confinement().WithoutNamespaces() {
+		return b, choice, err
+	}
+	_ = b.Close()
+	return nil, Choice{}, fmt.Errorf("commands would run without namespaces of their own (the local backend's fallback: %s), and "+
+		"-require-namespaces refuses that: allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "+
+		"kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), run in a container with the executor's seccomp profile "+
+		"and systempaths=unconfined, or use -backend docker", localMode(b))
+}
+
+func open(ctx context.Context, workspace string, cfg Config, startLocal LocalStarter) (backend.Backend, Choice, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.PingTimeout <= 0 {
 		cfg.PingTimeout = DefaultPingTimeout

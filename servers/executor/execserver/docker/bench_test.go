@@ -5,6 +5,7 @@ package docker
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -137,5 +138,54 @@ func dockerBareCycle(b *testing.B, cli *client.Client, network string) {
 	logs.Close()
 	if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkDockerLayer is what the workspace layer costs (a root server on the Docker host): the same command on a
+// backend whose containers work on layers and on one without (NoWorkspaceLayer), alternating in every iteration so
+// both see the same load: `true`, 1,000 small files written (and applied through the guard), and one 50 MB file.
+// Reports each one's ms/op and the ratio layer/none.
+//
+//	go test -run '^$' -bench 'BenchmarkDockerLayer' -benchtime 5x ./execserver/docker
+func BenchmarkDockerLayer(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: only a root server on the Docker host gives its containers layers")
+	}
+	for _, c := range []struct{ name, cmd string }{
+		{"true", "true"},
+		{"1000-files", "mkdir -p f && cd f && i=0; while [ $i -lt 1000 ]; do echo $i > f$i; i=$((i+1)); done"},
+		{"50MB-file", "head -c 50000000 /dev/zero > big"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			layer, _ := newDockerTestBackend(b, nil)
+			none, _ := newDockerTestBackend(b, func(c *Config) { c.NoWorkspaceLayer = true })
+			if !layer.layered || none.layered {
+				b.Fatalf("layered %v and %v: %s", layer.layered, none.layered, layer.layerNote)
+			}
+			do := func(be *dockerBackend, cmd string) {
+				res, err := be.Run(context.Background(), backend.Request{Command: cmd, Dir: ".", Timeout: 5 * time.Minute,
+					Stdout: io.Discard, Stderr: io.Discard})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("%s: %+v, %v", cmd, res, err)
+				}
+			}
+			// Timed: the command, and with the layer the apply of what it wrote. Not timed: the cleanup.
+			run := func(be *dockerBackend) time.Duration {
+				t0 := time.Now()
+				do(be, c.cmd)
+				d := time.Since(t0)
+				do(be, "rm -rf f big")
+				return d
+			}
+			var withLayer, without time.Duration
+			for b.Loop() {
+				without += run(none)
+				withLayer += run(layer)
+			}
+			n := float64(b.N)
+			b.ReportMetric(withLayer.Seconds()*1e3/n, "layer-ms/op")
+			b.ReportMetric(without.Seconds()*1e3/n, "none-ms/op")
+			b.ReportMetric(withLayer.Seconds()/without.Seconds(), "layer/none")
+		})
 	}
 }

@@ -62,6 +62,8 @@ type commandSpec struct {
 	terminable bool
 	// timeout is the command's; the reaper removes the container watchdogGrace later.
 	timeout time.Duration
+	// queued is the request's Queued: told whether the command waits for room under the total caps.
+	queued func(bool)
 	// proxy, with -net-allow, gives the command's egress proxy URL for the holder its container joined; the
 	// launcher exports it from the control file "proxy" (egress.go).
 	proxy func(holder string) string
@@ -83,18 +85,23 @@ type prepared struct {
 	slot bool
 	// prot is the protected set it was made with (protect_unix.go).
 	prot protection
+	// layer is its layer of the workspace and the cache (layer_linux.go), nil when the backend has none; unmounted
+	// by discard, once the container is gone.
+	layer *commandLayer
+	// removed says the container is gone (removeNow).
+	removed bool
 }
 
 // prepare creates, attaches and starts a container for one command, joined to the network holder, with the
 // protected paths prot read-only. A holder that died makes the start fail: then a new holder is started and the
 // container prepared once more. ctx bounds only the preparation; the streams live until discard. The container
 // first takes a place under the total caps, waiting until wait is done (errSlotsFull).
-func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection) (*prepared, error) {
+func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection, queued func(bool)) (*prepared, error) {
 	network := b.net.current()
 	if network == "" {
 		return nil, errors.New("docker backend: closed")
 	}
-	p, err := b.prepareOn(ctx, wait, network, prot)
+	p, err := b.prepareOn(ctx, wait, network, prot, queued)
 	if err == nil || errors.Is(err, errSlotsFull) {
 		return p, err
 	}
@@ -102,12 +109,12 @@ func (b *dockerBackend) prepare(ctx, wait context.Context, prot protection) (*pr
 	if rerr != nil || renewed == network || renewed == "" {
 		return nil, err
 	}
-	return b.prepareOn(ctx, wait, renewed, prot)
+	return b.prepareOn(ctx, wait, renewed, prot, nil)
 }
 
 // prepareOn prepares a container joined to the network namespace of holder network.
-func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, prot protection) (_ *prepared, err error) {
-	if err := b.takeSlot(wait); err != nil {
+func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, prot protection, queued func(bool)) (_ *prepared, err error) {
+	if err := b.takeSlot(wait, queued); err != nil {
 		return nil, err
 	}
 	ctl, err := os.MkdirTemp(b.ctlRoot, "c-")
@@ -129,10 +136,13 @@ func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, pro
 			b.discard(p)
 		}
 	}()
+	if p.layer, err = b.newLayer(); err != nil {
+		return nil, err
+	}
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       b.containerName(),
 		Config:     b.containerConfig(),
-		HostConfig: b.hostConfig(ctl, network, prot),
+		HostConfig: b.hostConfig(ctl, network, prot, p.layer),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: create container: %w", err)
@@ -149,7 +159,7 @@ func (b *dockerBackend) prepareOn(ctx, wait context.Context, network string, pro
 	if _, err := b.cli.ContainerStart(ctx, p.id, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker backend: start: %w", err)
 	}
-	if err := b.verifyMounts(ctx, p.id, prot); err != nil {
+	if err := b.verifyMounts(ctx, p.id, prot, p.layer); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -218,12 +228,9 @@ func (p *prepared) terminate() error {
 func (b *dockerBackend) discard(p *prepared) {
 	p.att.Close()
 	p.stop()
-	if p.id != "" {
-		// A failure is logged at ERROR: the container may still be running (the reaper, told only of a removal
-		// that worked, still removes it at its deadline).
-		if b.removeContainer(p.id) {
-			b.reaper.del(p.id)
-		}
+	b.removeNow(p)
+	if err := p.layer.close(); err != nil {
+		b.log.Error("docker backend: unmount a command's layer", "err", err)
 	}
 	if p.term != nil {
 		p.term.Close()
@@ -234,6 +241,17 @@ func (b *dockerBackend) discard(p *prepared) {
 	if p.slot {
 		p.slot = false
 		b.giveSlot()
+	}
+}
+
+// removeNow force-removes p's container, if it has not been. A failure is logged at ERROR: the container may still be
+// running (the reaper, told only of a removal that worked, still removes it at its deadline).
+func (b *dockerBackend) removeNow(p *prepared) {
+	if p.id != "" && !p.removed {
+		if b.removeContainer(p.id) {
+			p.removed = true
+			b.reaper.del(p.id)
+		}
 	}
 }
 
@@ -267,15 +285,20 @@ func (b *dockerBackend) containerConfig() *container.Config {
 	}
 }
 
-func (b *dockerBackend) hostConfig(ctl, network string, prot protection) *container.HostConfig {
+func (b *dockerBackend) hostConfig(ctl, network string, prot protection, l *commandLayer) *container.HostConfig {
 	pids := b.cfg.PIDs
 	bind := func(src, dst string, ro bool) mount.Mount {
 		return mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
 	}
-	mounts := []mount.Mount{bind(b.cfg.WorkspaceHostDir, containerWorkspace, false), bind(ctl, containerControl, true)}
+	ws, cache := b.cfg.WorkspaceHostDir, b.cacheDir
+	if l != nil {
+		// The layer's merged views: the command writes only the layer (layer_linux.go).
+		ws, cache = l.merged(), l.mergedCache()
+	}
+	mounts := []mount.Mount{bind(ws, containerWorkspace, false), bind(ctl, containerControl, true)}
 	if b.cacheDir != "" {
-		mounts = append(mounts, bind(b.cacheDir, containerCache, false))
+		mounts = append(mounts, bind(cache, containerCache, false))
 	}
 	// On top of the workspace's bind (the Engine mounts parents first): each protected path, checked to lead
 	// through no symlink (protect_unix.go).

@@ -25,6 +25,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"github.com/moby/moby/client"
 )
 
@@ -105,6 +106,12 @@ type Config struct {
 	// killed and told why (measured as the local backend measures: package diskcap). /tmp is a tmpfs of TmpfsSize,
 	// counted against Memory. Default 16 GiB, as the local backend's; -1 none.
 	MaxWorkspaceBytes int64
+	// MaxWorkspaceInodes caps the files, folders and links of the workspace and the cache together, at the act
+	// where commands work on layers (layer_linux.go). Default 1,000,000, as the local backend's; -1 none.
+	MaxWorkspaceInodes int64
+	// NoWorkspaceLayer lets commands write the workspace and the cache themselves even where the server could give
+	// them layers (the read-only binds, the sweep and the polled disk cap): for comparison and tests only.
+	NoWorkspaceLayer bool
 	// TotalMemory and TotalPIDs bound all of the backend's containers together (commands, processes and the warm
 	// pool): a container is started only while the sum of the containers' memory (and pids) limits stays within
 	// them; past that a command waits up to slotWait for one to end, then is refused. Defaults: the Engine's
@@ -160,9 +167,16 @@ type dockerBackend struct {
 	// "" where the server cannot make one. cgroupDirs are its folders in the host's hierarchies.
 	cgroupParent string
 	cgroupDirs   []string
-	egress       *dockerEgress // nil without -net-allow
-	closeOnce    sync.Once
-	closeErr     error
+	// layered: each container works on a layer of the workspace and the cache (layer_linux.go); layerNote says
+	// why not when it does not.
+	layered    bool
+	layerNote  string
+	applyOnce  sync.Once
+	applier    *wsguard.Guard // the default guard, for a request without Apply
+	cacheGuard *wsguard.Guard // applies the cache's layer: no protected paths, the same rules otherwise
+	egress     *dockerEgress  // nil without -net-allow
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
@@ -236,6 +250,7 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
 	cfg.MaxWorkspaceBytes = cmp.Or(cfg.MaxWorkspaceBytes, diskcap.DefaultMax)
+	cfg.MaxWorkspaceInodes = cmp.Or(cfg.MaxWorkspaceInodes, defaultMaxInodes)
 	cfg.TotalPIDs = cmp.Or(cfg.TotalPIDs, defaultTotalPIDs)
 	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")
@@ -343,6 +358,9 @@ func (b *dockerBackend) start(ctx context.Context) error {
 		return err
 	}
 	b.mountVerify = b.probeMountVerify(ctx, b.net.current())
+	if err := b.startLayers(ctx); err != nil {
+		return err
+	}
 	if err := b.startEgress(ctx); err != nil {
 		return err
 	}
@@ -389,9 +407,10 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 		env = append(env, name)
 	}
 	return protocol.Confinement{
-		Egress:       b.egress.health(),
-		Network:      b.network(),
-		Capabilities: protocol.CapabilitiesNone,
+		Egress:         b.egress.health(),
+		Network:        b.network(),
+		Capabilities:   protocol.CapabilitiesNone,
+		WorkspaceGuard: b.workspaceGuard(),
 		DockerConfinement: &protocol.DockerConfinement{
 			BackendName:          "docker",
 			Engine:               b.engine,
@@ -414,7 +433,7 @@ func (b *dockerBackend) Confinement() protocol.Confinement {
 			ProcessContainment:   protocol.IsolationPIDNamespace,
 			Seccomp:              seccompReport,
 			ModeSweep:            true,
-			Protected:            protocol.ProtectedReadOnly,
+			Protected:            b.protectedMode(),
 			DiskCapBytes:         b.cfg.MaxWorkspaceBytes,
 			MaxContainers:        maxContainers,
 			TotalMemoryBytes:     b.cfg.TotalMemory,
@@ -437,8 +456,13 @@ func (b *dockerBackend) close() error {
 	b.reaper.close()
 	b.removeTotalsCgroup()
 	var err error
+	for _, g := range []*wsguard.Guard{b.applier, b.cacheGuard} {
+		if g != nil {
+			g.Close()
+		}
+	}
 	if b.ctlRoot != "" {
-		err = os.RemoveAll(b.ctlRoot)
+		err = errors.Join(unmountLeftovers(b.ctlRoot), os.RemoveAll(b.ctlRoot))
 	}
 	if b.wsFD >= 0 {
 		closeFD(b.wsFD)

@@ -502,9 +502,18 @@ func TestDockerConfinementReport(t *testing.T) {
 	b, _ := newDockerTestBackend(t, func(c *Config) { c.Memory = 300 << 20; c.PIDs = 99 })
 	c := b.Confinement()
 	if d := c.DockerConfinement; d == nil || d.BackendName != "docker" || c.Network != protocol.NetworkSharedLoopback || !d.ReadOnlyRoot ||
-		c.Capabilities != protocol.CapabilitiesNone || d.Protected != protocol.ProtectedReadOnly || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
+		c.Capabilities != protocol.CapabilitiesNone || !d.NoNewPrivileges || d.MemoryBytes != 300<<20 || d.PidsLimit != 99 ||
 		d.Image != dockerTestImage() || c.LocalConfinement != nil {
 		t.Errorf("Confinement() = %+v %+v", c, c.DockerConfinement)
+	}
+	// A root server on the Docker host (here) gives its containers layers; elsewhere, read-only binds and a sweep.
+	wantProt, wantGuard := protocol.ProtectedReadOnly, protocol.ProtectedSweep
+	if os.Geteuid() == 0 {
+		wantProt, wantGuard = protocol.ProtectedLayer, protocol.ProtectedLayer
+	}
+	if g := c.WorkspaceGuard; c.DockerConfinement.Protected != wantProt || g == nil || g.Mode != wantGuard ||
+		g.BytesAtTheAct != (wantGuard == protocol.ProtectedLayer) || g.InodesAtTheAct != (wantGuard == protocol.ProtectedLayer) {
+		t.Errorf("protected %v, workspace guard %+v; want %v and %v (%s)", c.DockerConfinement.Protected, g, wantProt, wantGuard, b.layerNote)
 	}
 	// The report must match what a container really gets.
 	var out strings.Builder

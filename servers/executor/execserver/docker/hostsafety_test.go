@@ -383,9 +383,11 @@ r("unix", syscall(41, 1, 1, 0));
 
 // TestDockerModeSweep: what a command leaves world-writable, or set-user-id where the profile could not
 // stop it (planted here from the host, as an archive extracted by an older daemon would), is cleared after the
-// command, and while a long process runs; a symlink in the workspace to a file outside is not followed.
+// command, and while a long process runs; a symlink in the workspace to a file outside is not followed. Without the
+// workspace layer, where commands write the workspace themselves (with it a folder's mode never lands at all, and
+// the sweep after the guard's apply is the same walk).
 func TestDockerModeSweep(t *testing.T) {
-	b, ws := newDockerTestBackend(t, nil)
+	b, ws := newDockerTestBackend(t, func(c *Config) { c.NoWorkspaceLayer = true })
 	outside := filepath.Join(t.TempDir(), "outside")
 	os.WriteFile(outside, nil, 0o666)
 	syscall.Chmod(outside, 0o4777)
@@ -499,8 +501,10 @@ func TestDockerNoHealthcheck(t *testing.T) {
 }
 
 // TestDockerMountinfo: the only host paths a command finds in /proc/self/mountinfo are the workspace's
-// own, the instance's state and cache folders, and Docker's own storage. Positive control: the same command sees
-// the workspace's path there (so the check reads what it means to).
+// own, the instance's state and cache folders, and Docker's own storage (with the workspace layer, the overlay's
+// lower is the server's descriptor, /proc/self/fd/N, and its upper a folder of the state). Positive control: the
+// same command sees the workspace's path there (the state folder's, with the layer), so the check reads what it
+// means to.
 func TestDockerMountinfo(t *testing.T) {
 	cache := t.TempDir()
 	b, ws := newDockerTestBackend(t, func(c *Config) { c.CacheHostDir = cache })
@@ -508,7 +512,11 @@ func TestDockerMountinfo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s", code, out)
 	}
-	allowed := []string{ws, b.stateDir + "/", b.cacheDir, "/var/lib/docker/", "/docker/"}
+	allowed := []string{ws, b.stateDir + "/", b.cacheDir, "/var/lib/docker/", "/docker/", "/proc/self/fd/"}
+	seen := ws
+	if b.layered {
+		seen = b.ctlRoot
+	}
 	if b.cgroupParent != "" {
 		allowed = append(allowed, b.cgroupParent+"/") // the totals' cgroup, in the cgroup mounts' roots (cgroup_linux.go)
 	}
@@ -531,7 +539,7 @@ func TestDockerMountinfo(t *testing.T) {
 			if p == "/" || strings.HasPrefix(p, "/dev/") || !strings.Contains(p[1:], "/") && !strings.HasPrefix(p, "/tmp") && !strings.HasPrefix(p, "/home") {
 				continue // a filesystem's root, a device, or a single name in procfs/sysfs (/bus, /null)
 			}
-			if p == ws {
+			if p == seen || strings.HasPrefix(p, seen+"/") {
 				sawWorkspace = true
 			}
 			ok := false
@@ -546,6 +554,6 @@ func TestDockerMountinfo(t *testing.T) {
 		}
 	}
 	if !sawWorkspace {
-		t.Errorf("positive control: the workspace's path %s is not in mountinfo:\n%s", ws, out)
+		t.Errorf("positive control: %s is not in mountinfo:\n%s", seen, out)
 	}
 }

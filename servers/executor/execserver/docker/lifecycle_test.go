@@ -84,9 +84,10 @@ func TestDockerWatchdog(t *testing.T) {
 		}
 	})
 	const timeout = 3 * time.Second
+	state := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerWatchdogHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "GOALBOX_WATCHDOG_HELPER="+ws, "GOALBOX_WATCHDOG_INSTANCE="+instance,
-		"GOALBOX_WATCHDOG_STATE="+t.TempDir(), "GOALBOX_WATCHDOG_TIMEOUT="+timeout.String())
+		"GOALBOX_WATCHDOG_STATE="+state, "GOALBOX_WATCHDOG_TIMEOUT="+timeout.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -127,6 +128,10 @@ func TestDockerWatchdog(t *testing.T) {
 	dockerWaitFor(t, 20*time.Second, "the reaper process to exit", func() bool {
 		return len(processesWithEnv(t, reaperEnv+"=", "GOALBOX_WATCHDOG_INSTANCE="+instance)) == 0
 	})
+	// The command's layer (a root server's) went with its container: the reaper unmounted it.
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), state+"/") {
+		t.Errorf("a layer of the dead executor is still mounted under its state folder %s", state)
+	}
 }
 
 // processesWithEnv lists the host's processes whose environment holds every one of the given entries (prefixes).
@@ -170,14 +175,18 @@ func TestDockerWatchdogHelper(t *testing.T) {
 	t.Fatal("the helper should have been killed before its command's timeout")
 }
 
-// TestDockerDiskCap (items 3 and 4): a command that takes the workspace, or the cache, past the disk cap is killed
-// and told why. Positive control: without the cap the same command runs to its end.
+// TestDockerDiskCap (items 3 and 4): without the workspace layer (a server that cannot mount what the Engine binds:
+// NoWorkspaceLayer plays one), a command that takes the workspace, or the cache, past the disk cap is killed and
+// told why. Positive control: without the cap the same command runs to its end. With the layer the cap holds at the
+// write: TestDockerLayerGuard.
 func TestDockerDiskCap(t *testing.T) {
 	const capBytes = 64 << 20
 	const fill = `fallocate -l 200M %s/big && sleep 8 && echo survived` // 16 checks: a loaded machine still makes one
 	for _, where := range []string{".", "/cache"} {
 		t.Run(where, func(t *testing.T) {
-			b, _ := newDockerTestBackend(t, func(c *Config) { c.MaxWorkspaceBytes = capBytes; c.CacheHostDir = t.TempDir() })
+			b, _ := newDockerTestBackend(t, func(c *Config) {
+				c.MaxWorkspaceBytes, c.CacheHostDir, c.NoWorkspaceLayer = capBytes, t.TempDir(), true
+			})
 			code, out := dockerRun(t, b, backend.Request{Command: fmt.Sprintf(fill, where)})
 			if code != -1 || strings.Contains(out, "survived") || !strings.Contains(out, "past the disk cap of 67108864 bytes (-max-workspace-bytes)") {
 				t.Errorf("past the cap: %d %q", code, out)
@@ -186,7 +195,9 @@ func TestDockerDiskCap(t *testing.T) {
 			if code, out := dockerRun(t, b, backend.Request{Command: "rm -f " + where + "/big && echo cleaned"}); code != 0 || out != "cleaned\n" {
 				t.Errorf("clean-up: %d %q", code, out)
 			}
-			ctl, _ := newDockerTestBackend(t, func(c *Config) { c.MaxWorkspaceBytes = -1; c.CacheHostDir = t.TempDir() })
+			ctl, _ := newDockerTestBackend(t, func(c *Config) {
+				c.MaxWorkspaceBytes, c.CacheHostDir, c.NoWorkspaceLayer = -1, t.TempDir(), true
+			})
 			if code, out := dockerRun(t, ctl, backend.Request{Command: fmt.Sprintf(fill, where) + "; rm -f " + where + "/big"}); code != 0 || !strings.Contains(out, "survived") {
 				t.Errorf("positive control without a cap: %d %q", code, out)
 			}

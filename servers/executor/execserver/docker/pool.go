@@ -49,7 +49,7 @@ func (b *dockerBackend) fill() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// The pool waits for no place under the total caps: a command that needs one must not queue behind it.
-		p, err := b.prepare(ctx, doneContext, b.poolProtection())
+		p, err := b.prepare(ctx, doneContext, b.poolProtection(), nil)
 		cancel()
 		if err != nil {
 			b.pool.slots <- struct{}{}
@@ -83,7 +83,8 @@ func (b *dockerBackend) takePooled(prot protection) *prepared {
 			// A container joined to a network holder that was since replaced would not share the loopback of the
 			// commands after it; one with other protected mounts (or mounts of files since replaced: a bind holds
 			// the inode it was given) would not protect what the command must not change.
-			if p.alive() && p.network == b.net.current() && p.prot.equal(prot) {
+			// One whose layer is larger than the caps now leave would let them be passed.
+			if p.alive() && p.network == b.net.current() && p.prot.equal(prot) && b.fits(p.layer) {
 				return p
 			}
 			b.discard(p)

@@ -4,7 +4,9 @@ package docker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
@@ -82,4 +84,43 @@ func TestDockerProcessIDsPerSession(t *testing.T) {
 	if id := start(sandboxtest.Connect(t, srv)); id != "p1" {
 		t.Errorf("a fresh session's first process is %s, want p1", id)
 	}
+}
+
+// TestDockerProcessQueued: with room for two containers under the total caps, a third process waits for room and
+// is answered, listed and read as queued, not running, until a container ends; then it runs. Positive control: the
+// first two are answered as running.
+func TestDockerProcessQueued(t *testing.T) {
+	const mem = 64 << 20
+	b, ws := newDockerTestBackend(t, func(c *Config) { c.Memory = mem; c.TotalMemory = 2 * mem })
+	srv := sandboxtest.StartServer(t, b, ws, execserver.Config{MaxProcesses: 3}, nil)
+	start := func(cmd string) protocol.StartProcessOutput {
+		return sandboxtest.MustCall[protocol.StartProcessOutput](t, srv.Session, protocol.ToolStartProcess,
+			protocol.StartProcessInput{Command: cmd})
+	}
+	read := func(id string) protocol.ReadProcessOutputOutput {
+		return sandboxtest.MustCall[protocol.ReadProcessOutputOutput](t, srv.Session, protocol.ToolReadProcessOutput,
+			protocol.ReadProcessOutputInput{ProcessID: id})
+	}
+	first, second := start("sleep 60"), start("sleep 60")
+	if first.Queued || second.Queued {
+		t.Fatalf("with room, the first two processes are answered as queued: %+v %+v", first, second)
+	}
+	third := start("echo ran")
+	if !third.Queued {
+		t.Fatalf("a process waiting for room is answered as started: %+v", third)
+	}
+	if r := read(third.ProcessID); !r.Queued || r.Running || r.ExitCode != nil {
+		t.Errorf("a queued process reads as %+v, want queued and not running", r)
+	}
+	list := sandboxtest.MustCall[protocol.ListProcessesOutput](t, srv.Session, protocol.ToolListProcesses, struct{}{})
+	for _, p := range list.Processes {
+		if p.ProcessID == third.ProcessID && (!p.Queued || p.Running) {
+			t.Errorf("listed as %+v, want queued", p)
+		}
+	}
+	sandboxtest.MustCall[protocol.StopProcessOutput](t, srv.Session, protocol.ToolStopProcess, protocol.StopProcessInput{ProcessID: first.ProcessID})
+	dockerWaitFor(t, 30*time.Second, "the queued process to run and end", func() bool {
+		r := read(third.ProcessID)
+		return r.ExitCode != nil && *r.ExitCode == 0 && strings.Contains(r.Stdout, "ran") && !r.Queued
+	})
 }

@@ -62,31 +62,48 @@ func runReaper(in io.Reader, host string) int {
 		del      bool
 		id       string
 		deadline time.Time
+		layer    string // the container's layer folder (layer_linux.go), "" without one
 	}
 	lines := make(chan line)
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
-			f := strings.Fields(sc.Text())
+			// The layer's folder is the rest of the line: a state folder's path may hold spaces.
+			f := strings.SplitN(sc.Text(), " ", 4)
 			switch {
-			case len(f) == 3 && f[0] == "add":
+			case len(f) >= 3 && f[0] == "add":
 				if ns, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-					lines <- line{id: f[1], deadline: time.Unix(0, ns)}
+					l := line{id: f[1], deadline: time.Unix(0, ns)}
+					if len(f) == 4 {
+						l.layer = f[3]
+					}
+					lines <- l
 				}
 			case len(f) == 2 && f[0] == "del":
 				lines <- line{del: true, id: f[1]}
 			}
 		}
 	}()
-	live := map[string]time.Time{}
+	type known struct {
+		deadline time.Time
+		layer    string
+	}
+	live := map[string]known{}
+	// gone forgets a container that is removed; once the server is gone, nobody else unmounts its layer.
+	gone := func(id string, serverGone bool) {
+		if k := live[id]; serverGone && k.layer != "" {
+			_ = removeLayerDir(k.layer)
+		}
+		delete(live, id)
+	}
 	serverGone := false
 	timer := time.NewTimer(time.Hour)
 	for !serverGone || len(live) > 0 {
 		next := time.Now().Add(time.Hour)
-		for _, d := range live {
-			if d.Before(next) {
-				next = d
+		for _, k := range live {
+			if k.deadline.Before(next) {
+				next = k.deadline
 			}
 		}
 		if serverGone && time.Until(next) > goneCheck {
@@ -103,15 +120,15 @@ func runReaper(in io.Reader, host string) int {
 			case l.del:
 				delete(live, l.id)
 			default:
-				live[l.id] = l.deadline
+				live[l.id] = known{deadline: l.deadline, layer: l.layer}
 			}
 		case <-timer.C:
-			for id, d := range live {
-				if time.Now().Before(d) {
+			for id, k := range live {
+				if time.Now().Before(k.deadline) {
 					if serverGone {
 						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 						if _, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(err) {
-							delete(live, id)
+							gone(id, serverGone)
 						}
 						cancel()
 					}
@@ -121,9 +138,10 @@ func runReaper(in io.Reader, host string) int {
 				_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 				cancel()
 				if err == nil || cerrdefs.IsNotFound(err) {
-					delete(live, id)
+					gone(id, serverGone)
 				} else {
-					live[id] = time.Now().Add(5 * time.Second) // the Engine is away: try again
+					k.deadline = time.Now().Add(5 * time.Second) // the Engine is away: try again
+					live[id] = k
 				}
 			}
 		}
@@ -138,12 +156,26 @@ type reaper struct {
 	mu   sync.Mutex
 	in   io.WriteCloser // nil once closed
 	proc *exec.Cmd
-	live map[string]time.Time
+	live map[string]reaped
+}
+
+// reaped is a container the reaper was told of: its deadline, and its layer's folder ("" without one), which the
+// reaper unmounts once it removed the container of a server that is gone.
+type reaped struct {
+	deadline time.Time
+	layer    string
+}
+
+func (k reaped) line(id string) string {
+	if k.layer == "" {
+		return fmt.Sprintf("add %s %d\n", id, k.deadline.UnixNano())
+	}
+	return fmt.Sprintf("add %s %d %s\n", id, k.deadline.UnixNano(), k.layer)
 }
 
 // startReaper starts the backend's reaper process.
 func (b *dockerBackend) startReaper() error {
-	r := &reaper{host: b.cli.DaemonHost(), log: b.log, live: map[string]time.Time{}}
+	r := &reaper{host: b.cli.DaemonHost(), log: b.log, live: map[string]reaped{}}
 	if err := r.spawn(); err != nil {
 		return fmt.Errorf("docker backend: start the watchdog (the reaper process): %w", err)
 	}
@@ -175,8 +207,8 @@ func (r *reaper) spawn() error {
 	}
 	go cmd.Wait() // collects it when it exits
 	r.in, r.proc = in, cmd
-	for id, d := range r.live {
-		fmt.Fprintf(in, "add %s %d\n", id, d.UnixNano())
+	for id, k := range r.live {
+		_, _ = io.WriteString(in, k.line(id))
 	}
 	return nil
 }
@@ -197,15 +229,17 @@ func (r *reaper) send(line string) {
 	}
 }
 
-// add tells the reaper to remove container id at deadline.
-func (r *reaper) add(id string, deadline time.Time) {
+// add tells the reaper to remove container id at deadline, and, should the server be gone by then, to unmount its
+// layer (its folder; "" without one).
+func (r *reaper) add(id string, deadline time.Time, layer string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.live[id] = deadline
-	r.send(fmt.Sprintf("add %s %d\n", id, deadline.UnixNano()))
+	k := reaped{deadline: deadline, layer: layer}
+	r.live[id] = k
+	r.send(k.line(id))
 }
 
 // del tells the reaper that container id is gone.

@@ -27,7 +27,7 @@ const drainGrace = 10 * time.Second
 // run runs req.Command in a container of its own (from the warm pool, or started now), streams its output, and
 // removes the container on every path out of run, panics included. net is the command's egress session (nil
 // without -net-allow; Run in egress.go opens and ends it).
-func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egress.Session) (backend.Result, error) {
+func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egress.Session) (res backend.Result, err error) {
 	if req.Timeout <= 0 {
 		return backend.Result{}, errors.New("docker backend: the request has no timeout")
 	}
@@ -50,7 +50,7 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	defer stopAPI()
 	spec := commandSpec{command: req.Command, dir: workdir, stdin: req.Stdin,
 		streamStdin: req.StdinStream != nil, terminable: req.Terminate != nil, timeout: req.Timeout,
-		proxy: b.egress.proxyFor(net)}
+		proxy: b.egress.proxyFor(net), queued: req.Queued}
 	prot := b.checkProtected(req.Protected)
 	b.lastProt.Store(&prot)
 	// Whatever happens below, the workspace loses the mode bits no command may leave (sweep_unix.go) once the
@@ -67,7 +67,21 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	// finished says the command ended by itself and its output is read: nothing runs in the container any more,
 	// so with a pool its removal may finish after Run returns. Every other way out removes it before.
 	finished := false
-	defer func() { b.release(p, finished) }()
+	finishLayer := b.watchLayer(req, p.layer)
+	defer func() {
+		if p.layer != nil {
+			// The last apply, once nothing runs in the container any more: a killed command's container goes
+			// first. Then the layer is unmounted (discard), what was not applied with it.
+			if !finished {
+				b.removeNow(p)
+			}
+			res.WorkspaceRefused = append(res.WorkspaceRefused, finishLayer()...)
+			if p.layer.overCap != "" {
+				_, _ = orDiscard(req.Stderr).Write([]byte(p.layer.overCap))
+			}
+		}
+		b.release(p, finished)
+	}()
 	defer b.sweepWhileRunning(sw)()
 
 	e := &execution{b: b, api: api, p: p}
@@ -78,10 +92,15 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	if req.StdinStream != nil {
 		e.feedStdin(req.StdinStream)
 	}
-	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes.
-	stopDisk := sync.OnceValues(diskcap.Watch(ctx, b.cfg.MaxWorkspaceBytes, b.diskDirs(), b.disk, e.kill))
+	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes. A
+	// layer is bounded by its tmpfs at the write: no poll then.
+	diskLimit := b.cfg.MaxWorkspaceBytes
+	if p.layer != nil {
+		diskLimit = -1
+	}
+	stopDisk := sync.OnceValues(diskcap.Watch(ctx, diskLimit, b.diskDirs(), b.disk, e.kill))
 	defer stopDisk()
-	res, err := e.wait(ctx, req.Timeout, req.Terminate)
+	res, err = e.wait(ctx, req.Timeout, req.Terminate)
 	if killed, used := stopDisk(); killed {
 		// The copy of the output has ended (wait waits for it), so the note comes last.
 		fmt.Fprintf(stderr, "\n[goalbox: the command was killed: the workspace and the cache use %d bytes, past the disk cap of %d bytes (-max-workspace-bytes)]\n", used, b.cfg.MaxWorkspaceBytes)
@@ -229,11 +248,14 @@ var errCancelledBeforeStart = errors.New("cancelled before the command started")
 // started now first waits, up to slotWait, for room under the total caps.
 func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot protection) (*prepared, error) {
 	if p := b.takePooled(prot); p != nil {
+		if spec.queued != nil {
+			spec.queued(false) // a pooled container holds its place already
+		}
 		if req.Err() != nil {
 			b.discard(p)
 			return nil, errCancelledBeforeStart
 		}
-		b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
+		b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace), p.layer.folder())
 		err := p.give(spec)
 		if err == nil {
 			return p, nil
@@ -243,7 +265,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 	}
 	wait, cancel := context.WithTimeout(req, slotWait)
 	defer cancel()
-	p, err := b.prepare(api, wait, prot)
+	p, err := b.prepare(api, wait, prot, spec.queued)
 	if errors.Is(err, errSlotsFull) {
 		if req.Err() != nil {
 			return nil, errCancelledBeforeStart
@@ -257,7 +279,7 @@ func (b *dockerBackend) launch(api, req context.Context, spec commandSpec, prot 
 		b.discard(p)
 		return nil, errCancelledBeforeStart
 	}
-	b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace))
+	b.reaper.add(p.id, time.Now().Add(spec.timeout+watchdogGrace), p.layer.folder())
 	if err = p.give(spec); err != nil {
 		b.discard(p)
 		return nil, err

@@ -68,6 +68,9 @@ func (b *dockerBackend) prepareState() error {
 	}
 	// Every folder on the way is root's or ours and nobody else's: plain paths below it resolve to what was checked.
 	b.ctlRoot = filepath.Join(dir, "ctl")
+	if err := unmountLeftovers(b.ctlRoot); err != nil {
+		return fmt.Errorf("docker backend: unmount a dead executor's layers: %w", err)
+	}
 	if err := os.RemoveAll(b.ctlRoot); err != nil {
 		return fmt.Errorf("docker backend: remove a dead executor's control folders: %w", err)
 	}
@@ -161,23 +164,36 @@ func (b *dockerBackend) errNoSlot() error {
 		cap(b.slots), b.cfg.Memory>>20, b.cfg.PIDs, b.cfg.TotalMemory>>20, b.cfg.TotalPIDs, slotWait)
 }
 
-// takeSlot waits for room under the total caps, until ctx is done (a done ctx: only if there is room now).
-func (b *dockerBackend) takeSlot(ctx context.Context) error {
+// takeSlot waits for room under the total caps, until ctx is done (a done ctx: only if there is room now). queued,
+// when not nil, is told whether the command waits (backend.Request.Queued), and told false once it has room.
+func (b *dockerBackend) takeSlot(ctx context.Context, queued func(bool)) error {
+	tell := func(waiting bool) {
+		if queued != nil {
+			queued(waiting)
+		}
+	}
 	if b.slots == nil {
+		tell(false)
 		return nil
 	}
 	select {
 	case b.slots <- struct{}{}:
+		tell(false)
 		return nil
 	default:
 	}
+	tell(true)
 	select {
 	case b.slots <- struct{}{}:
+		tell(false)
 		return nil
 	case <-ctx.Done():
 		return errSlotsFull
 	}
 }
+
+// HoldsBack says whether a command may wait for room under the total caps (backend.HoldsBack).
+func (b *dockerBackend) HoldsBack() bool { return b.slots != nil }
 
 var errSlotsFull = errors.New("total caps full")
 

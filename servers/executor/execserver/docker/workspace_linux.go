@@ -22,14 +22,23 @@ func (b *dockerBackend) hostWorkspace() string {
 // containerRoot is the root of a running container as the server sees it: /proc/<its init>/root. It is reachable
 // only from the Docker host's PID namespace, by root or by the user the container runs as.
 func (b *dockerBackend) containerRoot(ctx context.Context, id string) (string, error) {
-	insp, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	pid, err := b.containerPid(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	if insp.Container.State == nil || insp.Container.State.Pid <= 0 {
-		return "", errors.New("the container is not running")
+	return "/proc/" + strconv.Itoa(pid) + "/root", nil
+}
+
+// containerPid is the host pid of a running container's init.
+func (b *dockerBackend) containerPid(ctx context.Context, id string) (int, error) {
+	insp, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, err
 	}
-	return "/proc/" + strconv.Itoa(insp.Container.State.Pid) + "/root", nil
+	if insp.Container.State == nil || insp.Container.State.Pid <= 0 {
+		return 0, errors.New("the container is not running")
+	}
+	return insp.Container.State.Pid, nil
 }
 
 // probeMountVerify says whether this server can look into its containers (the network holder, running as the
@@ -46,7 +55,7 @@ func (b *dockerBackend) probeMountVerify(ctx context.Context, holder string) boo
 // verifyMounts checks, in a started container that has not been given its command, that /workspace is the folder
 // opened at start and each protected path mounted on it the inode checked before the create: the Engine mounted
 // paths, and a path may have been swapped since it was checked.
-func (b *dockerBackend) verifyMounts(ctx context.Context, id string, prot protection) error {
+func (b *dockerBackend) verifyMounts(ctx context.Context, id string, prot protection, l *commandLayer) error {
 	if !b.mountVerify {
 		return nil
 	}
@@ -57,6 +66,14 @@ func (b *dockerBackend) verifyMounts(ctx context.Context, id string, prot protec
 	check := func(p string, want [2]uint64) bool {
 		var st unix.Stat_t
 		return unix.Lstat(root+p, &st) == nil && uint64(st.Dev) == want[0] && uint64(st.Ino) == want[1]
+	}
+	if l != nil {
+		// The layer's merged folders, mounted by the server: the Engine bound what the server mounted, or the
+		// container is not used (a mount namespace that does not see it would show the empty folder under it).
+		if !check(containerWorkspace, l.wsID) || (l.cache && !check(containerCache, l.cacheID)) {
+			return errors.New("docker backend: the container's /workspace or /cache is not the layer the executor mounted for it; not used")
+		}
+		return nil
 	}
 	if !check(containerWorkspace, b.wsID) {
 		if err := b.checkWorkspacePath(); err != nil {

@@ -28,6 +28,14 @@ import (
 func TestDockerWorkspaceSwapped(t *testing.T) {
 	requireRoot(t)
 	cli := dockerRequire(t)
+	// With the layer (the default here) and without it (the binds of a server whose Engine runs elsewhere, here by
+	// NoWorkspaceLayer).
+	for _, noLayer := range []bool{false, true} {
+		t.Run(map[bool]string{false: "layer", true: "no-layer"}[noLayer], func(t *testing.T) { testDockerWorkspaceSwapped(t, cli, noLayer) })
+	}
+}
+
+func testDockerWorkspaceSwapped(t *testing.T, cli *client.Client, noLayer bool) {
 	parent := userFolder(t) // the owner's: they may rename what is in it
 	ws := filepath.Join(parent, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
@@ -57,7 +65,7 @@ func TestDockerWorkspaceSwapped(t *testing.T) {
 	}
 
 	b, err := New(context.Background(), Config{Image: dockerTestImage(), WorkspaceHostDir: ws, CacheHostDir: "-",
-		stateBase: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		stateBase: t.TempDir(), Logger: slog.New(slog.DiscardHandler), NoWorkspaceLayer: noLayer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +100,22 @@ func TestDockerWorkspaceSwapped(t *testing.T) {
 	}
 	rootUnchanged()
 
-	// The mount verification alone.
+	// The mount verification alone; with the layer, whose lower is the descriptor, the path plays no part: the
+	// command runs in the folder opened at start.
 	db.skipPathCheck = true
 	out = syncBuffer{}
 	_, err = db.Run(context.Background(), attack)
-	if err == nil || strings.Contains(out.String(), "root's") {
-		t.Errorf("without the path check: %v, output %q; want the container refused before the command", err, out.String())
+	switch {
+	case strings.Contains(out.String(), "root's"):
+		t.Errorf("without the path check the command read root's secret: %q", out.String())
+	case !db.layered && err == nil:
+		t.Errorf("without the path check: output %q; want the container refused before the command", out.String())
+	case db.layered && err != nil:
+		t.Errorf("without the path check, on the layer: %v; want the command run in the folder opened at start", err)
+	case db.layered:
+		if got, _ := os.ReadFile(filepath.Join(ws+".orig", "pwned")); string(got) != "x\n" {
+			t.Errorf("on the layer the command's write should land in the folder opened at start: %q", got)
+		}
 	}
 	if n := len(dockerInstanceContainers(t, db)); n != 0 {
 		t.Errorf("%d command containers left", n)

@@ -67,6 +67,12 @@ type Process struct {
 	named time.Time
 	// client is the stateless client that started it, when clients can be told apart (stateless.go).
 	client string
+
+	// queued says the backend holds the process back until there is room under its total caps
+	// (backend.HoldsBack): it has not started. told is closed once the backend said whether it waits.
+	queued   atomic.Bool
+	told     chan struct{}
+	toldOnce sync.Once
 }
 
 // ID is the process's process_id: "p1" in a session, a handle without one (stateless.go).
@@ -74,6 +80,26 @@ func (p *Process) ID() string { return p.id }
 
 // Done is closed when the process has ended.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// reportedRunning is what a client is told: a process waiting for room has not started, so it does not run yet.
+func (p *Process) reportedRunning() bool { return p.running() && !p.queued.Load() }
+
+// Queued says the process waits for room under the backend's total caps and has not started.
+func (p *Process) Queued() bool { return p.running() && p.queued.Load() }
+
+// admissionWait bounds how long Start waits for a backend that holds processes back to say whether this one waits:
+// it says so at once (a Docker Engine call or two), so the bound only matters when the Engine hangs.
+const admissionWait = 10 * time.Second
+
+// awaitAdmission waits until the backend said whether p waits for room, or p ended; the answer to the start then
+// says the truth.
+func (p *Process) awaitAdmission() {
+	select {
+	case <-p.told:
+	case <-p.done:
+	case <-time.After(admissionWait):
+	}
+}
 
 func (p *Process) running() bool {
 	select {
@@ -102,8 +128,8 @@ func (p *Process) duration() time.Duration {
 
 // Info is the process as sandbox_list_processes shows it.
 func (p *Process) Info() protocol.ProcessInfo {
-	return protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.running(), ExitCode: p.exitCode(),
-		StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()}
+	return protocol.ProcessInfo{ProcessID: p.id, Command: p.command, Running: p.reportedRunning(), Queued: p.Queued(),
+		ExitCode: p.exitCode(), StartedAt: p.started.UTC().Format(time.RFC3339Nano), DurationMs: p.duration().Milliseconds()}
 }
 
 var errProcessEnded = errors.New("the process has ended")
@@ -117,10 +143,13 @@ type Settings struct {
 	StatelessMax                   int
 	StatelessIdle, StatelessUnused time.Duration
 	Lifetime                       time.Duration // a process running longer is killed (Config.ProcessLifetime)
-	Buffer                         int           // each stream's ring buffer (Config.ProcessBuffer)
-	BufferTotal                    int           // the ring buffers of all processes together (Config.ProcessBufferTotal)
-	StdinWriteTimeout              time.Duration // how long Write waits for a process to take its input
-	Outputs                        *outputs.Store
+	// HoldsBack: the backend may hold a process back until there is room under its total caps, and says so
+	// (backend.HoldsBack, Request.Queued); the process is reported queued, not running, until it starts.
+	HoldsBack         bool
+	Buffer            int           // each stream's ring buffer (Config.ProcessBuffer)
+	BufferTotal       int           // the ring buffers of all processes together (Config.ProcessBufferTotal)
+	StdinWriteTimeout time.Duration // how long Write waits for a process to take its input
+	Outputs           *outputs.Store
 	// Run runs a process's request on the backend, as the executor runs its commands (with the protected paths'
 	// sweep around it), and says on r.Stderr what the process's reader should know of how it went (a failure to
 	// run, changes undone): the process's streams are its only report.
@@ -159,7 +188,7 @@ func (t *Table) newProcess(id string, r backend.Request) *Process {
 	ctx, kill := context.WithCancel(context.Background())
 	return &Process{id: id, command: r.Command, started: now, named: now, runCtx: ctx, kill: kill,
 		stdout: newRingBuffer(t.settings.Buffer, t.buffers), stderr: newRingBuffer(t.settings.Buffer, t.buffers),
-		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1),
+		terminate: make(chan struct{}), done: make(chan struct{}), stdinTurn: make(chan struct{}, 1), told: make(chan struct{}),
 		stdinTimeout: t.settings.StdinWriteTimeout, logger: t.settings.Logger}
 }
 
@@ -200,11 +229,18 @@ func (t *Table) Start(ow outputs.Owner, r backend.Request, openStdin bool) (*Pro
 	return p, nil
 }
 
-// launch starts p's command in the background.
+// launch starts p's command in the background; with a backend that may hold it back, once that said whether it
+// waits.
 func (t *Table) launch(p *Process, r backend.Request, openStdin bool) {
 	ctx, kill := p.runCtx, p.kill
 	r.Timeout = t.settings.Lifetime
 	r.Stdout, r.Stderr, r.Terminate = p.stdout, p.stderr, p.terminate
+	if t.settings.HoldsBack {
+		r.Queued = func(waiting bool) {
+			p.queued.Store(waiting)
+			p.toldOnce.Do(func() { close(p.told) })
+		}
+	}
 	if openStdin {
 		pr, pw := io.Pipe()
 		p.stdin, p.stdinR, r.StdinStream = pw, pr, pr
@@ -222,6 +258,10 @@ func (t *Table) launch(p *Process, r backend.Request, openStdin bool) {
 		p.result, p.ended = res, time.Now()
 		t.settings.Logger.Debug("process ended", "process", p.id, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}()
+	if t.settings.HoldsBack {
+		// The answer to the start says whether it runs or waits: the backend tells at once.
+		p.awaitAdmission()
+	}
 }
 
 // forgetEnded drops a session's oldest ended processes past endedProcessesPerSession (t.mu held).
@@ -284,7 +324,7 @@ func (p *Process) Read(ctx context.Context, stdoutOffset, stderrOffset int64, wa
 		case <-ctx.Done():
 		}
 	}
-	out := protocol.ReadProcessOutputOutput{ProcessID: p.id, Running: p.running(), ExitCode: p.exitCode()}
+	out := protocol.ReadProcessOutputOutput{ProcessID: p.id, Running: p.reportedRunning(), Queued: p.Queued(), ExitCode: p.exitCode()}
 	stdout, next, dropped := p.stdout.readFrom(stdoutOffset, MaxReadBytes)
 	out.Stdout, out.StdoutOffset, out.StdoutDropped = string(stdout), next, dropped
 	stderr, next, dropped := p.stderr.readFrom(stderrOffset, MaxReadBytes)

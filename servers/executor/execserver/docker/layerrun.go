@@ -1,0 +1,141 @@
+package docker
+
+// The backend's side of each container's layer (layer_linux.go): applying it through Request.Apply (package
+// wsguard) while the command runs and once it has ended, and what /healthz says of it.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/goalbox/goalbox/pkg/pathguard"
+	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
+)
+
+// layerApplyEvery is how often the layer of a command that is still running is applied: what a dev server writes
+// reaches the workspace (and the filesystem server, and the person) within this time. The local backend's too.
+const layerApplyEvery = 2 * time.Second
+
+// Layered reports whether each command works on a layer of its own (backend.Layered).
+func (b *dockerBackend) Layered() bool { return b.layered }
+
+// watchLayer applies l every layerApplyEvery while the command runs; finish stops that and applies it a last
+// time, returning what that apply refused. Call finish only once nothing runs in the container any more.
+func (b *dockerBackend) watchLayer(req backend.Request, l *commandLayer) (finish func() []protocol.WorkspaceRefusal) {
+	if l == nil {
+		return func() []protocol.WorkspaceRefusal { return nil }
+	}
+	apply := req.Apply
+	if apply == nil {
+		apply = b.defaultApply()
+	}
+	var cache func(string) []protocol.WorkspaceRefusal
+	if l.cache && b.cacheGuard != nil {
+		cache = b.cacheGuard.Session().Apply
+	}
+	once := func() []protocol.WorkspaceRefusal {
+		refused := apply(l.upper())
+		if cache != nil {
+			for _, r := range cache(l.cacheUpper()) {
+				// The cache's refusals are the cache's paths: named as the command sees them.
+				if r.Path != "" {
+					r.Path = containerCache + "/" + r.Path
+				}
+				refused = append(refused, r)
+			}
+		}
+		return refused
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(layerApplyEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				once()
+			}
+		}
+	}()
+	var done sync.Once
+	var refused []protocol.WorkspaceRefusal
+	return func() []protocol.WorkspaceRefusal {
+		done.Do(func() {
+			close(stop)
+			<-stopped
+			refused = once()
+		})
+		return refused
+	}
+}
+
+// defaultApply applies layers for a request that brings no Apply of its own (a caller of the backend without the
+// executor's server): with the default protected paths.
+func (b *dockerBackend) defaultApply() func(string) []protocol.WorkspaceRefusal {
+	b.applyOnce.Do(func() {
+		prot, err := pathguard.NewProtection(nil, nil)
+		if err == nil {
+			b.applier, err = wsguard.New(b.hostWorkspace(), prot)
+		}
+		if err != nil {
+			b.log.Error("docker backend: the workspace guard could not open the workspace", "err", err)
+		}
+	})
+	if b.applier == nil {
+		return func(string) []protocol.WorkspaceRefusal {
+			return []protocol.WorkspaceRefusal{{Path: ".", Reason: "the workspace guard could not open the workspace; no change was applied"}}
+		}
+	}
+	return b.applier.Session().Apply
+}
+
+// workspaceGuard is the guard's part of /healthz.
+func (b *dockerBackend) workspaceGuard() *protocol.WorkspaceGuard {
+	g := &protocol.WorkspaceGuard{Mode: protocol.ProtectedSweep, MaxBytes: max(b.cfg.MaxWorkspaceBytes, 0),
+		PrivateDirsPolled: b.cfg.MaxWorkspaceBytes > 0}
+	if b.layered {
+		g.Mode, g.ProtectedByConstruction, g.MaxInodes = protocol.ProtectedLayer, true, max(b.cfg.MaxWorkspaceInodes, 0)
+		g.BytesAtTheAct, g.InodesAtTheAct, g.PrivateDirsPolled = b.cfg.MaxWorkspaceBytes > 0, b.cfg.MaxWorkspaceInodes > 0, false
+		g.ApplyEverySeconds = layerApplyEvery.Seconds()
+	}
+	return g
+}
+
+// startLayers decides, once the network holder runs, whether containers get layers (layerSupport), and opens the
+// guard that applies the cache's.
+func (b *dockerBackend) startLayers(ctx context.Context) error {
+	pid, err := b.containerPid(ctx, b.net.current())
+	if err == nil {
+		err = b.layerSupport(pid)
+	}
+	if err != nil {
+		b.layerNote = "no layers (" + err.Error() + "): commands write the workspace and the cache, protected paths by read-only binds and a sweep, the disk cap by a poll"
+		if !b.cfg.NoWorkspaceLayer {
+			b.log.Warn("docker backend: WORKSPACE GUARD UNAVAILABLE: commands write the workspace directly", "reason", err)
+		}
+		return nil
+	}
+	if b.cacheDir != "" {
+		// The cache protects nothing: a nil protection, and the same rules as the workspace otherwise (no set-id
+		// bits, devices or FIFOs; symlinks that stay inside).
+		if b.cacheGuard, err = wsguard.New(b.cacheDir, nil); err != nil {
+			return fmt.Errorf("docker backend: the cache's guard: %w", err)
+		}
+	}
+	b.layered = true
+	return nil
+}
+
+// protectedMode is how protected paths are kept: by the layers, or by read-only binds and the sweep.
+func (b *dockerBackend) protectedMode() protocol.ProtectedEnforcement {
+	if b.layered {
+		return protocol.ProtectedLayer
+	}
+	return protocol.ProtectedReadOnly
+}
