@@ -172,6 +172,10 @@ state = "/run/goalbox-k8s-node/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
   # Built here and imported (scripts/k8s-node.sh): nothing is pulled.
   sandbox_image = "docker.io/goalbox/pause:local"
+  # No process here holds CAP_SYS_RESOURCE (the machine's bounding set lacks it), which lowering an oom_score_adj
+  # needs: the kubelet asks -998 for every Pod's pause container and runc fails to start it ("failed to update
+  # /proc/self/oom_score_adj: Permission denied"). This keeps each asked score at or above containerd's own.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -233,7 +237,10 @@ load_images() {
 	ctx=$(mktemp -d)
 	cp "$bin/pause" "$ctx/pause"
 	printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Dockerfile"
-	docker build -q -t goalbox/pause:local "$ctx" >/dev/null
+	if ! docker build -q -t goalbox/pause:local "$ctx" >"$state/run/pause-build.log" 2>&1; then
+		cat "$state/run/pause-build.log" >&2
+		die "building goalbox/pause:local failed"
+	fi
 	rm -rf "$ctx"
 	local img id
 	for img in goalbox/pause:local goalbox/filesystem:latest goalbox/executor:latest goalbox/agent:latest; do
