@@ -256,6 +256,12 @@ load_images() {
 
 start_node() {
 	[ "$(id -u)" = 0 ] || die "start needs root (containerd and the kubelet)"
+	# Debian's packages: containerd and runc come with docker.io (scripts/setup-docker.sh), the CNI plugins do not.
+	if [ ! -x /usr/lib/cni/bridge ] || ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
+		say "installing containerd, runc and containernetworking-plugins from Debian"
+		apt-get install -y -q containerd runc containernetworking-plugins >"$state.apt.log" 2>&1 ||
+			{ tail -n 20 "$state.apt.log" >&2; die "apt-get install failed (log: $state.apt.log)"; }
+	fi
 	build_node
 	prepare
 	local pki=$state/pki
@@ -313,6 +319,8 @@ stop_node() {
 	done
 	rm -f "$state/run/kubelet.pid"
 	ip link delete "$bridge" 2>/dev/null || true
+	# The Pods' addresses, all free now: else every stop would leak the running Pods' and a range of 254 runs out.
+	rm -rf "$state/cni-ipam"
 	say "stopped"
 }
 
