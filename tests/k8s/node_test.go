@@ -184,5 +184,35 @@ func TestSandboxesOnNode(t *testing.T) {
 		}
 		t.Logf("%s (%s): a file written through the filesystem server, read by a command through the executor: %q", pod, ip, stdout)
 	}
+
+	// The runner label from the real Job controller: the runner's Job (its volumes stay unbound here, no
+	// provisioner, so its Pod never starts) gets its Pod created by kube-controller-manager, as the user
+	// base/runner-label.yaml admits; the same Pod created by the administrator is refused.
+	must(nil, "apply", "--server-side", "--force-conflicts", "--field-manager", "goalbox-test", "-k", "deploy/kubernetes/runner")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out := must(nil, "-n", "goalbox", "get", "pods", "-l", "job-name=goalbox-runner", "-o", "jsonpath={.items[*].metadata.labels.goalbox\\.dev/role}")
+		if strings.TrimSpace(out) == "runner" {
+			break
+		}
+		if time.Now().After(deadline) {
+			ev, _ := kubectl(nil, "-n", "goalbox", "get", "events", "--field-selector", "involvedObject.kind=Job")
+			t.Fatalf("the Job controller made no runner Pod in 2 minutes (labels %q)\n%s", out, ev)
+		}
+		time.Sleep(time.Second)
+	}
+	forged := must(nil, "-n", "goalbox", "get", "pods", "-l", "job-name=goalbox-runner", "-o", "jsonpath={.items[0]}")
+	var pod map[string]any
+	if err := json.Unmarshal([]byte(forged), &pod); err != nil {
+		t.Fatal(err)
+	}
+	meta := pod["metadata"].(map[string]any)
+	pod = map[string]any{"apiVersion": "v1", "kind": "Pod", "spec": pod["spec"], "metadata": map[string]any{
+		"name": "goalbox-runner-forged", "namespace": "goalbox", "labels": meta["labels"], "ownerReferences": meta["ownerReferences"]}}
+	body, _ := json.Marshal(pod)
+	if out, err := kubectl(body, "create", "--dry-run=server", "-f", "-"); err == nil || !strings.Contains(out, runnerRefusal) {
+		t.Errorf("the Job controller's runner Pod copied by the administrator: want the runner-label refusal, got %v: %s", err, out)
+	}
+	t.Logf("the Job controller's runner Pod admitted; the administrator's copy refused")
 	t.Logf("checked in %v", time.Since(start).Round(time.Second))
 }
