@@ -319,6 +319,14 @@ stop_node() {
 	done
 	rm -f "$state/run/kubelet.pid"
 	ip link delete "$bridge" 2>/dev/null || true
+	# The bridge plugin's NAT rules for the Pods (a chain each, named in a comment after this network): the Pods were
+	# killed, not torn down through CNI, so their rules are removed here.
+	local rule chain
+	iptables -t nat -S POSTROUTING 2>/dev/null | grep -F 'name: \"goalbox-k8s-node\"' | while read -r rule; do
+		chain=$(sed -n 's/.* -j \(CNI-[0-9a-f]*\)$/\1/p' <<<"$rule")
+		eval "iptables -t nat ${rule/-A /-D }" || true
+		if [ -n "$chain" ]; then iptables -t nat -F "$chain" && iptables -t nat -X "$chain" || true; fi
+	done
 	# The Pods' addresses, all free now: else every stop would leak the running Pods' and a range of 254 runs out.
 	rm -rf "$state/cni-ipam"
 	say "stopped"
