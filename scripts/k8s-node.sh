@@ -73,8 +73,13 @@ build_node() {
 
 kubectl() { "$bin/kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
 
-# running NAME: the process started as NAME is alive.
-running() { [ -f "$state/run/$1.pid" ] && kill -0 "$(cat "$state/run/$1.pid")" 2>/dev/null; }
+# running NAME: the process started as NAME is alive: its pid file names a process whose command line has NAME (a
+# pid file left by a run whose processes were ended may name another process since).
+running() {
+	local pid
+	pid=$(cat "$state/run/$1.pid" 2>/dev/null) || return 1
+	[ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$1"
+}
 
 # daemon NAME CMD...: start CMD in the background (its own session, so a stop reaches its children), output in
 # run/NAME.log, pid in run/NAME.pid; nothing when it runs already.
