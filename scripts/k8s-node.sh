@@ -332,6 +332,10 @@ stop_node() {
 		eval "iptables -t nat ${rule/-A /-D }" || true
 		if [ -n "$chain" ]; then iptables -t nat -F "$chain" && iptables -t nat -X "$chain" || true; fi
 	done
+	# What the kubelet and containerd mounted (the kubelet's folder on itself, Pods' volumes, sandboxes' /dev/shm,
+	# containers' root filesystems), deepest first: nothing of them runs now.
+	awk -v s="$state/" -v r=/run/goalbox-k8s-node/ 'index($2, s) == 1 || index($2, r) == 1 || $2 == s "kubelet" { print $2 }' /proc/mounts |
+		sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 	# The Pods' addresses, all free now: else every stop would leak the running Pods' and a range of 254 runs out.
 	rm -rf "$state/cni-ipam"
 	say "stopped"
