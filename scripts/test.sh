@@ -64,6 +64,16 @@ if [ "${GOALBOX_COMPOSE_TEST:-}" = 1 ]; then
   COMPOSE_BAKE=false docker compose -f deploy/compose.yaml -p goalbox-test-image build -q executor
 fi
 
+# The one-node Kubernetes cluster TestSandboxesOnNode runs the sandboxes on (scripts/k8s-node.sh,
+# docs/kubernetes-node.md): kubelet, controller-manager and scheduler built once into the cache like the API server,
+# Debian's containerd. Root only (CI is root); after the executor image, so the node runs the image just built;
+# stopped when this script ends.
+if [ "${GOALBOX_K8S_TEST:-}" != 0 ] && [ "$(id -u)" = 0 ]; then
+  echo "== one-node Kubernetes cluster for tests/k8s"
+  trap 'scripts/k8s-node.sh stop || true' EXIT
+  scripts/k8s-node.sh start >/dev/null
+fi
+
 echo "== go test"
 # One go test run over all modules of the workspace, so the summary lines come together at the end.
 go test -count=1 -timeout 30m "$@" "${pkgs[@]}"

@@ -387,15 +387,22 @@ func TestManifestsOnAPIServer(t *testing.T) {
 	if err := json.Unmarshal([]byte(cp.must(nil, "-n", "goalbox", "get", "pod", "goalbox-sandbox-0", "-o", "json")), &back); err != nil || back.Spec.SecurityContext.RunAsUser != 10001 {
 		t.Fatalf("the sandbox Pod read back: runAsUser %d, %v", back.Spec.SecurityContext.RunAsUser, err)
 	}
+	// Its own user namespace, kept by the API server (one without UserNamespacesSupport drops the field): the
+	// executor's per-user process limit then counts this sandbox alone.
+	if hu := cp.must(nil, "-n", "goalbox", "get", "pod", "goalbox-sandbox-0", "-o", "jsonpath={.spec.hostUsers}"); hu != "false" {
+		t.Fatalf("the sandbox Pod read back has hostUsers %q, want false", hu)
+	}
 
 	// Positive controls: the same Pod made non-compliant is refused by Pod Security admission, for that reason.
 	controls := []struct {
 		name, want string
 		change     func(spec map[string]any)
 	}{
-		{"root", "runAsUser=0", func(spec map[string]any) {
-			sc := container(t, spec, "executor")["securityContext"].(map[string]any)
-			sc["runAsUser"], sc["runAsNonRoot"] = 0, false
+		// Not root: in its own user namespace (hostUsers: false) uid 0 is an unprivileged node uid, and Pod
+		// Security admits it there by design (and the node's namespaces are invalid there); a node path stays
+		// refused.
+		{"host-path", "hostPath", func(spec map[string]any) {
+			spec["volumes"] = append(spec["volumes"].([]any), map[string]any{"name": "node", "hostPath": map[string]any{"path": "/"}})
 		}},
 		{"capability", "SYS_ADMIN", func(spec map[string]any) {
 			sc := container(t, spec, "executor")["securityContext"].(map[string]any)
@@ -432,9 +439,17 @@ func TestManifestsOnAPIServer(t *testing.T) {
 		t.Fatalf("the gVisor overlay's Pod has runtimeClassName %q", rc)
 	}
 
-	// The runner: its volumes and Job, the Job's Pod, and the helper Pod over the volumes.
-	cp.applyAll("deploy/kubernetes/runner")
-	cp.must(cp.podFromTemplate("job/goalbox-runner", "goalbox-runner-check", nil), "create", "-f", "-")
+	// The sandboxes with the node's uids, for nodes that cannot run user-namespaced Pods.
+	cp.applyAll("deploy/kubernetes/overlays/host-users")
+	cp.must(cp.podFromTemplate("statefulset/goalbox-sandbox", "goalbox-sandbox-hostusers", nil), "create", "-f", "-")
+	if hu := cp.must(nil, "-n", "goalbox", "get", "pod", "goalbox-sandbox-hostusers", "-o", "jsonpath={.spec.hostUsers}"); hu != "true" {
+		t.Fatalf("the host-users overlay's Pod has hostUsers %q", hu)
+	}
+	cp.applyAll("deploy/kubernetes")
+
+	// The runner: its volumes and Job, the Job's Pod (created as the Job controller: no one else may label a Pod
+	// a runner), and the helper Pod over the volumes.
+	checkRunnerLabel(t, cp)
 	cp.must(nil, "apply", "--server-side", "--field-manager", "goalbox-test", "-f", "deploy/kubernetes/runner/volumes-pod.yaml")
 
 	// The runner's Pod carries the label the sandboxes' NetworkPolicy admits.

@@ -298,9 +298,13 @@ func TestNetworkOverlayOnAPIServer(t *testing.T) {
 		t.Logf("control networkpolicy: refused: %s", strings.TrimSpace(errs))
 	}
 
-	// The runner in the overlay's namespace: its Job's Pod is admitted there and carries the role the policy admits.
+	// The runner in the overlay's namespace: its Job's Pod, as the Job controller creates it, is admitted there
+	// and carries the role the policy admits; the same Pod from anyone else is refused there too.
 	cp.applyAll("deploy/kubernetes/overlays/network/runner")
-	cp.must(cp.podFromTemplateIn(ns, "job/goalbox-runner", "goalbox-runner-check", nil), "create", "-f", "-")
+	uid := cp.must(nil, "-n", ns, "get", "job", "goalbox-runner", "-o", "jsonpath={.metadata.uid}")
+	runnerPod := withOwner(t, cp.podFromTemplateIn(ns, "job/goalbox-runner", "goalbox-runner-check", nil), "goalbox-runner", uid)
+	cp.refusedAsRunner("a runner Pod in "+ns+" created by the administrator", runnerPod, "create", "--dry-run=server", "-f", "-")
+	cp.must(runnerPod, "--as", jobController, "create", "-f", "-")
 	role := cp.must(nil, "-n", ns, "get", "pod", "goalbox-runner-check", "-o", "jsonpath={.metadata.labels.goalbox\\.dev/role}")
 	sel := cp.must(nil, "-n", ns, "get", "networkpolicy", "goalbox-sandbox", "-o", "jsonpath={.spec.ingress[0].from[0].podSelector.matchLabels}")
 	if role == "" || !strings.Contains(sel, `"goalbox.dev/role":"`+role+`"`) {
