@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -45,6 +46,7 @@ type Endpoint struct {
 type Client struct {
 	results  *resultTaker
 	sessions []*mcp.ClientSession
+	cut      []io.Closer // the in-memory links, cut before the sessions are closed
 	tools    []loop.Tool
 	owner    map[string]*mcp.ClientSession
 
@@ -241,9 +243,13 @@ func resultText(res *mcp.CallToolResult) string {
 	return strings.Join(texts, "\n")
 }
 
-// Close ends every session.
+// Close ends every session. An in-memory link is cut first: the go-sdk's Close waits for the calls still running,
+// and over a pipe it is the server's input ending that cancels them (over HTTP, the session's DELETE does).
 func (s *Client) Close() error {
 	var errs []error
+	for _, c := range s.cut {
+		c.Close()
+	}
 	for _, cs := range s.sessions {
 		errs = append(errs, cs.Close())
 	}

@@ -110,6 +110,7 @@ func (l *Local) Connect(ctx context.Context) (*Client, error) {
 		links := make([]link, len(conns))
 		for i, c := range conns {
 			links[i] = link{name: l.servers[i].name, transport: newMemoryLink(c, s.results).transport()}
+			s.cut = append(s.cut, c)
 		}
 		return links
 	})
