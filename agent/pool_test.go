@@ -16,6 +16,7 @@ import (
 	"github.com/goalbox/goalbox/agent/bench"
 	"github.com/goalbox/goalbox/agent/bench/benchtest"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/agent/sandbox/sandboxtest"
 )
 
 // The runner over a pool of three real sandbox stacks: each a filesystem server and an executor on loopback ports
@@ -26,7 +27,7 @@ const poolKeywords = "proverb,bottle-song,pig-latin,transpose"
 
 // startPool starts three stacks and writes a pool file for them: the first two take their token from
 // GOALBOX_FS_TOKEN/GOALBOX_EXEC_TOKEN (returned as environ), the third has its own on its line.
-func startPool(t *testing.T) (file string, stacks []*stack, environ map[string]string) {
+func startPool(t *testing.T) (file string, stacks []*sandboxtest.Stack, environ map[string]string) {
 	t.Helper()
 	shared, own := "pool-"+randomHex(t, 8), "own-"+randomHex(t, 8)
 	var lines []string
@@ -36,9 +37,9 @@ func startPool(t *testing.T) (file string, stacks []*stack, environ map[string]s
 		if i == 2 {
 			tok = own
 		}
-		st := startStack(t, t.TempDir(), tok)
+		st := sandboxtest.Start(t, t.TempDir(), tok)
 		stacks = append(stacks, st)
-		line := st.fsURL + "  " + st.execURL
+		line := st.FS.URL + "  " + st.Exec.URL
 		if i == 2 {
 			line += "\t" + own + " " + own
 		}
@@ -52,8 +53,8 @@ func startPool(t *testing.T) (file string, stacks []*stack, environ map[string]s
 }
 
 // stackName is how results name st: its filesystem server's host:port.
-func stackName(st *stack) string {
-	return strings.TrimSuffix(strings.TrimPrefix(st.fsURL, "http://"), "/mcp")
+func stackName(st *sandboxtest.Stack) string {
+	return strings.TrimSuffix(strings.TrimPrefix(st.FS.URL, "http://"), "/mcp")
 }
 
 func runCmdEnv(t *testing.T, ctx context.Context, environ map[string]string, model *looptest.Server, args ...string) cmdRun {
@@ -133,12 +134,12 @@ func TestSandboxPoolSelfTest(t *testing.T) {
 	t.Run("one stack killed", func(t *testing.T) {
 		victim := stacks[1]
 		// Empty its workspace of the last run's exercise, so that the next file in it is this run's.
-		entries, err := os.ReadDir(victim.ws)
+		entries, err := os.ReadDir(victim.Workspace)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(victim.ws, e.Name())); err != nil {
+			if err := os.RemoveAll(filepath.Join(victim.Workspace, e.Name())); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -146,8 +147,8 @@ func TestSandboxPoolSelfTest(t *testing.T) {
 		go func() {
 			defer close(killed)
 			for {
-				if entries, _ := os.ReadDir(victim.ws); len(entries) > 0 {
-					victim.kill()
+				if entries, _ := os.ReadDir(victim.Workspace); len(entries) > 0 {
+					victim.Kill()
 					return
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -177,7 +178,7 @@ func TestSandboxPoolSelfTest(t *testing.T) {
 		// With every stack down the run ends with an error that says so. Of two exercises, one is given up after
 		// taking down two sandboxes (so that one exercise cannot empty a pool), the other finds the pool empty.
 		for _, st := range stacks {
-			st.kill()
+			st.Kill()
 		}
 		r = runCmdEnv(t, context.Background(), environ, nil, "-selftest", "-sandbox-pool", file, "-benchmarks-dir", dir,
 			"-languages", "python", "-keywords", "proverb,pig-latin", "-results", filepath.Join(t.TempDir(), "none"))

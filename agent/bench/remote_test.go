@@ -9,19 +9,15 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/agent/loop/looptest"
-	"github.com/goalbox/goalbox/agent/sandbox"
-	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+	"github.com/goalbox/goalbox/agent/sandbox/sandboxtest"
 )
 
 // startRemote starts both servers on loopback over a workspace of their own and returns them as a remote pool
 // sandbox (reached over HTTP through their tools only) and the workspace's host path.
 func startRemote(t *testing.T, name string) (PoolSandbox, string) {
 	t.Helper()
-	ws := t.TempDir()
-	l, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: ws, Checkpoints: fsserver.CheckpointOptions{Dir: t.TempDir()}})
-	must(t, err)
-	t.Cleanup(func() { l.Close() })
-	return RemoteSandbox(name, l.Endpoints[0], l.Endpoints[1]), ws
+	st := sandboxtest.Start(t, t.TempDir(), "")
+	return RemoteSandbox(name, st.FS, st.Exec), st.Workspace
 }
 
 // A remote sandbox grades as a local one: a model that replaces the tests and plants a conftest.py fails, the
@@ -75,11 +71,9 @@ func TestRemoteSandboxDownIsDrained(t *testing.T) {
 	exs := runnerExercises(t)
 	py := exs[3]
 	good, _ := startRemote(t, "good")
-	ws := t.TempDir()
-	l, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: ws})
-	must(t, err)
-	bad := RemoteSandbox("bad", l.Endpoints[0], l.Endpoints[1])
-	l.Close()
+	st := sandboxtest.Start(t, t.TempDir(), "")
+	bad := RemoteSandbox("bad", st.FS, st.Exec)
+	st.Kill()
 	opts, _ := newRunOptions(t, []Exercise{py}, looptest.Step{Calls: referenceCalls(t, py)}, done)
 	opts.Pool, opts.Tries = NewPool(bad, good), 1
 	var drained []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -28,12 +29,7 @@ import (
 func BenchmarkCallRead16K(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	ctx := context.Background()
-	endpoints, metric := benchEndpoints(b)
-	sb, err := sandbox.Connect(ctx, endpoints...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Close()
+	sb, plain, metric := benchClients(b)
 	line := "\tfmt.Fprintf(w, \"%6d\\t%s\\n\", i+1, line) // a line of code with \"quotes\"\n"
 	content := strings.Repeat(line, 16<<10/len(line)+1)[:16<<10]
 	write, _ := json.Marshal(map[string]string{"path": "bench/read16k.txt", "content": content})
@@ -45,12 +41,7 @@ func BenchmarkCallRead16K(b *testing.B) {
 	goSDK := func(gcPercent int) func(b *testing.B) {
 		return func(b *testing.B) {
 			debug.SetGCPercent(gcPercent)
-			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoints[0].URL, DisableStandaloneSSE: true}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
+			cs := plain(b)
 			benchCalls(b, metric, 16<<10, func() (int, int, error) {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: protocol.ToolReadFile, Arguments: read})
 				if err != nil || res.IsError {
@@ -110,16 +101,45 @@ func benchCalls(b *testing.B, metric string, least int, call func() (structured,
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), metric)
 }
 
-// benchEndpoints are the servers of the benchmark: the one GOALBOX_BENCH_FS_URL names (with its token in
-// GOALBOX_BENCH_FS_TOKEN), else both hosted here.
-func benchEndpoints(b *testing.B) ([]sandbox.Endpoint, string) {
+// benchClients are the agent's client of the servers of the benchmark and a maker of plain go-sdk sessions to the
+// same filesystem server: the one GOALBOX_BENCH_FS_URL names (with its token in GOALBOX_BENCH_FS_TOKEN), over
+// HTTP, else both hosted here, over in-memory links as the agent hosts them.
+func benchClients(b *testing.B) (*sandbox.Client, func(*testing.B) *mcp.ClientSession, string) {
+	ctx := context.Background()
 	if url := os.Getenv("GOALBOX_BENCH_FS_URL"); url != "" {
-		return []sandbox.Endpoint{{URL: url, Token: os.Getenv("GOALBOX_BENCH_FS_TOKEN")}}, "agent-cpu-us/op"
+		ep := sandbox.Endpoint{URL: url, Token: os.Getenv("GOALBOX_BENCH_FS_TOKEN")}
+		sb, err := sandbox.Connect(ctx, ep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sb.Close() })
+		return sb, func(b *testing.B) *mcp.ClientSession {
+			hc := &http.Client{Transport: bearer{ep.Token}}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: hc}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { cs.Close() })
+			return cs
+		}, "agent-cpu-us/op"
 	}
-	local, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: b.TempDir()})
+	ws := b.TempDir()
+	sb, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: ws})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { local.Close() })
-	return local.Endpoints, "process-cpu-us/op"
+	b.Cleanup(func() { sb.Close() })
+	return sb.Client, func(b *testing.B) *mcp.ClientSession { return sandbox.PlainInMemory(b, ws) }, "process-cpu-us/op"
+}
+
+// bearer sends the token of a server running elsewhere.
+type bearer struct{ token string }
+
+func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if t.token != "" {
+		r.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,7 +33,8 @@ const sessionProtocol = "2025-11-25"
 // is the sandbox failing, not an answer about the call, so Call returns it as an error.
 const codeRejectedByTransport = -32005
 
-// Endpoint is one MCP server to connect to over streamable HTTP.
+// Endpoint is one MCP server running elsewhere, to connect to over streamable HTTP (the servers the agent hosts
+// are reached in memory: Local.Connect).
 type Endpoint struct {
 	// URL is the MCP endpoint, e.g. http://127.0.0.1:7101/mcp.
 	URL string
@@ -44,6 +46,7 @@ type Endpoint struct {
 type Client struct {
 	results  *resultTaker
 	sessions []*mcp.ClientSession
+	cut      []io.Closer // the in-memory links, cut before the sessions are closed
 	tools    []loop.Tool
 	owner    map[string]*mcp.ClientSession
 
@@ -85,7 +88,51 @@ func (s *Client) progress(_ context.Context, req *mcp.ProgressNotificationClient
 
 // Connect opens a session to each endpoint and lists its tools. Two servers offering the same tool name is an
 // error: a call could not be routed.
-func Connect(ctx context.Context, endpoints ...Endpoint) (_ *Client, err error) {
+func Connect(ctx context.Context, endpoints ...Endpoint) (*Client, error) {
+	return open(ctx, func(s *Client) []link {
+		links := make([]link, len(endpoints))
+		for i, ep := range endpoints {
+			links[i] = s.httpLink(ep)
+		}
+		return links
+	})
+}
+
+// link is one server to open a session to.
+type link struct {
+	// name says which server it is in errors: its URL, or which in-process server.
+	name      string
+	transport mcp.Transport
+	// explain, when set, says more about a failed connect than the go-sdk does.
+	explain func(error) error
+}
+
+// httpLink is the link to a server over streamable HTTP, its tool results taken apart by the client's taker.
+func (s *Client) httpLink(ep Endpoint) link {
+	watch := &refusalWatch{next: s.results}
+	hc := &http.Client{Transport: watch}
+	if ep.Token != "" {
+		hc.Transport = bearerTransport{token: ep.Token, next: watch}
+	}
+	// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
+	return link{name: ep.URL, transport: &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true},
+		explain: func(err error) error {
+			if !watch.unauthorized.Load() {
+				return err
+			}
+			// The go-sdk says only "Unauthorized": say which token is missing and where it comes from.
+			what := "without a token"
+			if ep.Token != "" {
+				what = "with a token it does not accept"
+			}
+			return fmt.Errorf("401 Unauthorized %s: a goalbox server requires the bearer token it was started with, or the one "+
+				"it generated, printed at start and wrote to its token file (give it with -token, or GOALBOX_FS_TOKEN / "+
+				"GOALBOX_EXEC_TOKEN): %w", what, err)
+		}}
+}
+
+// open makes a client, opens a session over each of the links links makes for it and lists its tools.
+func open(ctx context.Context, links func(*Client) []link) (_ *Client, err error) {
 	s := &Client{results: newResultTaker(http.DefaultTransport), owner: map[string]*mcp.ClientSession{}, inFlight: map[string]*progressState{}}
 	defer func() {
 		if err != nil {
@@ -93,43 +140,29 @@ func Connect(ctx context.Context, endpoints ...Endpoint) (_ *Client, err error) 
 		}
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "goalbox-agent", Version: mcpserve.Version()}, &mcp.ClientOptions{ProgressNotificationHandler: s.progress})
-	for _, ep := range endpoints {
-		watch := &refusalWatch{next: s.results}
-		hc := &http.Client{Transport: watch}
-		if ep.Token != "" {
-			hc.Transport = bearerTransport{token: ep.Token, next: watch}
-		}
-		// The agent only makes requests; the standalone SSE stream would be one idle connection per server.
-		// The agent keeps a session (MCP 2025-11-25), though the servers also serve 2026-07-28 statelessly: a
-		// session is what kills the model's background processes when the agent dies or its connection drops,
-		// and what lets the agent list them before a verification; without one a dead agent's dev server would
-		// run until the executor's idle expiry (docs/serving.md, "Protocol eras").
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, DisableStandaloneSSE: true},
-			&mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	for _, l := range links(s) {
+		// The agent keeps a session (MCP 2025-11-25), though the servers also serve 2026-07-28 statelessly over
+		// HTTP: a session is what kills the model's background processes when the agent dies or its connection
+		// drops, and what lets the agent list them before a verification; without one a dead agent's dev server
+		// would run until the executor's idle expiry (docs/serving.md, "Protocol eras").
+		cs, err := client.Connect(ctx, l.transport, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 		if err != nil {
-			if watch.unauthorized.Load() {
-				// The go-sdk says only "Unauthorized": say which token is missing and where it comes from.
-				what := "without a token"
-				if ep.Token != "" {
-					what = "with a token it does not accept"
-				}
-				return nil, fmt.Errorf("connect to MCP server %s: 401 Unauthorized %s: a goalbox server requires the bearer token it "+
-					"was started with, or the one it generated, printed at start and wrote to its token file (give it with -token, "+
-					"or GOALBOX_FS_TOKEN / GOALBOX_EXEC_TOKEN): %w", ep.URL, what, err)
+			if l.explain != nil {
+				err = l.explain(err)
 			}
-			return nil, fmt.Errorf("connect to MCP server %s: %w", ep.URL, err)
+			return nil, fmt.Errorf("connect to MCP server %s: %w", l.name, err)
 		}
 		s.sessions = append(s.sessions, cs)
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
-				return nil, fmt.Errorf("list tools of %s: %w", ep.URL, err)
+				return nil, fmt.Errorf("list tools of %s: %w", l.name, err)
 			}
 			if _, dup := s.owner[t.Name]; dup {
-				return nil, fmt.Errorf("tool %s is offered by two servers (the second is %s): calls cannot be routed", t.Name, ep.URL)
+				return nil, fmt.Errorf("tool %s is offered by two servers (the second is %s): calls cannot be routed", t.Name, l.name)
 			}
 			schema, err := json.Marshal(t.InputSchema)
 			if err != nil {
-				return nil, fmt.Errorf("tool %s of %s: input schema: %w", t.Name, ep.URL, err)
+				return nil, fmt.Errorf("tool %s of %s: input schema: %w", t.Name, l.name, err)
 			}
 			s.owner[t.Name] = cs
 			s.tools = append(s.tools, loop.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
@@ -210,9 +243,13 @@ func resultText(res *mcp.CallToolResult) string {
 	return strings.Join(texts, "\n")
 }
 
-// Close ends every session.
+// Close ends every session. An in-memory link is cut first: the go-sdk's Close waits for the calls still running,
+// and over a pipe it is the server's input ending that cancels them (over HTTP, the session's DELETE does).
 func (s *Client) Close() error {
 	var errs []error
+	for _, c := range s.cut {
+		c.Close()
+	}
 	for _, cs := range s.sessions {
 		errs = append(errs, cs.Close())
 	}

@@ -8,18 +8,13 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/agent/sandbox"
+	"github.com/goalbox/goalbox/agent/sandbox/sandboxtest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 func TestClientRoutesByDiscoveredTools(t *testing.T) {
-	local, err := sandbox.StartLocal(sandbox.LocalOptions{Workspace: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
 	ctx := context.Background()
-
-	sb, err := sandbox.Connect(ctx, local.Endpoints...)
+	sb, err := sandbox.Host(ctx, sandbox.LocalOptions{Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +41,35 @@ func TestClientRoutesByDiscoveredTools(t *testing.T) {
 		t.Errorf("unknown tool: %v", err)
 	}
 
-	// The same server twice would make every call ambiguous.
-	if _, err := sandbox.Connect(ctx, local.Endpoints[0], local.Endpoints[0]); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
+	// The in-process servers serve the one client Host connected.
+	if _, err := sb.Local.Connect(ctx); err == nil || !strings.Contains(err.Error(), "one session") {
+		t.Errorf("a second client of the in-process servers: %v", err)
+	}
+}
+
+// Servers running elsewhere are reached over HTTP with their tokens: given them, the tools route as in process;
+// without them, or with a wrong one, no way in, with an error that says 401 and where the token comes from. The
+// same server twice would make every call ambiguous.
+func TestConnectToRunningServers(t *testing.T) {
+	ctx := context.Background()
+	st := sandboxtest.Start(t, t.TempDir(), "")
+	sb, err := sandbox.Connect(ctx, st.FS, st.Exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if res, err := sb.Call(ctx, protocol.ToolWriteFile, json.RawMessage(`{"path":"x.txt","content":"routed"}`)); err != nil || res.IsError {
+		t.Fatalf("write: %v %s", err, res.Text)
+	}
+	res, err := sb.Call(ctx, protocol.ToolRunCommand, json.RawMessage(`{"command":"cat x.txt"}`))
+	if err != nil || !strings.Contains(string(res.Structured), `"stdout":"routed"`) {
+		t.Fatalf("command: %v %s", err, res.Structured)
+	}
+	if _, err := sandbox.Connect(ctx, st.FS, st.FS); err == nil || !strings.Contains(err.Error(), "offered by two servers") {
 		t.Errorf("duplicate tools: %v", err)
 	}
-	// The in-process servers generated their own tokens: without them, or with a wrong one, no way in (the first
-	// Connect above, given them, is the positive control).
 	for _, tok := range []string{"", "wrong"} {
-		_, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: local.Endpoints[0].URL, Token: tok})
+		_, err := sandbox.Connect(ctx, sandbox.Endpoint{URL: st.FS.URL, Token: tok})
 		if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "token") {
 			t.Errorf("token %q: %v; want a refusal that says 401 and names the token", tok, err)
 		}
@@ -68,7 +84,7 @@ func TestClientServerGoneIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sb, err := sandbox.Connect(ctx, local.Endpoints...)
+	sb, err := local.Connect(ctx)
 	if err != nil {
 		local.Close()
 		t.Fatal(err)

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
 )
 
 // LocalOptions say how to start both servers inside this process.
@@ -19,10 +22,9 @@ type LocalOptions struct {
 	// Workspace is the folder both servers are confined to; created if missing.
 	Workspace string
 	// Executor is what the executor is built from, as the executor command's flags make it (package
-	// servers/executor/assemble). Its Backend "auto" lets the executor's automatic choice pick (local with
-	// namespaces, else docker when an engine answers, else local's fallback where it still confines, else an error
-	// saying what to install); "docker" the docker backend; "local", or empty here, the local backend. Its
-	// Serving.Protection is set from Protection below.
+	// servers/executor/assemble), with the executor's defaults: an empty Backend is the executor's automatic choice
+	// (local with namespaces, else docker when an engine answers, else local's fallback where it still confines,
+	// else an error saying what to install). Its Serving.Protection is set from Protection below.
 	Executor assemble.Options
 	// Protection is the protected project files of both servers (the agent's -protect and -unprotect); nil means
 	// the defaults, as the servers' own commands have them: an embedded server is never less protected.
@@ -34,20 +36,28 @@ type LocalOptions struct {
 	Logger *slog.Logger
 }
 
-// Local is the two servers running in-process on loopback, each on its own free port, reached through the same
-// streamable HTTP clients as remote servers: one code path for the agent, and the same Host/Origin and token checks.
+// Local is the two servers running in-process, each serving one client over an in-memory link (memory.go): no
+// port, no token, nothing another process can reach. Connect makes that client.
 type Local struct {
-	// Endpoints are the filesystem server's and the executor's MCP endpoints.
-	Endpoints []Endpoint
 	// Health reports both servers' state, confinement included.
 	Health func() map[string]any
 	// Choice is the executor's backend and why it was chosen.
-	Choice  backends.Choice
+	Choice backends.Choice
+
+	servers []hostedServer // the filesystem server, then the executor
+	serving errgroup.Group // one ServeStdio per server, from Connect on
+	stop    context.CancelFunc
 	closers []func() error
 }
 
-// StartLocal opens the workspace and starts both servers on 127.0.0.1. Close stops them. build changes how the
-// executor is built (tests).
+// hostedServer is one server of Local and the name errors give it.
+type hostedServer struct {
+	name string
+	srv  *mcp.Server
+}
+
+// StartLocal opens the workspace and builds both servers. Connect reaches them; Close stops them. build changes how
+// the executor is built (tests).
 func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("no workspace folder given")
@@ -70,7 +80,6 @@ func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err erro
 	}
 	l.closers = append(l.closers, g.Close)
 	eo := opts.Executor
-	eo.Backend = cmp.Or(eo.Backend, backends.Local)
 	eo.Serving.Protection = prot
 	// The executor's default cap fits what coding agents keep of a result; this agent cuts results for its model
 	// itself (loop's budget) and keeps each one whole in its transcript, so its own executor keeps more.
@@ -82,31 +91,70 @@ func StartLocal(opts LocalOptions, build ...assemble.Option) (l *Local, err erro
 	l.Choice = exec.Choice
 	l.closers = append(l.closers, exec.Close) // its processes, then the backend
 	files := fsserver.New(g, fsserver.Options{Logger: opts.Logger, Checkpoints: opts.Checkpoints})
-	// Each server generates its own token (mcpserve.Start, as Token is empty) and the client gets it in memory:
-	// loopback is shared by every user of the machine, so the ports are no one else's way in.
-	cfg := mcpserve.Config{Addr: "127.0.0.1:0"}
-	fs, err := mcpserve.Start(files.Server(), cfg, files.Health, opts.Logger)
-	if err != nil {
-		return nil, fmt.Errorf("filesystem server: %w", err)
-	}
-	l.closers = append(l.closers, fs.Close)
-	ex, err := mcpserve.Start(exec.Server(), cfg, exec.Health, opts.Logger)
-	if err != nil {
-		return nil, fmt.Errorf("executor server: %w", err)
-	}
-	l.closers = append(l.closers, ex.Close)
-	l.Endpoints = []Endpoint{{URL: fs.URL, Token: fs.Token}, {URL: ex.URL, Token: ex.Token}}
+	l.servers = []hostedServer{{"the in-process filesystem server", files.Server()}, {"the in-process executor", exec.Server()}}
+	l.closers = append(l.closers, l.stopServing)
 	l.Health = func() map[string]any {
 		return map[string]any{"filesystem": files.Health(), "executor": exec.Health()}
 	}
 	return l, nil
 }
 
+// Connect serves each server on an in-memory link and opens a session to it. A server serves one client (its
+// session is its stdio's), so Connect works once.
+func (l *Local) Connect(ctx context.Context) (*Client, error) {
+	conns, err := l.serve()
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, func(s *Client) []link {
+		links := make([]link, len(conns))
+		for i, c := range conns {
+			links[i] = link{name: l.servers[i].name, transport: newMemoryLink(c, s.results).transport()}
+			s.cut = append(s.cut, c)
+		}
+		return links
+	})
+}
+
+// serve starts serving each server on its end of a new pipe, as mcpserve serves stdio, and returns the client's
+// ends in the order of l.servers.
+func (l *Local) serve() ([]net.Conn, error) {
+	if l.stop != nil {
+		return nil, errors.New("the in-process servers already serve their client: each serves one session")
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	clients := make([]net.Conn, len(l.servers))
+	for i, hs := range l.servers {
+		client, server := net.Pipe()
+		clients[i] = client
+		l.serving.Go(func() error {
+			defer server.Close() // which ends the server's reader, blocked on the pipe
+			if err := mcpserve.ServeStdio(ctx, hs.srv, server, server, mcpserve.Config{}); err != nil {
+				return fmt.Errorf("%s: %w", hs.name, err)
+			}
+			return nil
+		})
+	}
+	return clients, nil
+}
+
+// stopServing ends the sessions (their running calls are cancelled, their background processes stopped) and waits
+// for the servers to return.
+func (l *Local) stopServing() error {
+	if l.stop == nil {
+		return nil
+	}
+	l.stop()
+	return l.serving.Wait()
+}
+
 // hostedOutputCap is the output cap of the executor the agent hosts, unless its options set one: the cap the
 // executor had before its default was cut for coding agents.
 const hostedOutputCap = 256 << 10
 
-// Close stops the servers and releases the workspace and the backend, last started first.
+// Close stops the servers and releases the workspace and the backend, last started first. A client still
+// connected then gets errors: the sandbox is gone.
 func (l *Local) Close() error {
 	var errs []error
 	for i := len(l.closers) - 1; i >= 0; i-- {
@@ -119,7 +167,7 @@ func (l *Local) Close() error {
 // Hosted is both servers running in this process and a client connected to them, as one loop.Sandbox.
 type Hosted struct {
 	*Client
-	// Local is the servers: their endpoints and their health.
+	// Local is the servers: their health and the executor's backend.
 	Local *Local
 }
 
@@ -130,7 +178,7 @@ func Host(ctx context.Context, opts LocalOptions, build ...assemble.Option) (*Ho
 	if err != nil {
 		return nil, err
 	}
-	c, err := Connect(ctx, l.Endpoints...)
+	c, err := l.Connect(ctx)
 	if err != nil {
 		return nil, errors.Join(err, l.Close())
 	}

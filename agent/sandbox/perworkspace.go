@@ -7,6 +7,7 @@ import (
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
+	"github.com/goalbox/goalbox/servers/executor/execserver/backends"
 	"github.com/goalbox/goalbox/servers/executor/execserver/local"
 	"github.com/goalbox/goalbox/servers/filesystem/fsserver"
 )
@@ -31,7 +32,7 @@ type PerWorkspaceOptions struct {
 func PerWorkspace(o PerWorkspaceOptions) func(ctx context.Context, root string) (sb loop.Sandbox, close func() error, err error) {
 	return func(ctx context.Context, root string) (loop.Sandbox, func() error, error) {
 		h, err := Host(ctx, LocalOptions{Workspace: root, Logger: o.Logger,
-			Executor: assemble.Options{CacheDir: o.CacheDir,
+			Executor: assemble.Options{Backend: backends.Local, CacheDir: o.CacheDir,
 				Local: local.Config{SharedCacheDir: filepath.Join(o.CacheDir, "shared"), ExtraReadDirs: o.ExtraReadDirs}},
 			Checkpoints: fsserver.CheckpointOptions{Dir: o.CheckpointDir}})
 		if err != nil {

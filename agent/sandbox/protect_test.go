@@ -39,7 +39,7 @@ func TestLocalProtection(t *testing.T) {
 			if ex.Confinement.Sandbox == nil || !slices.Equal(fs.Protected, c.want) || !slices.Equal(ex.Confinement.Sandbox.Protected, c.want) {
 				t.Errorf("health: filesystem %q, executor %+v; want %q", fs.Protected, ex.Confinement.Sandbox, c.want)
 			}
-			sb, err := sandbox.Connect(ctx, local.Endpoints...)
+			sb, err := local.Connect(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,12 +17,14 @@ import (
 
 // The go-sdk client decodes a tool result into its protocol structs: structuredContent into a map of maps, every
 // text through its decoder twice (the JSON-RPC message, then the result), and Call then encoded the map again for
-// the ToolResult. For a 16 KiB read that was about 1.5 ms of the agent's CPU per call. So the agent's HTTP
-// transport takes the results of its own tools/call POSTs apart itself, in one pass: the SSE event that answers the
-// call reaches the SDK with a short stand-in result (a text naming a token), and Call takes the result kept under
-// that token. The SDK still does the rest (sessions, initialize, progress notifications, cancellation); every
-// other message passes through untouched, and a result of a shape this does not know (content other than text,
-// an input request) reaches the SDK as it came.
+// the ToolResult. For a 16 KiB read that was about 1.5 ms of the agent's CPU per call. So the agent's transports take
+// the results of its own tools/call requests apart themselves, in one pass: the message that answers the call
+// reaches the SDK with a short stand-in result (a text naming a token), and Call takes the result kept under that
+// token. Both transports do it with the same rewrite: the HTTP one for remote servers (RoundTrip below, on a JSON
+// answer or the SSE event that answers the POST), and the in-memory link to the servers the agent hosts (memory.go,
+// on the line that answers a call it wrote). The SDK still does the rest (sessions, initialize, progress
+// notifications, cancellation); every other message passes through untouched, and a result of a shape this does
+// not know (content other than text, an input request) reaches the SDK as it came.
 
 // takenResult is a tool result as the agent uses it.
 type takenResult struct {
@@ -32,7 +34,8 @@ type takenResult struct {
 	made       time.Time
 }
 
-// resultTaker is the http.RoundTripper that takes the results apart, and the table Call finds them in.
+// resultTaker is the http.RoundTripper that takes the results apart, and the table Call finds them in (the
+// in-memory link uses the table and rewrite, not the RoundTripper).
 type resultTaker struct {
 	next   http.RoundTripper
 	prefix string // "goalbox-agent-result-<random>-": a text from a server cannot be taken for a token
@@ -95,7 +98,7 @@ func (t *resultTaker) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, _ = t.rewrite(b, id)
+		b, _ = t.rewrite(b, sameID(id))
 		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 		resp.Header.Del("Content-Length")
 	}
@@ -113,22 +116,45 @@ func toolCallID(req *http.Request) (json.RawMessage, bool) {
 	}
 	b, err := io.ReadAll(body)
 	body.Close()
-	if err != nil || !bytes.Contains(b, []byte(`"tools/call"`)) {
+	if err != nil {
 		return nil, false
 	}
-	var call struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	if call := readOutgoing(b); call.isToolCall() {
+		return call.ID, true
 	}
-	if segjson.Unmarshal(b, &call) != nil || call.Method != "tools/call" || len(call.ID) == 0 {
-		return nil, false
-	}
-	return call.ID, true
+	return nil, false
 }
 
-// rewrite returns msg, one JSON-RPC message, with a stand-in for its result when it answers the call id with a
-// tool result of text contents; ok says it did.
-func (t *resultTaker) rewrite(msg []byte, id json.RawMessage) (_ []byte, ok bool) {
+// outgoing is what the transports need of a message the SDK sends: whether it is a tools/call and its id, or a
+// cancellation and the id it cancels.
+type outgoing struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+func (o outgoing) isToolCall() bool { return o.Method == "tools/call" && len(o.ID) > 0 }
+
+// readOutgoing decodes msg as far as outgoing needs; a message that names neither method is not decoded.
+func readOutgoing(msg []byte) (o outgoing) {
+	if bytes.Contains(msg, []byte(`"tools/call"`)) || bytes.Contains(msg, []byte(`"notifications/cancelled"`)) {
+		if segjson.Unmarshal(msg, &o) != nil {
+			return outgoing{}
+		}
+	}
+	return o
+}
+
+// sameID is the answers test of a message that can answer only the call id.
+func sameID(id json.RawMessage) func(json.RawMessage) bool {
+	return func(got json.RawMessage) bool { return bytes.Equal(got, id) }
+}
+
+// rewrite returns msg, one JSON-RPC message, with a stand-in for its result when it answers a call (answers says
+// which ids do) with a tool result of text contents; ok says it did.
+func (t *resultTaker) rewrite(msg []byte, answers func(id json.RawMessage) bool) (_ []byte, ok bool) {
 	if !bytes.Contains(msg, []byte(`"result"`)) {
 		return msg, false
 	}
@@ -146,7 +172,7 @@ func (t *resultTaker) rewrite(msg []byte, id json.RawMessage) (_ []byte, ok bool
 			InputRequests     json.RawMessage `json:"inputRequests"`
 		} `json:"result"`
 	}
-	if segjson.Unmarshal(msg, &resp) != nil || resp.Result == nil || !bytes.Equal(resp.ID, id) ||
+	if segjson.Unmarshal(msg, &resp) != nil || resp.Result == nil ||
 		len(resp.Result.InputRequests) > 0 || (resp.Result.ResultType != "" && resp.Result.ResultType != "complete") {
 		return msg, false
 	}
@@ -159,14 +185,18 @@ func (t *resultTaker) rewrite(msg []byte, id json.RawMessage) (_ []byte, ok bool
 		}
 		texts = append(texts, text)
 	}
+	// Asked last, once the result is known to be taken: the in-memory link forgets the call as it says yes.
+	if !answers(resp.ID) {
+		return msg, false
+	}
 	taken := takenResult{isError: r.IsError, text: strings.Join(texts, "\n")}
 	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
 		taken.structured = r.StructuredContent
 	}
 	tok := t.keep(taken)
-	out := make([]byte, 0, 128+len(id)+len(tok))
+	out := make([]byte, 0, 128+len(resp.ID)+len(tok))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, id...)
+	out = append(out, resp.ID...)
 	out = append(out, `,"result":{"content":[{"type":"text","text":"`...)
 	out = append(out, tok...)
 	return append(out, `"}]}}`...), true
@@ -220,7 +250,7 @@ func (e *eventRewriter) nextEvent() ([]byte, error) {
 		}
 		if payload, isData := bytes.CutPrefix(line, []byte("data:")); isData && err == nil {
 			payload = bytes.TrimPrefix(bytes.TrimRight(payload, "\r\n"), []byte(" "))
-			if rewritten, ok := e.t.rewrite(payload, e.id); ok {
+			if rewritten, ok := e.t.rewrite(payload, sameID(e.id)); ok {
 				event = append(event, "data: "...)
 				event = append(event, rewritten...)
 				event = append(event, '\n')

@@ -8,32 +8,86 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The results Call takes apart itself are those a plain go-sdk client gets: same text, same structured content,
-// same error flag; and each is taken from the table once.
+// same error flag; and each is taken from the table once. Over both of the agent's transports: the in-memory link
+// to the servers it hosts, and HTTP to servers running elsewhere.
 func TestCallTakesResultsApartAsTheSDKWould(t *testing.T) {
-	local, err := StartLocal(LocalOptions{Workspace: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	ctx := context.Background()
-	sb, err := Connect(ctx, local.Endpoints...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "0"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: local.Endpoints[0].URL, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearerTransport{token: local.Endpoints[0].Token, next: http.DefaultTransport}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	t.Run("memory", func(t *testing.T) {
+		ws := t.TempDir()
+		sb, plain := inMemory(t, ws), plainInMemory(t, ws)
+		compareResults(t, sb, plain)
+	})
+	t.Run("http", func(t *testing.T) {
+		local, err := StartLocal(LocalOptions{Workspace: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer local.Close()
+		r, err := mcpserve.Start(local.servers[0].srv, mcpserve.Config{Addr: "127.0.0.1:0"}, mcpserve.NoHealth, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ctx := context.Background()
+		sb, err := Connect(ctx, Endpoint{URL: r.URL, Token: r.Token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "0"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: bearerTransport{token: r.Token, next: http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer plain.Close()
+		compareResults(t, sb, plain)
+	})
+}
 
+// inMemory is the agent's client of both servers hosted over ws.
+func inMemory(t testing.TB, ws string) *Client {
+	local, err := StartLocal(LocalOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	sb, err := local.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+// plainInMemory is a plain go-sdk client of a filesystem server hosted over ws, on an in-memory link the client
+// reads as it comes.
+func plainInMemory(t testing.TB, ws string) *mcp.ClientSession {
+	local, err := StartLocal(LocalOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	conns, err := local.serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "0"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: conns[0], Writer: conns[0]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	return plain
+}
+
+func compareResults(t *testing.T, sb *Client, plain *mcp.ClientSession) {
+	ctx := context.Background()
 	content := strings.Repeat("<a href=\"x\">&amp;</a>\t\\n café \u2028 goalbox-agent-result-X-1\n", 500)
 	write, _ := json.Marshal(map[string]string{"path": "awkward.txt", "content": content})
 	if res, err := sb.Call(ctx, protocol.ToolWriteFile, write); err != nil || res.IsError {

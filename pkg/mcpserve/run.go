@@ -172,7 +172,7 @@ type Running struct {
 
 // Start serves srv over HTTP on cfg.Addr (use "127.0.0.1:0" for a free port) in the background and returns at
 // once. Close stops it. The MCP endpoint requires a bearer token unless cfg.Token is NoToken: the one cfg gives, or
-// else one generated here and kept in memory only (Running.Token; Run writes it to a file). The agent uses this to run both servers in its own process. health is the server's report
+// else one generated here and kept in memory only (Running.Token; Run writes it to a file). health is the server's report
 // for the health endpoint, a type of package protocol that encodes as a JSON object (NoHealth for none); the
 // endpoint adds the serving state to it.
 func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Logger) (*Running, error) {
@@ -184,14 +184,20 @@ func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	return startOn(inner, srv, cfg, asHealthObject(health), logger), nil
+}
+
+// startOn is Start on a listener already open (tests give one of in-memory pipes, for testing/synctest); cfg has
+// its defaults.
+func startOn(inner net.Listener, srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *Running {
 	token, state := settleToken(cfg.Token)
-	s := newServing(srv, cfg, token, asHealthObject(health), logger)
+	s := newServing(srv, cfg, token, health, logger)
 	ln := newConnLimiter(inner, cfg.MaxConnections, logger)
 	s.ln.Store(ln)
 	hs := newHTTPServer(s, cfg, logger)
 	r := &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), Token: token, tokenState: state, hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
 	go func() { r.errc <- hs.Serve(ln) }()
-	return r, nil
+	return r
 }
 
 // Close stops a server started by Start: running calls are cancelled at once and responses get a moment to be

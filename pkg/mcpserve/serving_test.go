@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -243,11 +244,12 @@ func TestManySessionsStayBounded(t *testing.T) {
 	}
 }
 
-func TestIdleSessionExpires(t *testing.T) {
+func TestIdleSessionExpires(t *testing.T) { synctest.Test(t, testIdleSessionExpires) }
+
+func testIdleSessionExpires(t *testing.T) {
 	p := newProbe()
 	srv := newProbeServer(p)
-	r := start(t, srv, Config{SessionIdleTimeout: 300 * time.Millisecond})
-	c := newRawClient(t, r.URL)
+	_, c := startInMemory(t, srv, Config{SessionIdleTimeout: 300 * time.Millisecond})
 
 	idle := c.initialize()
 	// Work the session left running is owned by it, and ends when it expires.
@@ -274,10 +276,11 @@ func TestIdleSessionExpires(t *testing.T) {
 	}
 }
 
-func TestMaxSessions(t *testing.T) {
+func TestMaxSessions(t *testing.T) { synctest.Test(t, testMaxSessions) }
+
+func testMaxSessions(t *testing.T) {
 	srv := newEchoServer()
-	r := start(t, srv, Config{MaxSessions: 2, MaxSessionsPerClient: 2, SessionKeepActive: time.Millisecond})
-	c := newRawClient(t, r.URL)
+	_, c := startInMemory(t, srv, Config{MaxSessions: 2, MaxSessionsPerClient: 2, SessionKeepActive: time.Millisecond})
 	a := c.initialize()
 	time.Sleep(5 * time.Millisecond)
 	b := c.initialize()
@@ -584,20 +587,25 @@ func TestBusyConnectionsRefuseNewOnes(t *testing.T) {
 }
 
 // TestStalledReaderIsCut: a client that stops reading its response costs its connection until the write stall
-// timeout, then the connection is closed.
-func TestStalledReaderIsCut(t *testing.T) {
+// timeout, then the connection is closed. Over an in-memory pipe, which buffers nothing, in a synctest bubble: the
+// stall is at once and the timeout in the bubble's time, whatever the machine's load (on loopback, with the
+// kernel's buffers to fill first, it took 22 s at load average 40).
+func TestStalledReaderIsCut(t *testing.T) { synctest.Test(t, testStalledReaderIsCut) }
+
+func testStalledReaderIsCut(t *testing.T) {
 	srv := newEchoServer()
 	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, echoOut, error) {
 		return nil, echoOut{Text: strings.Repeat("x", 8<<20)}, nil
 	})
-	_, ln := startServing(t, srv, Config{WriteStallTimeout: 300 * time.Millisecond})
-	c := newRawClient(t, "http://"+ln.Addr().String()+"/mcp")
+	r, c := startInMemory(t, srv, Config{WriteStallTimeout: 300 * time.Millisecond})
+	ln := r.ln
 	sid := c.initialize()
 	c.http.CloseIdleConnections()
-	conn := dialRaw(t, ln.Addr().String())
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10)
+	conn, err := c.http.Transport.(*http.Transport).DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
 	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"big","arguments":{}}}`
 	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body)
 	// Never read: the server's writes of 16 MiB stall, and it must give up on the connection.
@@ -606,12 +614,6 @@ func TestStalledReaderIsCut(t *testing.T) {
 		t.Errorf("%d connections still open to a client that stopped reading", ln.open())
 	}
 	t.Logf("closed after %v", time.Since(start).Round(time.Millisecond))
-}
-
-// startServing is start, with the connection limiter to look at.
-func startServing(t *testing.T, srv *mcp.Server, cfg Config) (*Running, *connLimiter) {
-	r := start(t, srv, cfg)
-	return r, r.ln
 }
 
 func TestLoadServingLimits(t *testing.T) {
@@ -635,7 +637,10 @@ func TestLoadServingLimits(t *testing.T) {
 
 // TestIdleReleasesMemory: after a busy period and idleRelease without a request, the heap's free pages go back to
 // the system (HeapReleased grows), once.
-func TestIdleReleasesMemory(t *testing.T) {
+func TestIdleReleasesMemory(t *testing.T) { synctest.Test(t, testIdleReleasesMemory) }
+
+// testIdleReleasesMemory waits out idleCheck's ticker (5 s) in the bubble's time.
+func testIdleReleasesMemory(t *testing.T) {
 	var a activity
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

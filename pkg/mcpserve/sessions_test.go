@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,10 +64,13 @@ func flood(c *rawClient, n int) (made int, refused map[int]string) {
 // closes one of them, still not the holder (TestSessionRecentlyActiveIsNotEvicted's control shows an idle session
 // holding nothing is closed).
 func TestSessionFloodSparesSessionsInUse(t *testing.T) {
+	synctest.Test(t, testSessionFloodSparesSessionsInUse)
+}
+
+func testSessionFloodSparesSessionsInUse(t *testing.T) {
 	ended := make(chan error, 64)
 	const keep = 300 * time.Millisecond
-	r := start(t, holdServer(ended), Config{MaxSessions: 8, MaxSessionsPerClient: 8, SessionKeepActive: keep})
-	c := newRawClient(t, r.URL)
+	_, c := startInMemory(t, holdServer(ended), Config{MaxSessions: 8, MaxSessionsPerClient: 8, SessionKeepActive: keep})
 	victim := c.initialize()
 	if st, body, err := c.call(context.Background(), victim, "hold", map[string]any{"text": "x"}); err != nil || st != 200 || !strings.Contains(body, "holding") {
 		t.Fatalf("hold: %d %s %v", st, body, err)
@@ -105,8 +109,11 @@ func TestSessionFloodSparesSessionsInUse(t *testing.T) {
 // TestSessionRecentlyActiveIsNotEvicted: a session with a request within the keep-active time is not closed to make
 // room, even holding nothing; once past it, it is (the control).
 func TestSessionRecentlyActiveIsNotEvicted(t *testing.T) {
-	r := start(t, newEchoServer(), Config{MaxSessions: 1, MaxSessionsPerClient: 1, SessionKeepActive: time.Second})
-	c := newRawClient(t, r.URL)
+	synctest.Test(t, testSessionRecentlyActiveIsNotEvicted)
+}
+
+func testSessionRecentlyActiveIsNotEvicted(t *testing.T) {
+	_, c := startInMemory(t, newEchoServer(), Config{MaxSessions: 1, MaxSessionsPerClient: 1, SessionKeepActive: time.Second})
 	a := c.initialize()
 	resp, err := c.do(context.Background(), "POST", "", initBody)
 	if err != nil {
@@ -152,10 +159,11 @@ func TestSessionCapPerClient(t *testing.T) {
 // TestUnusedSessionExpiresSoon: a session that runs nothing is closed after -session-unused-timeout, long before the
 // idle timeout, so a client that went away without a DELETE (the TypeScript SDK 1.x, LangChain) frees it in
 // minutes. Controls: a session holding a background process stays, and so does one that keeps making requests.
-func TestUnusedSessionExpiresSoon(t *testing.T) {
+func TestUnusedSessionExpiresSoon(t *testing.T) { synctest.Test(t, testUnusedSessionExpiresSoon) }
+
+func testUnusedSessionExpiresSoon(t *testing.T) {
 	ended := make(chan error, 4)
-	r := start(t, holdServer(ended), Config{SessionIdleTimeout: time.Hour, SessionUnusedTimeout: 300 * time.Millisecond})
-	c := newRawClient(t, r.URL)
+	_, c := startInMemory(t, holdServer(ended), Config{SessionIdleTimeout: time.Hour, SessionUnusedTimeout: 300 * time.Millisecond})
 	unused, holding, busy := c.initialize(), c.initialize(), c.initialize()
 	if st, body, err := c.call(context.Background(), holding, "hold", map[string]any{"text": "x"}); err != nil || st != 200 || !strings.Contains(body, "holding") {
 		t.Fatalf("hold: %d %s %v", st, body, err)
