@@ -62,8 +62,10 @@ func (s *session) claudeWith(cfg, prompt string) string {
 }
 
 func TestClaudeCode(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.claude("Run the planned calls.")
@@ -76,6 +78,7 @@ func TestClaudeCode(t *testing.T) {
 // TestMCPRemote: Claude Code with both servers behind mcp-remote, over HTTP with a token (mcp-remote bridges a
 // remote server to a client's stdio; there is no stdio row).
 func TestMCPRemote(t *testing.T) {
+	t.Parallel()
 	st := steps(dependentCall)
 	s := newSession(t, true, plan(st))
 	out := s.claudeViaMCPRemote("Run the planned calls.")

@@ -58,8 +58,10 @@ func (s *session) codex(prompt string) string {
 }
 
 func TestCodex(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.codex("Run the planned calls.")

@@ -41,8 +41,10 @@ func (s *session) gemini(prompt string) string {
 }
 
 func TestGeminiCLI(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(geminiDependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.gemini("Run the planned calls.")

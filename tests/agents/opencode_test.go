@@ -56,8 +56,10 @@ func (s *session) opencode(prompt string) string {
 }
 
 func TestOpencode(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.opencode("Run the planned calls.")

@@ -38,8 +38,10 @@ func (s *session) qwen(prompt string) string {
 }
 
 func TestQwenCode(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.qwen("Run the planned calls.")
