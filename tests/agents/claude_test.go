@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // claudeMCPConfig is the servers as docs/clients.md gives them to Claude Code (a .mcp.json, here passed with
@@ -53,7 +52,7 @@ func (s *session) claudeViaMCPRemote(prompt string) string {
 }
 
 func (s *session) claudeWith(cfg, prompt string) string {
-	return s.run(3*time.Minute, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
+	return s.run(clientLimit, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 		// MCP tools offered to the model directly, not behind Claude Code's tool search (which the scripted model does not use).
 		"ENABLE_TOOL_SEARCH=false"},

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // geminiSettings is ~/.gemini/settings.json as docs/clients.md gives it: both servers, the tokens from the
@@ -36,7 +35,7 @@ func (s *session) geminiSettings() {
 
 func (s *session) gemini(prompt string) string {
 	s.geminiSettings()
-	return s.run(3*time.Minute, []string{"GOOGLE_GEMINI_BASE_URL=" + s.modelURL, "GEMINI_API_KEY=scripted"},
+	return s.run(clientLimit, []string{"GOOGLE_GEMINI_BASE_URL=" + s.modelURL, "GEMINI_API_KEY=scripted"},
 		"gemini", "--yolo", "--model", "gemini-2.5-pro", "-p", prompt)
 }
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // opencodeConfig is ~/.config/opencode/opencode.json as docs/clients.md gives it: both servers under "mcp" (remote
@@ -48,9 +47,7 @@ func (s *session) opencodeConfig() {
 
 func (s *session) opencode(prompt string) string {
 	s.opencodeConfig()
-	// opencode takes the longest to start (a Bun app that bootstraps a project, a watcher and a session store
-	// before its first model request: 30 s and more on a busy 2-core machine).
-	return s.run(5*time.Minute, []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+	return s.run(clientLimit, []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1"},
 		"opencode", "run", prompt)
 }

@@ -73,9 +73,9 @@ func (s *session) run1(run func(*session) string) string { return run(s) }
 // mcpRemoteAlone runs mcp-remote as a person checks the bridge by hand (its README's advice when a client shows
 // nothing): in a terminal, the exec server's URL and the header, its stdin open. A client that spawns it (Claude
 // Code -p here) keeps its standard error to itself; mcp-remote's own words are what a person reads in the client's
-// MCP log. It prints its connection error and waits; 20 seconds are plenty.
+// MCP log. It prints its connection error and exits (in 15 s here, under load).
 func (s *session) mcpRemoteAlone() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(s.dir, "node_modules", ".bin", "mcp-remote"), s.execURL, "--transport", "http-only",
 		"--header", "Authorization:Bearer "+s.execToken)
