@@ -15,6 +15,6 @@ cd "$repo/tests/agents"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0
-go test -count=1 -timeout 20m -v -run "${CLIENT:-.}" . >"$log" 2>&1 || rc=$?
+go test -count=1 -timeout 30m -v -run "${CLIENT:-.}" . >"$log" 2>&1 || rc=$?
 grep -vE '^=== (RUN|PAUSE|CONT)' "$log" | cut -c1-400
 exit "$rc"

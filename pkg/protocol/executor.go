@@ -24,8 +24,8 @@ type RunCommandOutput struct {
 	DurationMs      int64  `json:"duration_ms"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
-	StdoutResource  string `json:"stdout_resource,omitempty" jsonschema:"when stdout was truncated: URI of the whole stdout, for resources/read (in pages: ?offset=&length=)"`
-	StderrResource  string `json:"stderr_resource,omitempty" jsonschema:"when stderr was truncated: URI of the whole stderr, for resources/read (in pages: ?offset=&length=)"`
+	StdoutResource  string `json:"stdout_resource,omitempty" jsonschema:"when stdout was truncated: URI of the whole stdout, for sandbox_read_output or resources/read (in pages: ?offset=&length=)"`
+	StderrResource  string `json:"stderr_resource,omitempty" jsonschema:"when stderr was truncated: URI of the whole stderr, for sandbox_read_output or resources/read (in pages: ?offset=&length=)"`
 	// ProtectedUndone lists the protected project files (git hooks and config, editor settings, .envrc...) the
 	// command created or changed, which the server undid after it ended.
 	ProtectedUndone []string `json:"protected_undone,omitempty" jsonschema:"protected project files (git hooks and config, editor and agent settings, .envrc) the command created or changed; they were undone and kept out of the workspace"`

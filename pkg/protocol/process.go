@@ -52,8 +52,8 @@ type ReadProcessOutputOutput struct {
 	StdoutDropped  int64  `json:"stdout_dropped"`
 	StderrDropped  int64  `json:"stderr_dropped"`
 	DurationMs     int64  `json:"duration_ms"`
-	StdoutResource string `json:"stdout_resource,omitempty" jsonschema:"once stdout outgrew the process's buffer: URI of the whole stdout from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
-	StderrResource string `json:"stderr_resource,omitempty" jsonschema:"once stderr outgrew the process's buffer: URI of the whole stderr from its first byte (so far, while it runs), for resources/read (in pages: ?offset=&length=, the same offsets as here)"`
+	StdoutResource string `json:"stdout_resource,omitempty" jsonschema:"once stdout outgrew the process's buffer: URI of the whole stdout from its first byte (so far, while it runs), for sandbox_read_output or resources/read (in pages, the same offsets as here)"`
+	StderrResource string `json:"stderr_resource,omitempty" jsonschema:"once stderr outgrew the process's buffer: URI of the whole stderr from its first byte (so far, while it runs), for sandbox_read_output or resources/read (in pages, the same offsets as here)"`
 
 	// With -net-allow, once the process ended: what the egress proxy refused it, and what it reached.
 	NetworkDenied []string      `json:"network_denied,omitempty" jsonschema:"once ended: host:port the egress proxy refused to this process"`

@@ -119,7 +119,7 @@ func TestGoldenToolsList(t *testing.T) {
 			t.Fatal(err)
 		}
 		mcptest.RequirePortableTools(t, res.Tools)
-		want := []string{protocol.ToolListProcesses, protocol.ToolReadProcessOutput, protocol.ToolRunCommand, protocol.ToolStartProcess,
+		want := []string{protocol.ToolListProcesses, protocol.ToolReadOutput, protocol.ToolReadProcessOutput, protocol.ToolRunCommand, protocol.ToolStartProcess,
 			protocol.ToolStopProcess, protocol.ToolWriteProcessInput}
 		var names []string
 		for _, tool := range res.Tools {

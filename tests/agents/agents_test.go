@@ -151,6 +151,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// clientLimit is how long one client's session may take. A session takes 10 s to 4 minutes here (opencode, a Bun
+// app that bootstraps a project, a watcher and a session store before its first model request, the longest; the
+// sessions share the cores, go test running two at once); one that hangs is killed at this limit and its steps fail.
+const clientLimit = 6 * time.Minute
+
 // run runs the client's command (argv[0] from node_modules/.bin) with the session's environment plus env, for at
 // most limit, and returns what it printed.
 func (s *session) run(limit time.Duration, env []string, argv ...string) string {

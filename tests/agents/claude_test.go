@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // claudeMCPConfig is the servers as docs/clients.md gives them to Claude Code (a .mcp.json, here passed with
@@ -19,6 +18,22 @@ func (s *session) claudeMCPConfig() string {
 		servers["fs"] = map[string]any{"type": "stdio", "command": bins.fs, "args": []string{"-stdio", "-workspace", s.ws}}
 		servers["exec"] = map[string]any{"type": "stdio", "command": bins.exec, "args": []string{"-stdio", "-workspace", s.ws}}
 	}
+	return s.writeClaudeMCPConfig(servers)
+}
+
+// mcpRemoteMCPConfig is the servers as docs/clients.md gives them to Claude Code through mcp-remote (the stdio
+// bridge to a remote server that clients without HTTP support use): each a stdio server that runs mcp-remote with the
+// URL, HTTP only, and the token in a header from the environment.
+func (s *session) mcpRemoteMCPConfig() string {
+	servers := map[string]any{}
+	for name, srv := range map[string]struct{ url, tokenVar string }{"fs": {s.fsURL, "GOALBOX_FS_TOKEN"}, "exec": {s.execURL, "GOALBOX_EXEC_TOKEN"}} {
+		servers[name] = map[string]any{"type": "stdio", "command": "mcp-remote",
+			"args": []string{srv.url, "--transport", "http-only", "--header", "Authorization:Bearer ${" + srv.tokenVar + "}"}}
+	}
+	return s.writeClaudeMCPConfig(servers)
+}
+
+func (s *session) writeClaudeMCPConfig(servers map[string]any) string {
 	b, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
 	file := filepath.Join(s.home, "mcp.json")
 	if err := os.WriteFile(file, b, 0o644); err != nil {
@@ -29,9 +44,15 @@ func (s *session) claudeMCPConfig() string {
 
 // claude runs Claude Code in print mode against the scripted model (Anthropic Messages), with the goalbox tools
 // allowed and everything else it would phone home for off.
-func (s *session) claude(prompt string) string {
-	cfg := s.claudeMCPConfig()
-	return s.run(3*time.Minute, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
+func (s *session) claude(prompt string) string { return s.claudeWith(s.claudeMCPConfig(), prompt) }
+
+// claudeViaMCPRemote runs Claude Code with the servers reached through mcp-remote.
+func (s *session) claudeViaMCPRemote(prompt string) string {
+	return s.claudeWith(s.mcpRemoteMCPConfig(), prompt)
+}
+
+func (s *session) claudeWith(cfg, prompt string) string {
+	return s.run(clientLimit, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 		// MCP tools offered to the model directly, not behind Claude Code's tool search (which the scripted model does not use).
 		"ENABLE_TOOL_SEARCH=false"},
@@ -40,8 +61,10 @@ func (s *session) claude(prompt string) string {
 }
 
 func TestClaudeCode(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.claude("Run the planned calls.")
@@ -49,4 +72,15 @@ func TestClaudeCode(t *testing.T) {
 			checkSteps(t, s.model, st, out)
 		})
 	}
+}
+
+// TestMCPRemote: Claude Code with both servers behind mcp-remote, over HTTP with a token (mcp-remote bridges a
+// remote server to a client's stdio; there is no stdio row).
+func TestMCPRemote(t *testing.T) {
+	t.Parallel()
+	st := steps(dependentCall)
+	s := newSession(t, true, plan(st))
+	out := s.claudeViaMCPRemote("Run the planned calls.")
+	t.Logf("claude through mcp-remote printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
+	checkSteps(t, s.model, st, out)
 }

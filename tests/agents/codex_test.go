@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // codexConfig is $CODEX_HOME/config.toml as docs/clients.md gives it: the model provider pointed at the scripted
@@ -53,13 +52,15 @@ stream_max_retries = 0
 
 func (s *session) codex(prompt string) string {
 	home := s.codexConfig()
-	return s.run(3*time.Minute, []string{"CODEX_HOME=" + home, "SCRIPTED_API_KEY=scripted"},
+	return s.run(clientLimit, []string{"CODEX_HOME=" + home, "SCRIPTED_API_KEY=scripted"},
 		"codex", "exec", "--skip-git-repo-check", prompt)
 }
 
 func TestCodex(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.codex("Run the planned calls.")

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // geminiSettings is ~/.gemini/settings.json as docs/clients.md gives it: both servers, the tokens from the
@@ -36,13 +35,15 @@ func (s *session) geminiSettings() {
 
 func (s *session) gemini(prompt string) string {
 	s.geminiSettings()
-	return s.run(3*time.Minute, []string{"GOOGLE_GEMINI_BASE_URL=" + s.modelURL, "GEMINI_API_KEY=scripted"},
+	return s.run(clientLimit, []string{"GOOGLE_GEMINI_BASE_URL=" + s.modelURL, "GEMINI_API_KEY=scripted"},
 		"gemini", "--yolo", "--model", "gemini-2.5-pro", "-p", prompt)
 }
 
 func TestGeminiCLI(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(geminiDependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.gemini("Run the planned calls.")

@@ -27,7 +27,7 @@ func has(want ...string) func(Seen) string {
 	}
 }
 
-// steps is the session every client runs: write, read, list, run, a huge output, an image, an error, a background
+// steps is the session every client runs: write, read, list, run, a huge output and its middle read back, an image, an error, a background
 // process, a checkpoint, a dependent call (dependentCall, and with wait_for_previous as Gemini CLI's model is told to
 // send it: geminiDependentCall).
 func steps(dependent map[string]any) []step {
@@ -38,6 +38,14 @@ func steps(dependent map[string]any) []step {
 		{"run", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "echo out; echo err >&2; exit 3"}}, has(`"exit_code":3`, `out\n`, `err\n`)},
 		{"huge output", Call{Tool: "sandbox_run_command", Args: map[string]any{"command": "seq 1 300000"}},
 			has(`"exit_code":0`, `"stdout_truncated":true`, `"stdout_resource":"goalbox-output://`)},
+		// The huge output's middle, which its result left out, read back through the tool every client offers.
+		{"kept output", Call{Tool: "sandbox_read_output", From: func(seen []Seen) map[string]any {
+			uri := stdoutResource.FindStringSubmatch(readable(seen[len(seen)-1].Text))
+			if uri == nil {
+				return map[string]any{"uri": "none returned"}
+			}
+			return map[string]any{"uri": uri[1], "offset": seqOffset150000, "length": 100}
+		}}, has(`"offset":938888`, `"next_offset":938988`, `"complete":true`, `150000\n150001\n`)},
 		{"image", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "dot.png"}}, func(s Seen) string {
 			for _, img := range s.Images {
 				if img.MIME == "image/png" && img.Base64 == dotPNG {
@@ -60,7 +68,13 @@ func steps(dependent map[string]any) []step {
 	}
 }
 
-var processID = regexp.MustCompile(`"process_id":"([^"]+)"`)
+var (
+	processID      = regexp.MustCompile(`"process_id":"([^"]+)"`)
+	stdoutResource = regexp.MustCompile(`"stdout_resource":"(goalbox-output://[^"]+)"`)
+)
+
+// seqOffset150000 is where "150000" starts in the output of seq 1 300000: the lines of 1 to 9 digits before it.
+const seqOffset150000 = 9*2 + 90*3 + 900*4 + 9000*5 + 90000*6 + 50000*7
 
 func plan(steps []step) []Call {
 	var p []Call

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // qwenSettings is ~/.qwen/settings.json: Qwen Code is a fork of Gemini CLI and takes the same mcpServers (the
@@ -33,13 +32,15 @@ func (s *session) qwenSettings() {
 
 func (s *session) qwen(prompt string) string {
 	s.qwenSettings()
-	return s.run(3*time.Minute, []string{"OPENAI_BASE_URL=" + s.modelURL + "/v1", "OPENAI_API_KEY=scripted", "OPENAI_MODEL=gpt-4o"},
+	return s.run(clientLimit, []string{"OPENAI_BASE_URL=" + s.modelURL + "/v1", "OPENAI_API_KEY=scripted", "OPENAI_MODEL=gpt-4o"},
 		"qwen", "--yolo", "-p", prompt)
 }
 
 func TestQwenCode(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			st := steps(dependentCall)
 			s := newSession(t, transport == "http", plan(st))
 			out := s.qwen("Run the planned calls.")

@@ -47,7 +47,7 @@ func (e *Executor) addProcessTools() {
 	whole := ""
 	if e.outputs.Keeps() {
 		whole = " Once a stream outgrows its buffer, the whole stream from its first byte stays readable as the resource stdout_resource or " +
-			"stderr_resource names (resources/read, in pages, at the same offsets), for this session, while its budget for full outputs lasts."
+			"stderr_resource names (resources/read, or the tool " + protocol.ToolReadOutput + ", in pages, at the same offsets), for this session, while its budget for full outputs lasts."
 	}
 	mcpserve.AddTool(e.server, e.logger, &mcp.Tool{
 		Name: protocol.ToolStartProcess,

@@ -210,7 +210,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 	e.server = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "goalbox command executor", Version: mcpserve.Version()}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Runs shell commands (sh -c) in the workspace %s on the %q backend. Paths are relative to the workspace. "+
 			"Default timeout %ds, maximum %ds; each of stdout and stderr keeps at most %d bytes (head and tail); "+
-			"a stream cut short stays readable whole, by this session, as the resource its result names.",
+			"a stream cut short stays readable whole, by this session, as the resource its result names (resources/read, or the tool "+protocol.ToolReadOutput+").",
 			g.AdvertisedRoot(), b.Name(), int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap) +
 			fallbackNote(b),
 		Logger: logger,
@@ -221,7 +221,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 			"A non-zero exit_code is a normal result; exit_code is -1 when the command was killed (timeout or cancellation). "+
 			"timeout_seconds defaults to %d and may be at most %d. stdout and stderr keep their first and last bytes, at most %d each, "+
 			"with a marker saying how many bytes were left out; a stream cut short stays readable whole as the resource "+
-			"stdout_resource or stderr_resource names (resources/read, in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
+			"stdout_resource or stderr_resource names (resources/read, or the tool "+protocol.ToolReadOutput+", in pages), for this session, while its budget lasts. No process the command starts outlives the call; %s",
 			int(cfg.DefaultTimeout.Seconds()), int(cfg.MaxTimeout.Seconds()), cfg.OutputCap, networkSentence(b.Confinement().Egress)) +
 			fallbackNote(b),
 		Annotations: mcpserve.Annotations(mcpserve.Hints{Title: "Run a shell command", Destructive: true}),
@@ -229,6 +229,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 	e.addProcessTools()
 	if e.outputs.Keeps() {
 		e.outputs.AddResources(e.server, func(ctx context.Context, ss *mcp.ServerSession) outputs.Owner { return ownerOf(ctx, ss) })
+		e.addReadOutputTool()
 	}
 	return e, nil
 }

@@ -51,6 +51,11 @@ type readOutput struct {
 	Note string `json:"note,omitempty" jsonschema:"present only when a line longer than the content cap was cut: what was left out"`
 }
 
+// LongFields implements mcpserve.LongFields: the content goes last in the result's text, so a client that keeps
+// only a head of a long read (Qwen Code: 2.5 KB), or drops a line over 50 KB (opencode), still shows its model
+// the lines read, the total and that the read was truncated.
+func (readOutput) LongFields() []string { return []string{"content"} }
+
 // imageRead is the result of reading an image: its description, as structured content and as text, and then the
 // image itself as an image content item, which is where an image-capable model sees it.
 type imageRead struct {

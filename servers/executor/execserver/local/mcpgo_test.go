@@ -43,8 +43,8 @@ func TestMCPGoClient(t *testing.T) {
 		t.Fatalf("initialize: %v %+v", err, init)
 	}
 	tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
-	if err != nil || len(tools.Tools) != 6 {
-		t.Fatalf("tools: %v, want sandbox_run_command and the five process tools: %+v", err, tools)
+	if err != nil || len(tools.Tools) != 7 {
+		t.Fatalf("tools: %v, want sandbox_run_command, the five process tools and sandbox_read_output: %+v", err, tools)
 	}
 	i := slices.IndexFunc(tools.Tools, func(t mcpgo.Tool) bool { return t.Name == protocol.ToolRunCommand })
 	if i < 0 {

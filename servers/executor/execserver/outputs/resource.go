@@ -60,13 +60,51 @@ func (o *Store) readResource(reader Owner, req *mcp.ReadResourceRequest) (*mcp.R
 	if err != nil {
 		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
 	}
+	p, err := o.ReadPage(reader, id, offset, length)
+	if err != nil {
+		code := int64(jsonrpc.CodeInvalidParams)
+		if errors.As(err, new(missingOutput)) {
+			code = mcp.CodeResourceNotFound
+		}
+		return nil, resourceError(code, uri, err)
+	}
+	c := &mcp.ResourceContents{URI: uri, Meta: mcp.Meta{"offset": p.Offset, "length": len(p.Data), "next_offset": p.NextOffset,
+		"size": p.Size, "complete": p.Complete}}
+	if p.Text {
+		c.Text, c.MIMEType = string(p.Data), "text/plain; charset=utf-8"
+	} else {
+		c.Blob, c.MIMEType = p.Data, "application/octet-stream"
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+// Page is one page of a full output: at most the length asked for from Offset, text when its bytes are UTF-8 (its
+// end moved back off a split character).
+type Page struct {
+	Data       []byte
+	Text       bool
+	Offset     int64
+	NextOffset int64
+	Size       int64 // bytes kept so far
+	Complete   bool  // the stream has ended
+}
+
+// missingOutput is the error of a read whose output is not there (never was, evicted, another session's): a
+// resource read answers it as not found, not as bad parameters.
+type missingOutput struct{ error }
+
+func (m missingOutput) Unwrap() error { return m.error }
+
+// ReadPage reads a page of the output id (an output URI's host and path) for reader: the resource's handler and the
+// executor's read tool both read through it, so both see the same owner rules.
+func (o *Store) ReadPage(reader Owner, id string, offset, length int64) (Page, error) {
 	stateless, ow := reader.Stateless, reader
 	if host, _, _ := strings.Cut(id, "/"); len(host) == handleLen {
 		// A stateless output: its URI is the capability, whoever holds it.
 		ow = StatelessOwner
 	} else if stateless {
 		// A session's output asked for without a session: it is that session's only.
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, errNoStatelessOutput)
+		return Page{}, notFound(errNoStatelessOutput)
 	}
 	missing := errNoSuchOutput
 	if stateless {
@@ -74,30 +112,29 @@ func (o *Store) readResource(reader Owner, req *mcp.ReadResourceRequest) (*mcp.R
 	}
 	s := o.owned(ow, false)
 	if s == nil {
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+		return Page{}, notFound(missing)
 	}
 	p, err := s.read(id, offset, length)
 	var gone *outputGone
 	switch {
 	case errors.Is(err, errNoSuchOutput):
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, missing)
+		return Page{}, notFound(missing)
 	case errors.As(err, &gone):
-		return nil, resourceError(mcp.CodeResourceNotFound, uri, err)
+		return Page{}, notFound(err)
 	case err != nil:
-		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
+		return Page{}, err
 	}
-	c := &mcp.ResourceContents{URI: uri}
 	atEnd := offset+int64(len(p.data)) == p.size && p.complete
-	if n := textPrefix(p.data, atEnd); n > 0 {
-		c.Text, c.MIMEType = string(p.data[:n]), "text/plain; charset=utf-8"
-		p.data = p.data[:n]
-	} else {
-		c.Blob, c.MIMEType = p.data, "application/octet-stream"
+	n := textPrefix(p.data, atEnd)
+	page := Page{Data: p.data, Text: n > 0, Offset: offset, Size: p.size, Complete: p.complete}
+	if page.Text {
+		page.Data = p.data[:n]
 	}
-	next := offset + int64(len(p.data))
-	c.Meta = mcp.Meta{"offset": offset, "length": len(p.data), "next_offset": next, "size": p.size, "complete": p.complete}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+	page.NextOffset = offset + int64(len(page.Data))
+	return page, nil
 }
+
+func notFound(err error) error { return missingOutput{err} }
 
 // textPrefix is how many leading bytes of data to send as text: all of it when it is UTF-8, all but a character
 // split at its end (unless the stream ends there), or 0 when it is not text (then it goes as a blob).
@@ -118,11 +155,9 @@ func textPrefix(data []byte, atEnd bool) int {
 
 // parseOutputURI reads an output's URI: its ID, and the page it asks for.
 func parseOutputURI(uri string) (id string, offset, length int64, err error) {
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != protocol.OutputResourceScheme || u.Opaque != "" || u.User != nil || u.Fragment != "" ||
-		!outputID.MatchString(u.Host+u.Path) {
-		return "", 0, 0, fmt.Errorf("not the URI of an output: give the stdout_resource or stderr_resource of a result, "+
-			"optionally with ?offset=N&length=M (it has the form %s)", outputTemplate)
+	u, err := outputURL(uri)
+	if err != nil {
+		return "", 0, 0, err
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -150,6 +185,29 @@ func parseOutputURI(uri string) (id string, offset, length int64, err error) {
 		}
 	}
 	return u.Host + u.Path, offset, length, nil
+}
+
+// outputURL parses uri, the URI of an output (with or without a query).
+func outputURL(uri string) (*url.URL, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != protocol.OutputResourceScheme || u.Opaque != "" || u.User != nil || u.Fragment != "" ||
+		!outputID.MatchString(u.Host+u.Path) {
+		return nil, fmt.Errorf("not the URI of an output: give the stdout_resource or stderr_resource of a result, "+
+			"optionally with ?offset=N&length=M (it has the form %s)", outputTemplate)
+	}
+	return u, nil
+}
+
+// OutputID is the ID of the output uri names, a URI without a query (the read tool takes the page as arguments).
+func OutputID(uri string) (string, error) {
+	u, err := outputURL(uri)
+	if err != nil {
+		return "", err
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		return "", fmt.Errorf("give the URI without its query %q, and the page as the offset and length arguments", u.RawQuery)
+	}
+	return u.Host + u.Path, nil
 }
 
 // resourceError is a JSON-RPC error for a read of uri, saying why.
