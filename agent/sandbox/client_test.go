@@ -26,8 +26,8 @@ func TestClientRoutesByDiscoveredTools(t *testing.T) {
 			t.Errorf("tool %s: schema or description missing", tool.Name)
 		}
 	}
-	if len(names) != 17 {
-		t.Errorf("tools = %v, want the 11 file tools (checkpoints too), the command tool and the 5 process tools", names)
+	if len(names) != 18 {
+		t.Errorf("tools = %v, want the 11 file tools (checkpoints too), the command tool, the kept-output reader and the 5 process tools", names)
 	}
 	// A file tool goes to the filesystem server, the command tool to the executor: the write is seen by the command.
 	if res, err := sb.Call(ctx, protocol.ToolWriteFile, json.RawMessage(`{"path":"x.txt","content":"routed"}`)); err != nil || res.IsError {
