@@ -110,6 +110,8 @@ elif grep -q "only by the MCP session whose command made it" <<<"$out"; then
 else
   echo "inspector: FAIL resources/read from another session failed without the refusal: $out"; fails=$((fails+1))
 fi
+# The tool that reads the same pages (sandbox_read_output) keeps the same owner rule.
+refused 17202 'only by the MCP session whose command made it' sandbox_read_output "uri=${uri:-goalbox-output://none/stdout}"
 GOALBOX_EXEC_TOKEN=$EXEC_TOKEN node "$here/full-outputs.mjs" http://127.0.0.1:17202/mcp "$work/ws" "$dir" || fails=$((fails+1))
 
 if [ "$fails" != 0 ]; then echo "inspector: $fails checks failed"; exit 1; fi

@@ -185,6 +185,10 @@ const scenarios = {
     for (let i = 1; i <= 100000; i++) want += `${i}\n`;
     const whole = await readWhole(conn, r.stdout_resource);
     check(whole === want, `the full stdout read back has ${whole.length} bytes, want ${want.length}, equal: false`);
+    // The same bytes through the tool, for the clients whose model has no resource tool: a page from the middle.
+    r = await call("sandbox_read_output", { uri: r.stdout_resource, offset: 300000, length: 1000 });
+    check(r.offset === 300000 && r.text === want.slice(300000, 301000) && r.size === want.length,
+      `read output: ${show({ ...r, text: r.text?.slice(0, 40) })}`);
 
     // A process from start to stop: stdin open, a line in, the line out, listed, stopped, seen ended.
     const p = await call("sandbox_start_process", { command: "cat", stdin: "open" });
