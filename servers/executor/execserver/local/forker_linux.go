@@ -26,7 +26,6 @@ import (
 	"sync"
 	"syscall"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,12 +40,6 @@ const (
 	forkerMntNS  = 6
 )
 
-// forkerConfig is what every sandbox of a backend shares, given to the forker as JSON on its stdin.
-type forkerConfig struct {
-	Dir string   `json:"dir"` // PID 1's working folder: the workspace
-	Env []string `json:"env"`
-}
-
 // forker is the server's end of a running forker.
 type forker struct {
 	cmd  *exec.Cmd
@@ -56,14 +49,14 @@ type forker struct {
 }
 
 // startForker starts the forker on t, the thread whose end must end every sandbox.
-func startForker(t *forkThread, h *holder, cfg forkerConfig) (*forker, error) {
+func startForker(t *forkThread, h *holder, p *commandPolicy) (*forker, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "forker"), os.NewFile(uintptr(fds[1]), "forker")
 	defer theirs.Close()
-	conf, err := json.Marshal(cfg)
+	conf, err := json.Marshal(p)
 	if err != nil {
 		ours.Close()
 		return nil, err
@@ -86,20 +79,6 @@ func startForker(t *forkThread, h *holder, cfg forkerConfig) (*forker, error) {
 		return nil, fmt.Errorf("start the forker: %w", startErr)
 	}
 	return &forker{cmd: cmd, sock: ours, fd: int(ours.Fd())}, nil
-}
-
-// The flags of a fork request (its one byte): which optional descriptors follow the five pipe ends.
-const (
-	forkRuleset byte = 1 << iota // the Landlock ruleset
-	forkLayer                    // the command's layer: layerMounts detached mounts (layer_linux.go)
-)
-
-// must is the value of a call that cannot fail on constant input.
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // fork asks for a keeper with these descriptors (stdin, stdout, stderr, go-ahead, report, then what flags name)
@@ -144,18 +123,16 @@ func (f *forker) close() {
 // forkerMain is the forker: it answers the server's requests until its socket closes.
 func forkerMain() int {
 	runtime.LockOSThread()
-	var cfg forkerConfig
-	if err := json.NewDecoder(os.Stdin).Decode(&cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "goalbox forker: configuration:", err)
+	var p commandPolicy
+	if err := json.NewDecoder(os.Stdin).Decode(&p); err != nil {
+		fmt.Fprintln(os.Stderr, "goalbox forker: policy:", err)
 		return 2
 	}
-	a, err := keeperArgs(cfg)
+	k, err := newKeeper(&p)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "goalbox forker:", err)
 		return 2
 	}
-	var procRule [12]byte
-	binary.LittleEndian.PutUint64(procRule[:8], ll.AccessFSReadFile|ll.AccessFSReadDir)
 	var msg [1]byte
 	oob := make([]byte, unix.CmsgSpace((6+layerMounts)*4))
 	for {
@@ -167,7 +144,7 @@ func forkerMain() int {
 			return 0 // the server closed the socket, or died
 		}
 		fds := receivedFds(oob[:oobn])
-		pid, errno := forkKeeper(&a, msg[0], fds, &procRule)
+		pid, errno := k.fork(msg[0], fds)
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
@@ -193,67 +170,4 @@ func receivedFds(oob []byte) []int {
 		}
 	}
 	return fds
-}
-
-// forkKeeper forks one keeper with a request's descriptors: the five pipe ends, then the Landlock ruleset when
-// the request's flags have forkRuleset, then the layer's mounts when they have forkLayer.
-func forkKeeper(a *nsForkArgs, flags byte, fds []int, procRule *[12]byte) (int, syscall.Errno) {
-	want := 5
-	if flags&forkRuleset != 0 {
-		want++
-	}
-	if flags&forkLayer != 0 {
-		want += layerMounts
-	}
-	if len(fds) != want {
-		return 0, syscall.EINVAL
-	}
-	copy(a.fds[:5], fds[:5])
-	rest := fds[5:]
-	a.fds[fdRuleset], a.procRule = -1, nil
-	if flags&forkRuleset != 0 {
-		a.fds[fdRuleset], a.procRule = rest[0], procRule
-		rest = rest[1:]
-	}
-	for i := range layerMounts {
-		a.fds[fdAttach+i] = -1
-		if flags&forkLayer != 0 {
-			a.fds[fdAttach+i] = rest[i]
-		}
-	}
-	syscall.ForkLock.Lock()
-	defer syscall.ForkLock.Unlock()
-	return nsFork(a)
-}
-
-// keeperArgs are the parts of nsFork's arguments that every keeper of a backend shares.
-func keeperArgs(cfg forkerConfig) (nsForkArgs, error) {
-	var a nsForkArgs
-	var err error
-	if a.envv, err = syscall.SlicePtrFromStrings(cfg.Env); err != nil {
-		return a, err
-	}
-	if a.dir, err = syscall.BytePtrFromString(cfg.Dir); err != nil {
-		return a, err
-	}
-	raw, err := buildSeccomp(seccompPolicy{})
-	if err != nil {
-		return a, err
-	}
-	a.fprog, _ = seccompProg(raw) // the program stays reachable through a.fprog for the forker's life
-	a.path, _ = syscall.BytePtrFromString("/bin/sh")
-	a.argv, _ = syscall.SlicePtrFromStrings([]string{"sh", "-c", nsInitScript, "sh"})
-	a.proc, _ = syscall.BytePtrFromString("/proc")
-	a.attach[0], a.attach[1] = a.dir, must(syscall.BytePtrFromString("/dev/shm"))
-	a.empty = must(syscall.BytePtrFromString(""))
-	a.procType, _ = syscall.BytePtrFromString("proc")
-	a.fds[fdUserNS], a.fds[fdNetNS], a.fds[fdMntNS] = forkerUserNS, forkerNetNS, forkerMntNS
-	a.cloneFlags = syscall.CLONE_PARENT // the keeper is the server's child
-	a.ppid = uintptr(os.Getppid())
-	a.dropGroups = os.Geteuid() == 0
-	a.unshareFlags = nsUnshare
-	a.lastCap = uintptr(lastCap())
-	a.securebits = secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-	return a, nil
 }
