@@ -14,7 +14,7 @@ package local
 //  3. It reads its configuration from fd 3 and then keeps reading: EOF on fd 3 (the server closed it, or the server
 //     died) means kill everything now. It reports on fd 4: first what confinement it applied, then how sh ended.
 //
-// Where namespaces are permitted, nsFork (nsfork_linux.go) starts each command instead, forked by the forker
+// Where namespaces are permitted, nsFork (nsfork_linux.go) starts each command instead, forked by the holder
 // (forker_linux.go), which is re-executed once per backend, not once per command.
 
 import (
@@ -65,8 +65,6 @@ func init() {
 			os.Exit(childInit())
 		case holderArg0:
 			os.Exit(holderMain())
-		case forkerArg0:
-			os.Exit(forkerMain())
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
-// TestServerForksNothing: in namespace mode the server makes no copy of itself per command (the forker does,
+// TestServerForksNothing: in namespace mode the server makes no copy of itself per command (the holder does,
 // forker_linux.go). A keeper forked from the server shares its heap copy-on-write, and the server then pays a page
 // fault for every page it writes: some 500 per command through MCP when it did. The positive control forks, beside
 // each command, a keeper from the test process itself, as the server did, and must see the count rise.

@@ -3,18 +3,21 @@ package local
 // The namespace mode's sandbox setup, in the order it happens, as a program of steps built from the backend's
 // policy (policy_linux.go) once per forker, and run by nsFork in each new keeper and its PID 1 (nsfork_linux.go):
 //
-//	server ──clone──▶ keeper ──(setns user, net, mnt; unshare pid, mnt, ipc, uts, cgroup; attach the layer)──clone──▶ PID 1
+//	holder ──clone(CLONE_PARENT)──▶ keeper ──(unshare pid, mnt, ipc, uts, cgroup; attach the layer)──clone──▶ PID 1
 //	PID 1: setsid, mount /proc, chdir, no_new_privs, drop capabilities, Landlock, seccomp, execve sh
 //
-// The keeper stays in the server's PID namespace, so the server can wait for it, place it in cgroups and set its
-// rlimits before it goes on (everything it forks inherits them); when it is killed (timeout, cancellation, the
-// server dies) PID 1 gets SIGKILL as its parent-death signal, which kills every process of the namespace.
+// The holder forks the keeper (forker_linux.go), so the keeper is born in the holder's user, network and mount
+// namespaces, as their root (the unprivileged run-as user outside), and the server's child (CLONE_PARENT). It stays
+// in the server's PID namespace, so the server can wait for it, place it in cgroups and set its rlimits before it
+// goes on (everything it forks inherits them); when it is killed (timeout, cancellation, the server dies) PID 1
+// gets SIGKILL as its parent-death signal, which kills every process of the namespace.
 //
-// The child's descriptors: exactly 0, 1 and 2 survive the exec; everything else the forker holds is closed in the
+// The child's descriptors: exactly 0, 1 and 2 survive the exec; everything else the holder holds is closed in the
 // keeper, and what the program still needs is close-on-exec in PID 1.
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -29,12 +32,9 @@ import (
 const (
 	fdSync    = 3 // go-ahead from the server (read end)
 	fdReport  = 4 // setup failures to the server (write end, close-on-exec)
-	fdUserNS  = 5
-	fdNetNS   = 6
-	fdMntNS   = 7
-	fdRuleset = 8 // Landlock ruleset, or closed
+	fdRuleset = 5 // Landlock ruleset, or closed
 	// fdAttach..fdAttach+layerMounts-1: the command's layer (layer_linux.go), detached mounts to attach, or closed.
-	fdAttach = 9
+	fdAttach = 6
 	fdCount  = fdAttach + layerMounts
 )
 
@@ -43,12 +43,6 @@ const (
 	stepFds uint32 = iota + 1
 	stepParent
 	stepSync
-	stepGroups
-	stepSetnsUser
-	stepSetnsNet
-	stepSetnsMnt
-	stepSetgid
-	stepSetuid
 	stepUnshare
 	stepAttach
 	stepFork
@@ -58,6 +52,7 @@ const (
 	stepNoNewPrivs
 	stepBounding
 	stepSecurebits
+	stepCapset
 	stepLandlockProc
 	stepLandlock
 	stepSeccomp
@@ -66,18 +61,17 @@ const (
 
 var stepNames = map[uint32]string{
 	stepFds: "arranging descriptors", stepParent: "parent-death signal", stepSync: "waiting for the go-ahead",
-	stepGroups: "clearing supplementary groups", stepSetnsUser: "joining the user namespace",
-	stepSetnsNet: "joining the network namespace", stepSetnsMnt: "joining the mount namespace",
-	stepSetgid: "setting the group", stepSetuid: "setting the user", stepUnshare: "creating the PID, mount, IPC, UTS and cgroup namespaces",
-	stepAttach: "attaching the command's layer (the workspace's overlay, /dev/shm)",
-	stepFork:   "forking PID 1", stepSetsid: "setsid", stepMountProc: "mounting /proc", stepChdir: "changing to the working folder",
+	stepUnshare: "creating the PID, mount, IPC, UTS and cgroup namespaces",
+	stepAttach:  "attaching the command's layer (the workspace's overlay, /dev/shm)",
+	stepFork:    "forking PID 1", stepSetsid: "setsid", stepMountProc: "mounting /proc", stepChdir: "changing to the working folder",
 	stepNoNewPrivs: "no_new_privs", stepBounding: "emptying the capability bounding set", stepSecurebits: "locking the secure bits",
+	stepCapset:       "clearing its own capabilities",
 	stepLandlockProc: "adding /proc to the Landlock ruleset", stepLandlock: "entering the Landlock domain",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the shell",
 }
 
-// nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
-// joins are the holder's, shared by the backend's commands).
+// nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it is born in
+// are the holder's, shared by the backend's commands).
 const nsUnshare = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
 
 // atFdcwd is AT_FDCWD as a system call argument.
@@ -108,10 +102,12 @@ type keeper struct {
 // newKeeper prepares the setup of policy p's sandboxes.
 func newKeeper(p *commandPolicy) (*keeper, error) {
 	k := &keeper{}
+	var bad error // a string with a NUL byte (validate refuses such a policy before it gets here)
 	ptr := func(s string) uintptr {
 		b, err := syscall.BytePtrFromString(s)
 		if err != nil {
-			panic(err) // the policy was validated: no string holds a NUL
+			bad = err
+			return 0
 		}
 		k.keep = append(k.keep, b)
 		return uintptr(unsafe.Pointer(b))
@@ -119,7 +115,8 @@ func newKeeper(p *commandPolicy) (*keeper, error) {
 	strs := func(ss []string) uintptr {
 		v, err := syscall.SlicePtrFromStrings(ss)
 		if err != nil {
-			panic(err)
+			bad = err
+			return 0
 		}
 		k.keep = append(k.keep, v)
 		return uintptr(unsafe.Pointer(&v[0]))
@@ -131,17 +128,20 @@ func newKeeper(p *commandPolicy) (*keeper, error) {
 	fprog, ins := seccompProg(raw)
 	k.keep = append(k.keep, fprog, ins)
 	copy(k.state.proc[:], "/proc\x00")
+	k.state.capHdr[0] = unix.LINUX_CAPABILITY_VERSION_3
 	binary.LittleEndian.PutUint64(k.state.procRule[:8], ll.AccessFSReadFile|ll.AccessFSReadDir)
-	k.state.ppid = uintptr(os.Getppid())
+	k.state.ppid = uintptr(os.Getppid())      // the holder's parent, the server
 	k.state.cloneFlags = syscall.CLONE_PARENT // the keeper is the server's child
 	for i := range fdCount {
 		k.state.fds[i] = -1
 	}
-	k.state.fds[fdUserNS], k.state.fds[fdNetNS], k.state.fds[fdMntNS] = forkerUserNS, forkerNetNS, forkerMntNS
 
 	s := setupStrings{dir: ptr(p.Dir), shm: ptr("/dev/shm"), empty: ptr(""), proc: ptr("/proc"), procType: ptr("proc"),
 		shell: ptr("/bin/sh"), argv: strs([]string{"sh", "-c", nsInitScript, "sh"}), envv: strs(p.Env),
 		fprog: uintptr(unsafe.Pointer(fprog))}
+	if bad != nil {
+		return nil, fmt.Errorf("the sandbox policy: %w", bad)
+	}
 	for flags := range k.programs {
 		k.programs[flags] = setupProgram(p, s, byte(flags), &k.state)
 	}
@@ -172,19 +172,7 @@ func setupProgram(p *commandPolicy, s setupStrings, flags byte, st *forkState) [
 	do(opGoAhead, stepSync, 0)
 	closeFd(fdSync)
 
-	// The holder's namespaces, as their root (the unprivileged run-as user outside), then its own.
-	if p.DropGroups {
-		call(stepGroups, syscall.SYS_SETGROUPS, 0, 0) // before leaving the host's user namespace
-	}
-	call(stepSetnsUser, unix.SYS_SETNS, fdUserNS, syscall.CLONE_NEWUSER)
-	call(stepSetnsNet, unix.SYS_SETNS, fdNetNS, syscall.CLONE_NEWNET)
-	call(stepSetnsMnt, unix.SYS_SETNS, fdMntNS, syscall.CLONE_NEWNS)
-	for _, fd := range []uintptr{fdUserNS, fdNetNS, fdMntNS} {
-		closeFd(fd)
-	}
-	call(stepSetgid, syscall.SYS_SETRESGID, 0, 0, 0)
-	call(stepSetuid, syscall.SYS_SETRESUID, 0, 0, 0)
-	do(opParentAlive, stepParent, 0) // changing credentials cleared the parent-death signal
+	// Namespaces of its own, inside the holder's.
 	call(stepUnshare, syscall.SYS_UNSHARE, nsUnshare)
 
 	// Mounts: the command's layer, in the mount namespace just made (a copy of the holder's, for this command
@@ -207,13 +195,16 @@ func setupProgram(p *commandPolicy, s setupStrings, flags byte, st *forkState) [
 	// fail here, which is fine.
 	do(opCallQuiet, 0, unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING)
 
-	// No privilege: no_new_privs, an empty capability bounding set, locked secure bits, no ambient capabilities.
+	// No privilege: no_new_privs, an empty capability bounding set, locked secure bits, no capability left.
 	call(stepNoNewPrivs, syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
 	for c := range uintptr(lastCap() + 1) {
 		call(stepBounding, syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, c)
 	}
 	call(stepSecurebits, syscall.SYS_PRCTL, unix.PR_SET_SECUREBITS, capSecurebits)
 	do(opCallQuiet, 0, syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL)
+	// Its own sets last: the keeper inherited the holder's capabilities, inheritable ones included, which a file's
+	// inheritable capabilities would otherwise turn into permitted ones at exec, past the empty bounding set.
+	call(stepCapset, unix.SYS_CAPSET, uintptr(unsafe.Pointer(&st.capHdr[0])), uintptr(unsafe.Pointer(&st.capData[0])))
 
 	// Landlock: the ruleset the server made for this command, with this PID namespace's own /proc added.
 	if flags&forkRuleset != 0 {

@@ -53,7 +53,7 @@ func (b *localBackend) probeLayers(h *holder) bool {
 		b.layerNote = "off (-no-workspace-layer, for comparison only): commands write the workspace through read-only binds of the protected paths and a sweep"
 		return false
 	}
-	l, err := h.layers.layer(b.workspace, layerBytesFloor, layerInodesFloor)
+	l, err := h.layer(b.workspace, layerBytesFloor, layerInodesFloor)
 	if err != nil {
 		b.layerNote = "no overlay in a user namespace here (" + err.Error() + "): commands write the workspace, protected paths by read-only binds and a sweep"
 		b.logger.Warn("WORKSPACE GUARD UNAVAILABLE: commands write the workspace directly", "error", err)
@@ -86,7 +86,7 @@ func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
 		note = overCapNote(used, b.maxDisk, inodes, b.maxInodes)
 		bytesLeft, inodesLeft = layerBytesFloor, layerInodesFloor
 	}
-	l, err := ns.holder.layers.layer(b.workspace, bytesLeft, inodesLeft)
+	l, err := ns.holder.layer(b.workspace, bytesLeft, inodesLeft)
 	if l != nil {
 		l.overCap = note
 	}

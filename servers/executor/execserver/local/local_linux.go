@@ -324,22 +324,24 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
 	rules.ReadDirs = append(rules.ReadDirs, "/etc")
 	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
-	plan := planMounts(p.UID, p.GID, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
-	h, err := startHolder(plan.ops, p.UID, p.GID, b.egress != nil)
-	if err != nil {
+	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	plan := planMounts(p.UID, p.GID, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
+	thread := newForkThread()
+	h, err := startHolder(thread, plan.ops, &p, b.egress != nil)
+	if err != nil {
+		thread.close()
+		return nil, err
+	}
+	ns := &nsSandbox{holder: h, thread: thread, policy: &p}
 	if err := b.egress.attach(h.egress); err != nil {
-		h.close()
+		ns.close()
 		return nil, err
 	}
 	b.rootPaths = plan.paths()
 	rules.ShmDir, rules.DevDir, rules.PtsDir = h.root("/dev/shm"), h.root("/dev"), h.root("/dev/pts")
-	p.Layer = b.probeLayers(h)
-	if err := p.validate(); err != nil {
-		h.close()
-		return nil, err
-	}
+	p.Layer = b.probeLayers(h) // a layer per command is the namespace mode's only: the policy stays valid
 	_, abi, _ := landlockConfig(p.Rules)
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
@@ -348,11 +350,6 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	}
 	if p.Landlock == protocol.LandlockEnforced {
 		b.applied.LandlockABI, b.applied.LandlockScoped = abi, abi >= 6
-	}
-	ns, err := newNSSandbox(h, &p)
-	if err != nil {
-		h.close()
-		return nil, err
 	}
 	fallback := b.policy
 	b.policy, b.ns = p, ns

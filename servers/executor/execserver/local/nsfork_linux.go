@@ -70,10 +70,12 @@ type forkState struct {
 	goAhead  [1]byte
 	status   int32
 	life     [2]int32
-	pollfd   [2]int32 // struct pollfd: fd, events | revents<<16
-	noWait   [2]int64 // struct timespec 0: do not wait
-	procRule [12]byte // struct landlock_path_beneath_attr for /proc; parent_fd filled in by the child
-	proc     [6]byte  // "/proc"
+	pollfd   [2]int32  // struct pollfd: fd, events | revents<<16
+	noWait   [2]int64  // struct timespec 0: do not wait
+	procRule [12]byte  // struct landlock_path_beneath_attr for /proc; parent_fd filled in by the child
+	proc     [6]byte   // "/proc"
+	capHdr   [2]uint32 // struct __user_cap_header_struct: version 3, this process
+	capData  [6]uint32 // two struct __user_cap_data_struct, all zero: no capability in any set
 }
 
 // nsFork forks the keeper, which runs prog, and returns its pid. It must run on a locked OS thread that outlives

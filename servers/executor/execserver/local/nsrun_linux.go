@@ -113,12 +113,11 @@ func (t *forkThread) do(f func()) error {
 
 func (t *forkThread) close() { t.once.Do(func() { close(t.reqs) }) }
 
-// nsSandbox is what the namespace mode prepares once per backend: the holder's namespaces, the forker, and the
-// thread both hang on.
+// nsSandbox is what the namespace mode prepares once per backend: the holder, which holds the namespaces and
+// forks every sandbox, and the thread it hangs on.
 type nsSandbox struct {
 	holder *holder
 	thread *forkThread
-	forker *forker
 	policy *commandPolicy
 }
 
@@ -137,21 +136,9 @@ func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
 	return fd, err
 }
 
-func newNSSandbox(h *holder, p *commandPolicy) (*nsSandbox, error) {
-	s := &nsSandbox{holder: h, policy: p, thread: newForkThread()}
-	f, err := startForker(s.thread, h, p)
-	if err != nil {
-		s.thread.close()
-		return nil, err
-	}
-	s.forker = f
-	return s, nil
-}
-
 func (s *nsSandbox) close() {
-	s.forker.close()
-	s.thread.close()
 	s.holder.close()
+	s.thread.close()
 }
 
 // nsStarted is a keeper, stopped at its go-ahead, with the server's ends of its pipes.
@@ -162,7 +149,7 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-// start has the forker fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
+// start has the holder fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
 // caller sets limits on the keeper, then calls goAhead.
 func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	st := &nsStarted{}
@@ -209,7 +196,7 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 		}
 		flags |= forkLayer
 	}
-	pid, err := s.forker.fork(flags, fds)
+	pid, err := s.holder.forkKeeper(flags, fds)
 	layer.release() // the keeper has its own copies now
 	if err != nil {
 		return fail(err)

@@ -38,7 +38,7 @@ type commandPolicy struct {
 	// UID and GID are who commands run as on the host: never root.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
-	// DropGroups clears supplementary groups before a command leaves the host's user namespace (a root server).
+	// DropGroups clears the supplementary groups the holder, and so every command, would inherit (a root server's).
 	DropGroups bool `json:"drop_groups"`
 }
 
