@@ -15,7 +15,7 @@ package local
 //     died) means kill everything now. It reports on fd 4: first what confinement it applied, then how sh ended.
 //
 // Where namespaces are permitted, nsFork (nsfork_linux.go) starts each command instead, forked by the holder
-// (forker_linux.go), which is re-executed once per backend, not once per command.
+// (holderfork_linux.go), which is re-executed once per backend, not once per command.
 
 import (
 	"bufio"

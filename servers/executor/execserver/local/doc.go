@@ -4,8 +4,8 @@
 //   - local.go, local_linux.go: the configuration, start-up, mode choice and the Backend methods
 //   - policy_linux.go: what every command's sandbox is, decided and validated once (commandPolicy)
 //   - holder_linux.go, mountplan_linux.go: the namespace holder (user, mount, network, IPC namespaces) and its mounts
-//   - keeper_linux.go, forker_linux.go, nsrun_linux.go: the setup program built from the policy, the process that
-//     forks each sandbox, and running a command there
+//   - keeper_linux.go, holderfork_linux.go, holderconn_linux.go, nsrun_linux.go: the setup program built from the
+//     policy, the holder forking each sandbox on request, and running a command there
 //   - nsfork_linux.go (+ .s): the one part that is not ordinary Go, a raw fork running that program (README.md)
 //   - childinit_linux.go, initpool_linux.go: the child init of the fallback mode and its ready pool
 //   - confine_linux.go: Landlock, capabilities, no_new_privs, rlimits

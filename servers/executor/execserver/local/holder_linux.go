@@ -67,7 +67,7 @@ type holder struct {
 	warnings []string
 	egress   net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
 	layers   *holderConn  // each command's own layer (layer_linux.go)
-	forks    *holderConn  // each command's keeper (forker_linux.go)
+	forks    *holderConn  // each command's keeper (holderfork_linux.go)
 }
 
 // startHolder starts the holder on t, the thread whose end must end every sandbox: its user namespace maps the

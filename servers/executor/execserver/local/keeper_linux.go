@@ -1,12 +1,12 @@
 package local
 
 // The namespace mode's sandbox setup, in the order it happens, as a program of steps built from the backend's
-// policy (policy_linux.go) once per forker, and run by nsFork in each new keeper and its PID 1 (nsfork_linux.go):
+// policy (policy_linux.go) once per holder, and run by nsFork in each new keeper and its PID 1 (nsfork_linux.go):
 //
 //	holder ──clone(CLONE_PARENT)──▶ keeper ──(unshare pid, mnt, ipc, uts, cgroup; attach the layer)──clone──▶ PID 1
 //	PID 1: setsid, mount /proc, chdir, no_new_privs, drop capabilities, Landlock, seccomp, execve sh
 //
-// The holder forks the keeper (forker_linux.go), so the keeper is born in the holder's user, network and mount
+// The holder forks the keeper (holderfork_linux.go), so the keeper is born in the holder's user, network and mount
 // namespaces, as their root (the unprivileged run-as user outside), and the server's child (CLONE_PARENT). It stays
 // in the server's PID namespace, so the server can wait for it, place it in cgroups and set its rlimits before it
 // goes on (everything it forks inherits them); when it is killed (timeout, cancellation, the server dies) PID 1
@@ -91,7 +91,7 @@ const (
 	forkLayer                    // the command's layer: layerMounts detached mounts (layer_linux.go)
 )
 
-// keeper is a forker's prepared setup: one program per kind of request (by its flags), the state a fork reads and
+// keeper is the holder's prepared setup: one program per kind of request (by its flags), the state a fork reads and
 // writes, and the memory the programs' steps point into.
 type keeper struct {
 	state    forkState

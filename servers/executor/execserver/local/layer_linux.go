@@ -40,7 +40,7 @@ type layerReply struct {
 }
 
 // layerMounts are how many mounts the keeper attaches a layer's mounts, in the order the holder sends them after the tmpfs:
-// the overlay over the workspace, the shm folder over /dev/shm. The workspace's path is the forker's Dir.
+// the overlay over the workspace, the shm folder over /dev/shm. The workspace's path is the policy's Dir.
 const layerMounts = 2
 
 // commandLayer is the server's handle on one command's layer.

@@ -42,7 +42,7 @@ type localBackend struct {
 	policy      commandPolicy // what each command's sandbox is: decided in New, read-only after it
 	maxDisk     int64         // disk cap of the workspace, home and temp together (0: none)
 	disk        *diskMeter
-	ns          *nsSandbox              // the namespace mode's holder and forker (policy.Isolation says the mode)
+	ns          *nsSandbox              // the namespace mode's holder (policy.Isolation says the mode)
 	nsPool      *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
 	inits       *readyPool[*initProc]   // fallback mode: child inits ready to run a command
 	pids        *cgroupLimit            // nil where no pids cgroup can be made

@@ -62,7 +62,7 @@ type forkStep struct {
 // is here too. The child works on its own copy-on-write copy.
 type forkState struct {
 	fds        [fdCount]int // descriptors in the forking process, by their place in the child; -1 for none
-	cloneFlags uintptr      // added to the keeper's clone (CLONE_PARENT: the forker forks for the server)
+	cloneFlags uintptr      // added to the keeper's clone (CLONE_PARENT: the holder forks for the server)
 	ppid       uintptr      // the server, the keeper's parent
 
 	moved    [fdCount]int

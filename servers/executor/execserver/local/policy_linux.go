@@ -12,7 +12,7 @@ import (
 
 // commandPolicy is what each command's sandbox is, decided once when the backend starts (New) from its
 // configuration and what this machine permits, validated there, and only read afterwards: the namespace mode's
-// setup program is built from it (keeper_linux.go, in the forker, which gets it as JSON), the fallback's child init
+// setup program is built from it (keeper_linux.go, in the holder, which gets it as JSON), the fallback's child init
 // applies it (childinit_linux.go), and /healthz reports it (sandboxpolicy_linux.go, local_linux.go). Every choice
 // between the modes reads Isolation; none asks whether a helper process exists.
 type commandPolicy struct {
