@@ -492,11 +492,12 @@ func (b *localBackend) appliedRlimits() map[string]uint64 {
 	return rl
 }
 
-// readDirs are the read folders with /etc as one (its entries are listed one by one in the fallback).
+// readDirs are the read folders with /etc as one, once (the fallback's policy lists its entries one by one, the
+// namespace mode's has /etc itself).
 func (b *localBackend) readDirs() []string {
 	var dirs []string
 	for _, d := range b.policy.Rules.ReadDirs {
-		if !strings.HasPrefix(d, "/etc/") {
+		if d != "/etc" && !strings.HasPrefix(d, "/etc/") {
 			dirs = append(dirs, d)
 		}
 	}
