@@ -14,8 +14,8 @@ package local
 //  3. It reads its configuration from fd 3 and then keeps reading: EOF on fd 3 (the server closed it, or the server
 //     died) means kill everything now. It reports on fd 4: first what confinement it applied, then how sh ended.
 //
-// Where namespaces are permitted, nsFork (nsfork_linux.go) starts each command instead, forked by the forker
-// (forker_linux.go), which is re-executed once per backend, not once per command.
+// Where namespaces are permitted, nsFork (nsfork_linux.go) starts each command instead, forked by the holder
+// (holderfork_linux.go), which is re-executed once per backend, not once per command.
 
 import (
 	"bufio"
@@ -41,15 +41,9 @@ const initArg0 = "goalbox-exec-init"
 
 // initConfig is what the server tells a child init, as one JSON line on fd 3.
 type initConfig struct {
-	Command  string       `json:"command"`
-	Dir      string       `json:"dir"` // absolute host path of the working folder
-	Env      []string     `json:"env"`
-	Landlock bool         `json:"landlock"`
-	Rules    sandboxRules `json:"rules"`
-	Rlimits  []rlimitV    `json:"rlimits"`
-	// UID and GID are who the command runs as when the init is root (0: stay the init's user).
-	UID int `json:"uid,omitempty"`
-	GID int `json:"gid,omitempty"`
+	Command string        `json:"command"`
+	Dir     string        `json:"dir"` // absolute host path of the working folder
+	Policy  commandPolicy `json:"policy"`
 }
 
 // initReport is one JSON line a child init writes on fd 4.
@@ -71,8 +65,6 @@ func init() {
 			os.Exit(childInit())
 		case holderArg0:
 			os.Exit(holderMain())
-		case forkerArg0:
-			os.Exit(forkerMain())
 		}
 	}
 }
@@ -103,7 +95,7 @@ func childInit() int {
 		return 1
 	}
 	applied.Subreaper = true
-	for _, r := range cfg.Rlimits {
+	for _, r := range cfg.Policy.Rlimits {
 		res, ok := rlimitByName[r.Name]
 		if !ok {
 			continue
@@ -179,20 +171,20 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 	applied.NoNewPrivs = true
 	serverPid := os.Getppid()
 	serverPgid, _ := unix.Getpgid(serverPid)
-	if err := installSeccomp(seccompPolicy{Fallback: true, InitPid: os.Getpid(), ServerPid: serverPid, ServerPgid: serverPgid}); err != nil {
+	if err := installSeccomp(seccompPolicy{Fallback: cfg.Policy.Seccomp.Fallback, InitPid: os.Getpid(), ServerPid: serverPid, ServerPgid: serverPgid}); err != nil {
 		applied.Warnings = append(applied.Warnings, "no seccomp filter (Internet sockets, signals to the server): "+err.Error())
 	} else {
 		applied.Seccomp = true
 	}
-	if cfg.Landlock {
-		if err := applyLandlock(cfg.Rules, applied); err != nil {
+	if cfg.Policy.Landlock == protocol.LandlockEnforced {
+		if err := applyLandlock(cfg.Policy.Rules, applied); err != nil {
 			fail("landlock: %v", err)
 			return
 		}
 	} else {
-		applied.Landlock = protocol.LandlockOff
+		applied.Landlock = cfg.Policy.Landlock
 	}
-	if cfg.UID != 0 {
+	if os.Geteuid() == 0 {
 		// After Landlock, which opened its paths as the init's user: only this thread, and what it forks, becomes
 		// the run-as user (raw system calls: Go's setuid would change
 		// every thread); the init's main thread stays who it was, to kill what the command leaves.
@@ -200,12 +192,12 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 			fail("clearing supplementary groups: %v", e)
 			return
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(cfg.GID), uintptr(cfg.GID), uintptr(cfg.GID)); e != 0 {
-			fail("setting the group %d: %v", cfg.GID, e)
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(cfg.Policy.GID), uintptr(cfg.Policy.GID), uintptr(cfg.Policy.GID)); e != 0 {
+			fail("setting the group %d: %v", cfg.Policy.GID, e)
 			return
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(cfg.UID), uintptr(cfg.UID), uintptr(cfg.UID)); e != 0 {
-			fail("setting the user %d: %v", cfg.UID, e)
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(cfg.Policy.UID), uintptr(cfg.Policy.UID), uintptr(cfg.Policy.UID)); e != 0 {
+			fail("setting the user %d: %v", cfg.Policy.UID, e)
 			return
 		}
 	}
@@ -218,7 +210,7 @@ func confineAndStart(cfg *initConfig, applied *appliedConfinement, started chan<
 	// line, so error messages keep their line numbers.
 	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "trap 'exit 143' TERM; " + cfg.Command}, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
-		Env:   cfg.Env,
+		Env:   cfg.Policy.Env,
 		Files: []uintptr{0, 1, 2},
 		// Its own process group, so the init can kill the group at once without killing itself.
 		Sys: &syscall.SysProcAttr{Setpgid: true},

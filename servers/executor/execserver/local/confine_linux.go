@@ -8,9 +8,6 @@ package local
 import (
 	"cmp"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -148,23 +145,15 @@ const (
 // which a server in a container may not have; then no_new_privs (set before) and empty sets still keep exec from
 // giving root its capabilities back.
 func dropCapabilities(applied *appliedConfinement, clearOwn bool) error {
-	last := 63
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			last = n
-		}
-	}
 	bounding := true
-	for c := 0; c <= last; c++ {
+	for c := range lastCap() + 1 {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			bounding = false
 			break
 		}
 	}
 	applied.BoundingDropped = bounding
-	bits := secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-	secure := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0) == nil
+	secure := unix.Prctl(unix.PR_SET_SECUREBITS, capSecurebits, 0, 0, 0) == nil
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	if !clearOwn {
 		if !bounding || !secure {

@@ -2,8 +2,11 @@
 // as root. Its confinement is split by concern, one file each, so a reviewer can check it file by file:
 //
 //   - local.go, local_linux.go: the configuration, start-up, mode choice and the Backend methods
+//   - policy_linux.go: what every command's sandbox is, decided and validated once (commandPolicy)
 //   - holder_linux.go, mountplan_linux.go: the namespace holder (user, mount, network, IPC namespaces) and its mounts
-//   - nsfork_linux.go, nsrun_linux.go: forking a command into its own PID namespace and running it there
+//   - keeper_linux.go, holderfork_linux.go, holderconn_linux.go, nsrun_linux.go: the setup program built from the
+//     policy, the holder forking each sandbox on request, and running a command there
+//   - nsfork_linux.go (+ .s): the one part that is not ordinary Go, a raw fork running that program (README.md)
 //   - childinit_linux.go, initpool_linux.go: the child init of the fallback mode and its ready pool
 //   - confine_linux.go: Landlock, capabilities, no_new_privs, rlimits
 //   - seccomp_linux*.go: the seccomp filter (typed BPF)

@@ -198,7 +198,7 @@ func (b *localBackend) egressTrust(cacheDir, instance string) error {
 	}
 	caFile := filepath.Join(cacheDir, "egress-ca-"+instance+".pem")
 	bundle := filepath.Join(cacheDir, "egress-roots-"+instance+".pem")
-	b.env = slices.Concat(b.env, b.egress.proxy.Env(bundle, caFile))
+	b.policy.Env = slices.Concat(b.policy.Env, b.egress.proxy.Env(bundle, caFile))
 	ca := b.egress.proxy.CAPEM()
 	if ca == nil {
 		return nil
@@ -209,6 +209,6 @@ func (b *localBackend) egressTrust(cacheDir, instance string) error {
 		}
 		b.egress.files = append(b.egress.files, f)
 	}
-	b.rules.ReadFiles = append(b.rules.ReadFiles, caFile, bundle)
+	b.policy.Rules.ReadFiles = append(b.policy.Rules.ReadFiles, caFile, bundle)
 	return nil
 }

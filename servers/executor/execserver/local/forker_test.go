@@ -14,7 +14,7 @@ import (
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 )
 
-// TestServerForksNothing: in namespace mode the server makes no copy of itself per command (the forker does,
+// TestServerForksNothing: in namespace mode the server makes no copy of itself per command (the holder does,
 // forker_linux.go). A keeper forked from the server shares its heap copy-on-write, and the server then pays a page
 // fault for every page it writes: some 500 per command through MCP when it did. The positive control forks, beside
 // each command, a keeper from the test process itself, as the server did, and must see the count rise.
@@ -54,11 +54,11 @@ func TestServerForksNothing(t *testing.T) {
 	// server's own were) makes the same count rise above the threshold.
 	thread := newForkThread()
 	defer thread.close()
-	a, err := keeperArgs(forkerConfig{Dir: "/", Env: []string{}})
+	k, err := newKeeper(&commandPolicy{Dir: "/", Env: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cloneFlags, a.ppid = 0, uintptr(os.Getpid())
+	k.state.cloneFlags, k.state.ppid = 0, uintptr(os.Getpid())
 	var copies []int
 	var syncs []*os.File
 	defer func() {
@@ -77,12 +77,15 @@ func TestServerForksNothing(t *testing.T) {
 		}
 		defer r.Close()
 		syncs = append(syncs, w)
-		a.fds = [fdCount]int{-1, -1, -1, int(r.Fd()), -1, -1, -1, -1, -1}
+		for i := range k.state.fds {
+			k.state.fds[i] = -1
+		}
+		k.state.fds[fdSync] = int(r.Fd())
 		var pid int
 		var errno syscall.Errno
 		_ = thread.do(func() {
 			syscall.ForkLock.Lock()
-			pid, errno = nsFork(&a)
+			pid, errno = nsFork(k.programs[0], &k.state)
 			syscall.ForkLock.Unlock()
 		})
 		if errno != 0 {

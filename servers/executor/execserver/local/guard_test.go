@@ -18,8 +18,8 @@ func guardBackend(t *testing.T, o sandboxtest.GuardOptions) (backend.Backend, st
 	b, ws := newLocalTestBackend(t, func(c *Config) {
 		c.NoWorkspaceLayer, c.MaxWorkspaceBytes, c.MaxWorkspaceInodes = o.Off, o.MaxBytes, o.MaxInodes
 	})
-	if l := b.(*localBackend); l.layered == o.Off {
-		t.Fatalf("the workspace guard is %v where it should be %v: %s", l.layered, !o.Off, l.layerNote)
+	if l := b.(*localBackend); l.Layered() == o.Off {
+		t.Fatalf("the workspace guard is %v where it should be %v: %s", l.Layered(), !o.Off, l.layerNote)
 	}
 	return b, ws
 }

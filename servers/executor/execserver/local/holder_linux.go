@@ -59,20 +59,25 @@ type holderReport struct {
 
 // holder is the server's handle on the holder process.
 type holder struct {
-	cmd                  *exec.Cmd
-	stdin                *os.File // requests (protect_linux.go); closing it ends the holder
-	replies              *os.File
-	replyR               *bufio.Reader
-	mu                   sync.Mutex // one request at a time
-	userNS, netNS, mntNS *os.File
-	warnings             []string
-	egress               net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
-	layers               *layerClient // each command's own layer (layer_linux.go)
+	cmd      *exec.Cmd
+	stdin    *os.File // requests (protect_linux.go); closing it ends the holder
+	replies  *os.File
+	replyR   *bufio.Reader
+	mu       sync.Mutex // one request at a time
+	warnings []string
+	egress   net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
+	layers   *holderConn  // each command's own layer (layer_linux.go)
+	forks    *holderConn  // each command's keeper (holderfork_linux.go)
 }
 
-// startHolder starts the holder, whose user namespace maps the run-as user to root.
-func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
+// startHolder starts the holder on t, the thread whose end must end every sandbox: its user namespace maps the
+// run-as user to root, it carries out the mount plan ops, and it forks the sandboxes of policy p.
+func startHolder(t *forkThread, ops []mountOp, p *commandPolicy, egress bool) (h *holder, err error) {
 	plan, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
@@ -86,53 +91,75 @@ func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 		stdinW.Close()
 		return nil, err
 	}
+	defer stdoutW.Close()
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
 		Args:   []string{holderArg0},
-		Env:    []string{holderPlanEnv + "=" + string(plan)},
+		Env:    []string{holderPlanEnv + "=" + string(plan), holderPolicyEnv + "=" + string(policy)},
 		Dir:    "/",
 		Stdin:  stdinR,
 		Stdout: stdoutW,
 		Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: p.UID, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: p.GID, Size: 1}},
+			// A root server's holder clears the supplementary groups it inherited (root's), which every keeper
+			// it forks would carry: setgroups must be allowed in its namespace for that, which only a process
+			// with CAP_SETGID outside may allow. An ordinary user's are kept, as they were outside.
+			GidMappingsEnableSetgroups: p.DropGroups,
 			// No Credential: the holder stays the server's uid, so that it may execute the server's binary
 			// wherever that lies (a root server's binary is often in a folder only root may enter), and keeps
 			// the capabilities it needs in its own user namespace as ambient ones across the exec. For a root
 			// server that uid is not mapped in the namespace, so these capabilities reach only the inodes of the
 			// run-as user; the holder runs nothing but its mounts, and commands never share its credentials.
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_SETUID, unix.CAP_SETGID},
-			Pdeathsig:   syscall.SIGKILL,
-			Setsid:      true,
+			// CAP_SETPCAP is for the keepers it forks, which inherit its capabilities: they empty the bounding
+			// set and lock the secure bits before PID 1 executes anything.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_SETUID,
+				unix.CAP_SETGID, unix.CAP_SETPCAP},
+			Pdeathsig: syscall.SIGKILL,
+			Setsid:    true,
 		},
 	}
-	layerOurs, layerTheirs, extra, env, err := holderLayerSocket(cmd.ExtraFiles, cmd.Env)
-	if err != nil {
+	h = &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}
+	started := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		if started {
+			h.close()
+			return
+		}
+		h.layers.close()
+		h.forks.close()
 		stdinW.Close()
 		stdoutR.Close()
-		stdoutW.Close()
+	}()
+	var layerTheirs, forkTheirs *os.File
+	if h.layers, layerTheirs, err = newHolderConn(cmd, holderLayerEnv); err != nil {
 		return nil, err
 	}
 	defer layerTheirs.Close()
-	cmd.ExtraFiles, cmd.Env = extra, env
-	eg, err := holderEgressStart(cmd, egress)
-	defer eg.close()
-	if err == nil {
-		if err = cmd.Start(); err != nil {
-			err = fmt.Errorf("start the namespace holder: %w", err)
-		}
-	}
-	if err != nil {
-		stdoutW.Close()
-		stdinW.Close()
-		stdoutR.Close()
-		layerOurs.Close()
+	if h.forks, forkTheirs, err = newHolderConn(cmd, holderForkEnv); err != nil {
 		return nil, err
 	}
+	defer forkTheirs.Close()
+	eg, err := holderEgressStart(cmd, egress)
+	defer eg.close()
+	if err != nil {
+		return nil, err
+	}
+	// Started on the fork thread: each keeper, the server's child through CLONE_PARENT, has that thread as its
+	// parent, and dies with it.
+	if terr := t.do(func() { err = cmd.Start() }); terr != nil {
+		err = terr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start the namespace holder: %w", err)
+	}
+	started = true
 	stdoutW.Close()
-	h := &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR), layers: &layerClient{sock: layerOurs}}
 	line, rerr := h.readReply(30 * time.Second)
 	var rep holderReport
 	if rerr == nil {
@@ -140,26 +167,12 @@ func startHolder(ops []mountOp, uid, gid int, egress bool) (*holder, error) {
 	}
 	switch {
 	case rerr != nil:
-		h.close()
 		return nil, fmt.Errorf("the namespace holder did not start: %v", rerr)
 	case rep.Error != "":
-		h.close()
 		return nil, errors.New(rep.Error)
 	}
 	h.warnings = rep.Warnings
-	for _, ns := range []struct {
-		name string
-		f    **os.File
-	}{{"user", &h.userNS}, {"net", &h.netNS}, {"mnt", &h.mntNS}} {
-		f, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/" + ns.name)
-		if err != nil {
-			h.close()
-			return nil, fmt.Errorf("open the holder's %s namespace: %w", ns.name, err)
-		}
-		*ns.f = f
-	}
 	if h.egress, err = eg.receive(); err != nil {
-		h.close()
 		return nil, err
 	}
 	return h, nil
@@ -175,11 +188,7 @@ func (h *holder) close() {
 		h.egress.Close()
 	}
 	h.layers.close()
-	for _, f := range []*os.File{h.userNS, h.netNS, h.mntNS} {
-		if f != nil {
-			f.Close()
-		}
-	}
+	h.forks.close()
 	h.stdin.Close()
 	defer h.replies.Close()
 	done := make(chan struct{})
@@ -202,8 +211,13 @@ func (h *holder) readReply(d time.Duration) ([]byte, error) {
 func holderMain() int {
 	out := json.NewEncoder(os.Stdout)
 	var ops []mountOp
+	var p commandPolicy
 	if err := json.Unmarshal([]byte(os.Getenv(holderPlanEnv)), &ops); err != nil {
 		_ = out.Encode(holderReport{Error: "namespace holder: bad plan: " + err.Error()})
+		return 1
+	}
+	if err := json.Unmarshal([]byte(os.Getenv(holderPolicyEnv)), &p); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: bad policy: " + err.Error()})
 		return 1
 	}
 	var warnings []string
@@ -230,6 +244,12 @@ func holderMain() int {
 		_ = out.Encode(holderReport{Error: "namespace holder: setresuid: " + err.Error()})
 		return 1
 	}
+	if p.DropGroups {
+		if err := syscall.Setgroups(nil); err != nil {
+			_ = out.Encode(holderReport{Error: "namespace holder: clearing the supplementary groups: " + err.Error()})
+			return 1
+		}
+	}
 	staging := ""
 	for _, op := range ops {
 		if op.Kind == "bind" && sources[op.Source] == nil {
@@ -255,6 +275,10 @@ func holderMain() int {
 		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
 	}
 	if err := holderEgressListen(); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
+		return 1
+	}
+	if err := serveForks(&p); err != nil {
 		_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
 		return 1
 	}

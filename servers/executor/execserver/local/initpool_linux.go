@@ -84,7 +84,7 @@ func (b *localBackend) spawnInit() (*initProc, error) {
 		// The server's own binary, whatever its name; the init in it takes over when argv[0] is initArg0.
 		Path:       "/proc/self/exe",
 		Args:       []string{initArg0},
-		Env:        b.env,
+		Env:        b.policy.Env,
 		Dir:        b.workspace,
 		Stdin:      inR,
 		Stdout:     outW,
@@ -168,10 +168,7 @@ func (b *localBackend) runWithInit(ctx context.Context, req backend.Request, app
 // sendConfig gives a waiting init its command.
 func (b *localBackend) sendConfig(ip *initProc, req backend.Request) {
 	dir := filepath.Join(b.workspace, filepath.FromSlash(req.Dir))
-	cfg := initConfig{Command: req.Command, Dir: dir, Env: b.env, Landlock: b.landlock, Rules: b.rules, Rlimits: b.rlimits}
-	if os.Geteuid() == 0 {
-		cfg.UID, cfg.GID = b.uid, b.gid // never root
-	}
+	cfg := initConfig{Command: req.Command, Dir: dir, Policy: b.policy}
 	line, _ := json.Marshal(cfg)
 	_, _ = ip.ctlW.Write(append(line, '\n'))
 }

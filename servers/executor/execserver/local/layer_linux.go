@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,7 +40,7 @@ type layerReply struct {
 }
 
 // layerMounts are how many mounts the keeper attaches a layer's mounts, in the order the holder sends them after the tmpfs:
-// the overlay over the workspace, the shm folder over /dev/shm. The workspace's path is the forker's Dir.
+// the overlay over the workspace, the shm folder over /dev/shm. The workspace's path is the policy's Dir.
 const layerMounts = 2
 
 // commandLayer is the server's handle on one command's layer.
@@ -90,39 +89,18 @@ func (l *commandLayer) close() {
 	l.tmpfs.Close()
 }
 
-// layerClient is the server's end of the layer socket.
-type layerClient struct {
-	mu   sync.Mutex
-	sock *os.File
-}
-
 // layer asks the holder for a layer of the workspace bounded by bytes and inodes.
-func (c *layerClient) layer(workspace string, bytes, inodes int64) (*commandLayer, error) {
-	if c == nil {
-		return nil, errors.New("the namespace holder makes no layers")
-	}
+func (h *holder) layer(workspace string, bytes, inodes int64) (*commandLayer, error) {
 	req, err := json.Marshal(layerRequest{Workspace: workspace, Bytes: bytes, Inodes: inodes})
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sock == nil {
-		return nil, errors.New("the namespace holder makes no layers (closed)")
-	}
-	fd := int(c.sock.Fd())
-	if err := unix.Sendmsg(fd, req, nil, nil, 0); err != nil {
-		return nil, fmt.Errorf("ask the namespace holder for a layer: %w", err)
-	}
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(3*4))
-	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	buf, fds, err := h.layers.call("layers", req, nil, 1+layerMounts)
 	if err != nil {
-		return nil, fmt.Errorf("hear from the namespace holder: %w", err)
+		return nil, err
 	}
-	fds := receivedFds(oob[:oobn])
 	var rep layerReply
-	if err := json.Unmarshal(buf[:n], &rep); err != nil || rep.Error != "" || len(fds) != 1+layerMounts {
+	if err := json.Unmarshal(buf, &rep); err != nil || rep.Error != "" || len(fds) != 1+layerMounts {
 		for _, f := range fds {
 			unix.Close(f)
 		}
@@ -139,71 +117,21 @@ func (c *layerClient) layer(workspace string, bytes, inodes int64) (*commandLaye
 	return l, nil
 }
 
-// close wakes a layer request still waiting for the holder (shutdown), then closes the socket once that request
-// has let go of it: a descriptor closed under a running Recvmsg could be reused by another file meanwhile.
-func (c *layerClient) close() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	sock := c.sock
-	c.mu.Unlock()
-	if sock == nil {
-		return
-	}
-	_ = unix.Shutdown(int(sock.Fd()), unix.SHUT_RDWR)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sock != nil {
-		c.sock.Close()
-		c.sock = nil
-	}
-}
-
-// holderLayerSocket makes the socket pair and hands the holder its end (cmd.ExtraFiles, named in its environment).
-func holderLayerSocket(extra []*os.File, env []string) (ours, theirs *os.File, _ []*os.File, _ []string, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, extra, env, fmt.Errorf("layer socketpair: %w", err)
-	}
-	ours, theirs = os.NewFile(uintptr(fds[0]), "layer-server"), os.NewFile(uintptr(fds[1]), "layer-holder")
-	extra = append(extra, theirs)
-	return ours, theirs, extra, append(env, holderLayerEnv+"="+strconv.Itoa(2+len(extra))), nil
-}
-
 // serveLayers runs in the holder: one layer per request, until the socket closes.
 func serveLayers() {
-	sock, err := strconv.Atoi(os.Getenv(holderLayerEnv))
-	if err != nil {
-		return
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, _, _, _, err := unix.Recvmsg(sock, buf, nil, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			return
-		}
+	serveHolderConn(holderLayerEnv, 0, func(buf []byte, _ []int) ([]byte, []int) {
 		var req layerRequest
-		var fds []int
-		if err = json.Unmarshal(buf[:n], &req); err == nil {
+		fds, err := []int(nil), json.Unmarshal(buf, &req)
+		if err == nil {
 			fds, err = makeLayer(req)
 		}
 		rep := layerReply{}
-		var oob []byte
 		if err != nil {
 			rep.Error = err.Error()
-		} else {
-			oob = unix.UnixRights(fds...)
 		}
 		b, _ := json.Marshal(rep)
-		_ = unix.Sendmsg(sock, b, oob, nil, 0)
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}
+		return b, fds
+	})
 }
 
 // makeLayer makes one layer: the bounded tmpfs with upper/, work/ and shm/, the overlay of the workspace over it,

@@ -46,31 +46,31 @@ func overCapNote(used, maxBytes, inodes, maxInodes int64) string {
 		"delete files to make room (the filesystem server's delete tool works too)]\n", used, maxBytes, inodes, maxInodes, layerBytesFloor, layerInodesFloor)
 }
 
-// probeLayers makes one layer to learn whether this kernel mounts an overlay in a user namespace; the reason it
-// cannot is kept for /healthz and the start log.
-func (b *localBackend) probeLayers(h *holder) {
+// probeLayers makes one layer to learn whether this kernel mounts an overlay in a user namespace, and so whether
+// commands get layers (commandPolicy.Layer); the reason they do not is kept for /healthz and the start log.
+func (b *localBackend) probeLayers(h *holder) bool {
 	if b.noLayer {
 		b.layerNote = "off (-no-workspace-layer, for comparison only): commands write the workspace through read-only binds of the protected paths and a sweep"
-		return
+		return false
 	}
-	l, err := h.layers.layer(b.workspace, layerBytesFloor, layerInodesFloor)
+	l, err := h.layer(b.workspace, layerBytesFloor, layerInodesFloor)
 	if err != nil {
 		b.layerNote = "no overlay in a user namespace here (" + err.Error() + "): commands write the workspace, protected paths by read-only binds and a sweep"
 		b.logger.Warn("WORKSPACE GUARD UNAVAILABLE: commands write the workspace directly", "error", err)
-		return
+		return false
 	}
 	l.close()
-	b.layered = true
+	return true
 }
 
 // Layered reports whether each command works on a layer of its own (backend.Layered).
-func (b *localBackend) Layered() bool { return b.layered }
+func (b *localBackend) Layered() bool { return b.policy.Layer }
 
 // newLayer makes the layer of ns's next command, as large in bytes and inodes as the caps leave now; nil when the
 // backend does not layer. A workspace already at a cap gets a layer of the floor only, and a note saying so: the
 // command can delete, not add (refusing it would lock out the cleanup of a full cache, which no tool reaches).
 func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
-	if !b.layered {
+	if !b.policy.Layer {
 		return nil, nil
 	}
 	used, inodes := diskcap.UsageInodes(b.diskDirs()...)
@@ -86,7 +86,7 @@ func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
 		note = overCapNote(used, b.maxDisk, inodes, b.maxInodes)
 		bytesLeft, inodesLeft = layerBytesFloor, layerInodesFloor
 	}
-	l, err := ns.holder.layers.layer(b.workspace, bytesLeft, inodesLeft)
+	l, err := ns.holder.layer(b.workspace, bytesLeft, inodesLeft)
 	if l != nil {
 		l.overCap = note
 	}
@@ -172,7 +172,7 @@ func (b *localBackend) workspaceGuard() *protocol.WorkspaceGuard {
 	if g.PrivateDirsPolled {
 		g.PollEverySeconds = diskcap.CheckEvery.Seconds()
 	}
-	if b.layered {
+	if b.policy.Layer {
 		g.Mode, g.ProtectedByConstruction, g.ShmPerCommand = protocol.ProtectedLayer, true, true
 		g.BytesAtTheAct, g.InodesAtTheAct = b.maxDisk > 0, b.maxInodes > 0
 		g.ApplyEverySeconds = layerApplyEvery.Seconds()

@@ -39,14 +39,10 @@ type localBackend struct {
 	workspace   string
 	protectGen  atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
 	dirs        sandboxDirs
-	env         []string
-	rules       sandboxRules
-	rlimits     []rlimitV
-	landlock    bool
-	uid, gid    int   // who commands run as on the host: never root
-	maxDisk     int64 // disk cap of the workspace, home and temp together (0: none)
+	policy      commandPolicy // what each command's sandbox is: decided in New, read-only after it
+	maxDisk     int64         // disk cap of the workspace, home and temp together (0: none)
 	disk        *diskMeter
-	ns          *nsSandbox              // nil in fallback mode
+	ns          *nsSandbox              // the namespace mode's holder (policy.Isolation says the mode)
 	nsPool      *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
 	inits       *readyPool[*initProc]   // fallback mode: child inits ready to run a command
 	pids        *cgroupLimit            // nil where no pids cgroup can be made
@@ -59,8 +55,7 @@ type localBackend struct {
 	sharedCache bool         // the build cache is shared between workspaces (Config.SharedCacheDir)
 	egress      *egressState // nil without -net-allow (egress_linux.go)
 	logger      *slog.Logger
-	// Each command's own layer of the workspace (layer_linux.go, layerrun_linux.go).
-	layered   bool   // namespace mode, and the holder makes layers here
+	// Each command's own layer of the workspace (policy.Layer; layer_linux.go, layerrun_linux.go).
 	noLayer   bool   // Config.NoWorkspaceLayer
 	layerNote string // why commands get no layer, when they do not
 	maxInodes int64  // inode cap of the workspace, home, temp and cache together (0: none)
@@ -112,9 +107,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		workspace:   cfg.Workspace,
 		dirs:        newSandboxDirs(cacheDir, cfg.Workspace, cfg.SharedCacheDir, instanceLabel(id)),
 		sharedCache: cfg.SharedCacheDir != "",
-		landlock:    !cfg.NoLandlock,
-		uid:         uid,
-		gid:         gid,
+		policy:      commandPolicy{Dir: cfg.Workspace, UID: uid, GID: gid, DropGroups: os.Geteuid() == 0, Landlock: protocol.LandlockOff},
 		maxDisk:     totalLimit(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes),
 		maxInodes:   totalLimit(cfg.MaxWorkspaceInodes, DefaultMaxWorkspaceInodes),
 		noLayer:     cfg.NoWorkspaceLayer,
@@ -138,14 +131,20 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 			}
 		}
 	}
-	b.env = commandEnv(b.dirs, os.Getenv)
+	b.policy.Env = commandEnv(b.dirs, os.Getenv)
 	etcDirs, etcFiles := etcReadable()
-	b.rules = sandboxRules{
-		ReadDirs:  slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.env, os.Getenv("HOME")), cfg.ExtraReadDirs),
+	b.policy.Rules = sandboxRules{
+		ReadDirs:  slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.policy.Env, os.Getenv("HOME")), cfg.ExtraReadDirs),
 		ReadFiles: etcFiles,
 		WriteDirs: []string{cfg.Workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache},
 	}
-	b.rlimits = rlimitsFor(cfg)
+	b.policy.Rlimits = rlimitsFor(cfg)
+	if !cfg.NoLandlock {
+		b.policy.Landlock = protocol.LandlockUnavailable
+		if _, _, ok := landlockConfig(b.policy.Rules); ok {
+			b.policy.Landlock = protocol.LandlockEnforced
+		}
+	}
 
 	b.pids, b.pidsNote = cgroupFor("pids", instanceLabel(id), int64(cfg.PidsLimit), DefaultPidsLimit,
 		totalLimit(int64(cfg.TotalPidsLimit), DefaultTotalPidsLimit), "a fork bomb runs until the timeout", logger)
@@ -156,7 +155,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
 		// backend's commands together, and in the fallback for all processes of the run-as user.
 		limit := uint64(cmp.Or(cfg.PidsLimit, DefaultPidsLimit))
-		b.rlimits = append(b.rlimits, rlimitV{"nproc", limit})
+		b.policy.Rlimits = append(b.policy.Rlimits, rlimitV{"nproc", limit})
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
 	}
@@ -175,24 +174,27 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 				"falling back to a subreaper init per command, network confined by seccomp and Landlock", "error", nsErr)
 		}
 	}
-	if b.ns == nil && b.egress != nil {
+	if !b.policy.namespaced() && b.egress != nil {
 		b.egress.close()
 		if nsErr == nil {
 			nsErr = errors.New("namespaces turned off (-no-namespaces)")
 		}
 		return nil, fmt.Errorf("local backend: %s; namespaces: %v", errEgressFallback, nsErr)
 	}
-	if b.ns == nil {
+	if !b.policy.namespaced() {
 		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
 		// folder itself. Say which one it cannot, rather than fail on a bare EACCES.
-		for _, d := range b.rules.WriteDirs {
+		for _, d := range b.policy.Rules.WriteDirs {
 			if c := closedAncestor(d, uid, gid); c != "" {
 				return nil, fmt.Errorf("local backend: commands run as %d:%d, who cannot pass through %s on the way to %s; "+
 					"without namespaces every folder on the way must be open to that user (chmod o+x), or choose -run-as / -cache-dir", uid, gid, c, d)
 			}
 		}
+		b.policy.Isolation, b.policy.Seccomp, b.policy.Rules.NetHandled = protocol.IsolationSubreaperInit, seccompPolicy{Fallback: true}, true
+		if err := b.policy.validate(); err != nil {
+			return nil, fmt.Errorf("local backend: %w", err)
+		}
 		b.inits = newReadyPool(initPoolSize, b.spawnInit, (*initProc).discard)
-		b.rules.NetHandled = true
 		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
 		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -204,7 +206,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("local backend: cannot run a command: %w", err)
 	}
-	if b.ns == nil {
+	if !b.policy.namespaced() {
 		b.applied = applied
 	}
 	b.logConfinement()
@@ -273,7 +275,7 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 	req := backend.Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
 	var res backend.Result
 	var err error
-	if b.ns != nil {
+	if b.policy.namespaced() {
 		res, err = b.runNamespaced(context.Background(), req)
 	} else {
 		res, err = b.runWithInit(context.Background(), req, &applied)
@@ -281,7 +283,7 @@ func (b *localBackend) probe() (*appliedConfinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 || (b.ns == nil && applied == nil) {
+	if res.ExitCode != 0 || (!b.policy.namespaced() && applied == nil) {
 		return nil, fmt.Errorf("the probe command `true` ended with exit code %d", res.ExitCode)
 	}
 	return applied, nil
@@ -314,47 +316,47 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		// A fallback backend in this process made it undumpable: its children's uid_map then belongs to root.
 		return nil, errors.New("the process is undumpable (another backend in it runs in the fallback mode), so it cannot map a user namespace")
 	}
-	// The holder masks /etc's secrets, so /etc is one folder here (the fallback lists its entries one by one).
-	rules := b.rules
+	// The namespace mode's policy: the holder masks /etc's secrets, so /etc is one folder here (the fallback
+	// lists its entries one by one); the network is the namespace's, so Landlock and seccomp leave it alone.
+	p := b.policy
+	p.Isolation = protocol.IsolationPIDNamespace
+	rules := &p.Rules
 	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
 	rules.ReadDirs = append(rules.ReadDirs, "/etc")
 	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
-	plan := planMounts(b.uid, b.gid, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
-	h, err := startHolder(plan.ops, b.uid, b.gid, b.egress != nil)
-	if err != nil {
+	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	plan := planMounts(p.UID, p.GID, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
+	thread := newForkThread()
+	h, err := startHolder(thread, plan.ops, &p, b.egress != nil)
+	if err != nil {
+		thread.close()
+		return nil, err
+	}
+	ns := &nsSandbox{holder: h, thread: thread, policy: &p}
 	if err := b.egress.attach(h.egress); err != nil {
-		h.close()
+		ns.close()
 		return nil, err
 	}
 	b.rootPaths = plan.paths()
 	rules.ShmDir, rules.DevDir, rules.PtsDir = h.root("/dev/shm"), h.root("/dev"), h.root("/dev/pts")
+	p.Layer = b.probeLayers(h) // a layer per command is the namespace mode's only: the policy stays valid
+	_, abi, _ := landlockConfig(p.Rules)
 	b.applied = &appliedConfinement{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
-		Warnings: slices.Concat(plan.warnings, h.warnings),
+		Warnings: slices.Concat(plan.warnings, h.warnings), Landlock: p.Landlock,
 	}
-	if b.landlock {
-		if _, abi, ok := landlockConfig(rules); ok {
-			b.applied.Landlock, b.applied.LandlockABI, b.applied.LandlockScoped = protocol.LandlockEnforced, abi, abi >= 6
-		} else {
-			b.applied.Landlock = protocol.LandlockUnavailable
-		}
-	} else {
-		b.applied.Landlock = protocol.LandlockOff
+	if p.Landlock == protocol.LandlockEnforced {
+		b.applied.LandlockABI, b.applied.LandlockScoped = abi, abi >= 6
 	}
-	b.probeLayers(h)
-	ns, err := newNSSandbox(h, rules, b.landlock && b.applied.Landlock == protocol.LandlockEnforced, b.workspace, b.env)
-	if err != nil {
-		h.close()
-		return nil, err
-	}
-	b.ns = ns
+	fallback := b.policy
+	b.policy, b.ns = p, ns
 	b.nsPool = newReadyPool(nsPoolSize, func() (*nsPrepared, error) { return b.prepareNamespaced(ns) }, (*nsPrepared).discard)
 	if _, err := b.probe(); err != nil {
 		b.nsPool.close()
-		b.ns, b.nsPool = nil, nil
+		b.policy, b.ns, b.nsPool = fallback, nil, nil
 		ns.close()
 		return nil, err
 	}
@@ -396,7 +398,7 @@ func diskKilled(req backend.Request, used, limit int64) backend.Result {
 }
 
 func (b *localBackend) Run(ctx context.Context, req backend.Request) (backend.Result, error) {
-	if b.ns != nil {
+	if b.policy.namespaced() {
 		b.applyProtected(req)
 		return b.runNamespaced(ctx, req)
 	}
@@ -416,7 +418,7 @@ func (b *localBackend) Confinement() protocol.Confinement {
 			Landlock:     a.Landlock,
 			LandlockABI:  a.LandlockABI,
 			LandlockIPC:  a.LandlockScoped,
-			WriteDirs:    b.rules.WriteDirs,
+			WriteDirs:    b.policy.Rules.WriteDirs,
 			ReadDirs:     b.readDirs(),
 			Hidden:       b.hidden(),
 			Rlimits:      b.appliedRlimits(),
@@ -439,7 +441,7 @@ func cgroupReport(c *cgroupLimit, why string) protocol.CgroupLimit {
 }
 
 func (b *localBackend) mode() protocol.ProcessIsolation {
-	if b.ns == nil {
+	if !b.policy.namespaced() {
 		return protocol.IsolationSubreaperInit
 	}
 	return protocol.IsolationPIDNamespace
@@ -448,9 +450,9 @@ func (b *localBackend) mode() protocol.ProcessIsolation {
 func (b *localBackend) network() protocol.NetworkConfinement {
 	a := b.applied
 	switch {
-	case b.ns != nil && b.egress != nil:
+	case b.policy.namespaced() && b.egress != nil:
 		return protocol.NetworkEgressProxy
-	case b.ns != nil:
+	case b.policy.namespaced():
 		return protocol.NetworkPrivateLoopback
 	case a.Seccomp && a.LandlockNet:
 		return protocol.NetworkSeccompLandlock
@@ -467,7 +469,7 @@ func (b *localBackend) capabilities() protocol.Capabilities {
 	switch {
 	case !a.CapsDropped:
 		return protocol.CapabilitiesKept
-	case b.ns == nil && !a.BoundingDropped:
+	case !b.policy.namespaced() && !a.BoundingDropped:
 		return protocol.CapabilitiesBoundingKept
 	}
 	return protocol.CapabilitiesNone
@@ -476,11 +478,11 @@ func (b *localBackend) capabilities() protocol.Capabilities {
 // appliedRlimits are the limits commands get: in fallback mode what the child init reported; else the configured
 // ones, lowered where the server's own hard limit is lower (limits are only ever lowered).
 func (b *localBackend) appliedRlimits() map[string]uint64 {
-	if b.ns == nil {
+	if !b.policy.namespaced() {
 		return b.applied.Rlimits
 	}
 	rl := map[string]uint64{}
-	for _, r := range b.rlimits {
+	for _, r := range b.policy.Rlimits {
 		rl[r.Name] = r.Value
 		var own unix.Rlimit
 		if unix.Getrlimit(rlimitByName[r.Name], &own) == nil && own.Max < r.Value {
@@ -490,11 +492,12 @@ func (b *localBackend) appliedRlimits() map[string]uint64 {
 	return rl
 }
 
-// readDirs are the read folders with /etc as one (its entries are listed one by one in the fallback).
+// readDirs are the read folders with /etc as one, once (the fallback's policy lists its entries one by one, the
+// namespace mode's has /etc itself).
 func (b *localBackend) readDirs() []string {
 	var dirs []string
-	for _, d := range b.rules.ReadDirs {
-		if !strings.HasPrefix(d, "/etc/") {
+	for _, d := range b.policy.Rules.ReadDirs {
+		if d != "/etc" && !strings.HasPrefix(d, "/etc/") {
 			dirs = append(dirs, d)
 		}
 	}
@@ -504,7 +507,7 @@ func (b *localBackend) readDirs() []string {
 func (b *localBackend) hidden() []protocol.Hidden {
 	a := b.applied
 	hidden := []protocol.Hidden{}
-	if b.ns != nil || a.PrivateProc {
+	if b.policy.namespaced() || a.PrivateProc {
 		hidden = append(hidden, protocol.HiddenProcesses)
 	}
 	if a.MountNamespace {
@@ -518,8 +521,8 @@ func (b *localBackend) hidden() []protocol.Hidden {
 
 // envNames are the names of the variables commands get (the allowlist).
 func (b *localBackend) envNames() []string {
-	names := make([]string, 0, len(b.env))
-	for _, kv := range b.env {
+	names := make([]string, 0, len(b.policy.Env))
+	for _, kv := range b.policy.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		names = append(names, k)
 	}
@@ -534,14 +537,14 @@ func (b *localBackend) logConfinement() {
 	b.logger.Info("local backend confinement", "mode", c.Mode, "network", c.Network,
 		"landlock", c.Landlock, "landlock_abi", c.LandlockABI, "capabilities", c.Capabilities, "rlimits", c.Rlimits, "process_limit", c.ProcessLimit,
 		"memory_limit", c.MemoryLimit, "write_dirs", c.WriteDirs, "env", c.EnvAllowlist)
-	if b.ns == nil {
+	if !b.policy.namespaced() {
 		b.logger.Warn("NO NAMESPACES: commands run under a subreaper init per command (slower: a re-exec each); " +
 			"/proc shows host processes, host sockets under /run stay reachable, /tmp is the host's (not writable)")
 	}
 	if b.applied.Landlock != protocol.LandlockEnforced {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
 	}
-	if b.pids == nil && !slices.ContainsFunc(b.rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {
+	if b.pids == nil && !slices.ContainsFunc(b.policy.Rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {
 		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
 	}
 	if b.mem == nil {

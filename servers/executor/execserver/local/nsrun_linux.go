@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"golang.org/x/sys/unix"
 )
@@ -73,10 +73,6 @@ func nsHeader(dir, command, proxyURL string) string {
 	return h
 }
 
-// nsUnshare are the namespaces each command gets of its own (the user, network and mount namespaces it first
-// joins are the holder's, shared by the backend's commands).
-const nsUnshare = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
-
 // forkThread is one locked OS thread that every command is forked from: a keeper's parent-death signal fires when
 // the thread that forked it ends, so that thread must live as long as the backend, and no longer.
 type forkThread struct {
@@ -117,20 +113,19 @@ func (t *forkThread) do(f func()) error {
 
 func (t *forkThread) close() { t.once.Do(func() { close(t.reqs) }) }
 
-// nsSandbox is what the namespace mode prepares once per backend.
+// nsSandbox is what the namespace mode prepares once per backend: the holder, which holds the namespaces and
+// forks every sandbox, and the thread it hangs on.
 type nsSandbox struct {
-	holder   *holder
-	thread   *forkThread
-	forker   *forker
-	rules    sandboxRules
-	landlock bool
+	holder *holder
+	thread *forkThread
+	policy *commandPolicy
 }
 
 // ruleset builds a sandbox's Landlock ruleset (about a millisecond: some 40 paths opened and added); its PID 1 adds
 // its own /proc to it and enters it.
 func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
-	c, _, _ := landlockConfig(s.rules)
-	rules := s.rules
+	rules := s.policy.Rules
+	c, _, _ := landlockConfig(rules)
 	if layer != nil {
 		// The layer's mounts are new inodes: Landlock skips the mountpoints they cover on its way up a path, so the
 		// holder's /dev/shm no longer grants the command's own. Named through this process's descriptors of them.
@@ -141,31 +136,9 @@ func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
 	return fd, err
 }
 
-func newNSSandbox(h *holder, rules sandboxRules, withLandlock bool, workspace string, env []string) (*nsSandbox, error) {
-	s := &nsSandbox{holder: h, rules: rules, landlock: withLandlock, thread: newForkThread()}
-	f, err := startForker(s.thread, h, forkerConfig{Dir: workspace, Env: env})
-	if err != nil {
-		s.thread.close()
-		return nil, err
-	}
-	s.forker = f
-	return s, nil
-}
-
 func (s *nsSandbox) close() {
-	s.forker.close()
-	s.thread.close()
 	s.holder.close()
-}
-
-// lastCap is the highest capability number this kernel knows.
-func lastCap() int {
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return n
-		}
-	}
-	return 63
+	s.thread.close()
 }
 
 // nsStarted is a keeper, stopped at its go-ahead, with the server's ends of its pipes.
@@ -176,7 +149,7 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-// start has the forker fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
+// start has the holder fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
 // caller sets limits on the keeper, then calls goAhead.
 func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	st := &nsStarted{}
@@ -205,7 +178,7 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	st.stdinW, st.stdoutR, st.stderrR, st.syncW, st.reportR = ends[0][1], ends[1][0], ends[2][0], ends[3][1], ends[4][0]
 	theirs = append(theirs, ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][1])
 	var flags byte
-	if s.landlock {
+	if s.policy.Landlock == protocol.LandlockEnforced {
 		fd, err := s.ruleset(layer)
 		if err != nil {
 			return fail(fmt.Errorf("landlock ruleset: %w", err))
@@ -223,7 +196,7 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 		}
 		flags |= forkLayer
 	}
-	pid, err := s.forker.fork(flags, fds)
+	pid, err := s.holder.forkKeeper(flags, fds)
 	layer.release() // the keeper has its own copies now
 	if err != nil {
 		return fail(err)
@@ -286,7 +259,7 @@ func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
 		return nil, errAtTotal
 	}
 	// rlimits and cgroups go on the keeper before it goes on: PID 1 and everything under it inherit them.
-	for _, r := range b.rlimits {
+	for _, r := range b.policy.Rlimits {
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
 		var old unix.Rlimit
 		if unix.Prlimit(st.pid, rlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {

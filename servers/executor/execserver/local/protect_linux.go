@@ -138,14 +138,14 @@ func protectOne(ws int, rel string, done map[[2]uint64]bool) (bool, error) {
 
 // EnforcesProtected reports whether this backend makes Request.Protected read-only: in the namespace mode. The
 // fallback has no mount namespace, so the server undoes its commands' changes after they end instead.
-func (b *localBackend) EnforcesProtected() bool { return b.ns != nil }
+func (b *localBackend) EnforcesProtected() bool { return b.policy.namespaced() }
 
 // The read-only binds are not made for commands with a layer of their own: the overlay covers them, and the
 // workspace guard decides every change (layerrun_linux.go).
 
 // applyProtected has the holder protect req's paths before the command's sandbox is taken.
 func (b *localBackend) applyProtected(req backend.Request) {
-	if b.ns == nil || b.layered || len(req.Protected) == 0 {
+	if !b.policy.namespaced() || b.policy.Layer || len(req.Protected) == 0 {
 		return
 	}
 	mounted, warnings, err := b.ns.holder.protect(b.workspace, req.Protected)

@@ -11,15 +11,15 @@ import (
 // fields and enumerated properties a program can check. The server adds the protected patterns.
 func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	a := b.applied
-	ns := b.ns != nil
+	ns := b.policy.namespaced()
 	p := &protocol.SandboxPolicy{
-		Root: protocol.RootHost, ReadPaths: b.readDirs(), WritePaths: b.rules.WriteDirs, ProtectedEnforcement: protocol.ProtectedSweep,
-		User: fmt.Sprintf("%d:%d", b.uid, b.gid), Network: protocol.SandboxNetworkNone,
+		Root: protocol.RootHost, ReadPaths: b.readDirs(), WritePaths: b.policy.Rules.WriteDirs, ProtectedEnforcement: protocol.ProtectedSweep,
+		User: fmt.Sprintf("%d:%d", b.policy.UID, b.policy.GID), Network: protocol.SandboxNetworkNone,
 	}
 	if ns {
 		p.Root, p.ReadPaths, p.WritePaths, p.ProtectedEnforcement = protocol.RootMinimal, b.rootPaths[0], b.rootPaths[1], protocol.ProtectedReadOnly
 	}
-	if b.layered {
+	if b.policy.Layer {
 		p.ProtectedEnforcement = protocol.ProtectedLayer
 	}
 	if b.egress != nil {
@@ -30,9 +30,9 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	}
 	prop("minimal_root", ns, map[bool]string{true: "an empty root with only the policy's paths bound in", false: "the host's tree: Landlock decides what may be opened"}[ns])
 	prop("host_sockets_unreachable", true, map[bool]string{true: "no host socket exists in the minimal root", false: "socket(AF_UNIX) refused by seccomp"}[ns])
-	prop("workspace_layer", b.layered, map[bool]string{true: "each command works on a copy-on-write layer; the executor applies it through pathguard, refusing protected paths", false: b.layerNote}[b.layered])
+	prop("workspace_layer", b.policy.Layer, map[bool]string{true: "each command works on a copy-on-write layer; the executor applies it through pathguard, refusing protected paths", false: b.layerNote}[b.policy.Layer])
 	prop("protected_files_read_only", ns, map[bool]string{true: "the command's writes go to its own layer (or, without one, read-only bind mounts of the protected paths present when it starts)", false: "no mount namespace: changes are undone after the command"}[ns])
-	if !b.layered { // with the layer there is nothing to sweep: what the guard refuses never reaches the workspace
+	if !b.policy.Layer { // with the layer there is nothing to sweep: what the guard refuses never reaches the workspace
 		prop("protected_files_swept", true, "after every command and process: new protected paths quarantined"+map[bool]string{true: "", false: ", changed ones put back"}[ns])
 	}
 	prop("pid_namespace", a.PIDNamespace, "")
@@ -45,7 +45,7 @@ func (b *localBackend) sandboxPolicy() *protocol.SandboxPolicy {
 	prop("seccomp", a.Seccomp, "")
 	prop("no_capabilities", a.CapsDropped, "")
 	prop("no_new_privs", a.NoNewPrivs, "")
-	prop("not_root_on_host", b.uid != 0 && b.gid != 0, "")
+	prop("not_root_on_host", b.policy.UID != 0 && b.policy.GID != 0, "")
 	prop("pids_cgroup", b.pids != nil, b.pidsNote)
 	prop("memory_cgroup", b.mem != nil, b.memNote)
 	prop("disk_cap", b.maxDisk > 0, fmt.Sprintf("%d bytes", b.maxDisk))
