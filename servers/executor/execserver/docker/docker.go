@@ -169,14 +169,13 @@ type dockerBackend struct {
 	cgroupDirs   []string
 	// layered: each container works on a layer of the workspace and the cache (layer_linux.go); layerNote says
 	// why not when it does not.
-	layered    bool
-	layerNote  string
-	applyOnce  sync.Once
-	applier    *wsguard.Guard // the default guard, for a request without Apply
-	cacheGuard *wsguard.Guard // applies the cache's layer: no protected paths, the same rules otherwise
-	egress     *dockerEgress  // nil without -net-allow
-	closeOnce  sync.Once
-	closeErr   error
+	layered       bool
+	layerNote     string
+	fallbackGuard wsguard.Fallback // the default guard, for a request without Apply
+	cacheGuard    *wsguard.Guard   // applies the cache's layer: no protected paths, the same rules otherwise
+	egress        *dockerEgress    // nil without -net-allow
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // New connects to the Docker Engine (Config.Host: by default as the docker CLI finds it, see EngineHost),
@@ -456,10 +455,9 @@ func (b *dockerBackend) close() error {
 	b.reaper.close()
 	b.removeTotalsCgroup()
 	var err error
-	for _, g := range []*wsguard.Guard{b.applier, b.cacheGuard} {
-		if g != nil {
-			g.Close()
-		}
+	b.fallbackGuard.Close()
+	if b.cacheGuard != nil {
+		b.cacheGuard.Close()
 	}
 	if b.ctlRoot != "" {
 		err = errors.Join(unmountLeftovers(b.ctlRoot), os.RemoveAll(b.ctlRoot))

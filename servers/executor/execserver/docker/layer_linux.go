@@ -7,7 +7,7 @@ package docker
 // cache, each with its upper and work folders in that tmpfs. The Engine binds the two merged folders at /workspace
 // and /cache. So a write past the caps fails in the command with ENOSPC at the write (fallocate included), an
 // inode past them too, and nothing the command does reaches the host's filesystem until the server applies the
-// upper layers through pathguard (package wsguard): every layerApplyEvery while the container runs, and once more
+// upper layers through pathguard (package wsguard): every wsguard.ApplyEvery while the container runs, and once more
 // when its command has ended and nothing runs in it any more. Then the tmpfs is unmounted: what was refused, and
 // whatever the command left past the caps, is gone with it.
 //

@@ -6,23 +6,16 @@ package docker
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
-	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 )
 
-// layerApplyEvery is how often the layer of a command that is still running is applied: what a dev server writes
-// reaches the workspace (and the filesystem server, and the person) within this time. The local backend's too.
-const layerApplyEvery = 2 * time.Second
-
 // Layered reports whether each command works on a layer of its own (backend.Layered).
 func (b *dockerBackend) Layered() bool { return b.layered }
 
-// watchLayer applies l every layerApplyEvery while the command runs; finish stops that and applies it a last
+// watchLayer applies l every wsguard.ApplyEvery while the command runs; finish stops that and applies it a last
 // time, returning what that apply refused. Call finish only once nothing runs in the container any more.
 func (b *dockerBackend) watchLayer(req backend.Request, l *commandLayer) (finish func() []protocol.WorkspaceRefusal) {
 	if l == nil {
@@ -49,50 +42,15 @@ func (b *dockerBackend) watchLayer(req backend.Request, l *commandLayer) (finish
 		}
 		return refused
 	}
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(layerApplyEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				once()
-			}
-		}
-	}()
-	var done sync.Once
-	var refused []protocol.WorkspaceRefusal
-	return func() []protocol.WorkspaceRefusal {
-		done.Do(func() {
-			close(stop)
-			<-stopped
-			refused = once()
-		})
-		return refused
-	}
+	return wsguard.Watch(once)
 }
 
 // defaultApply applies layers for a request that brings no Apply of its own (a caller of the backend without the
 // executor's server): with the default protected paths.
 func (b *dockerBackend) defaultApply() func(string) []protocol.WorkspaceRefusal {
-	b.applyOnce.Do(func() {
-		prot, err := pathguard.NewProtection(nil, nil)
-		if err == nil {
-			b.applier, err = wsguard.New(b.hostWorkspace(), prot)
-		}
-		if err != nil {
-			b.log.Error("docker backend: the workspace guard could not open the workspace", "err", err)
-		}
+	return b.fallbackGuard.Apply(b.hostWorkspace(), func(err error) {
+		b.log.Error("docker backend: the workspace guard could not open the workspace", "err", err)
 	})
-	if b.applier == nil {
-		return func(string) []protocol.WorkspaceRefusal {
-			return []protocol.WorkspaceRefusal{{Path: ".", Reason: "the workspace guard could not open the workspace; no change was applied"}}
-		}
-	}
-	return b.applier.Session().Apply
 }
 
 // workspaceGuard is the guard's part of /healthz.
@@ -102,7 +60,7 @@ func (b *dockerBackend) workspaceGuard() *protocol.WorkspaceGuard {
 	if b.layered {
 		g.Mode, g.ProtectedByConstruction, g.MaxInodes = protocol.ProtectedLayer, true, max(b.cfg.MaxWorkspaceInodes, 0)
 		g.BytesAtTheAct, g.InodesAtTheAct, g.PrivateDirsPolled = b.cfg.MaxWorkspaceBytes > 0, b.cfg.MaxWorkspaceInodes > 0, false
-		g.ApplyEverySeconds = layerApplyEvery.Seconds()
+		g.ApplyEverySeconds = wsguard.ApplyEvery.Seconds()
 	}
 	return g
 }

@@ -3,7 +3,7 @@ package local
 // Each command's own layer (the workspace guard, package wsguard): in the namespace mode a command never writes the
 // workspace. It sees the workspace as an overlay whose lower layer is the workspace and whose upper layer lies in a
 // tmpfs of its own, bounded in bytes and in inodes when it is made; its /dev/shm is a folder of that same tmpfs. When
-// the command ends (and every layerApplyEvery while it runs) the server applies the upper layer to the workspace
+// the command ends (and every wsguard.ApplyEvery while it runs) the server applies the upper layer to the workspace
 // through pathguard, never the command; when it ends, the tmpfs goes with it.
 //
 // The holder makes the layer, because only it has the capabilities in the sandbox's user namespace: a tmpfs and an

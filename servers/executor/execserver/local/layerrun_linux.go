@@ -5,20 +5,14 @@ package local
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"golang.org/x/sys/unix"
 )
-
-// layerApplyEvery is how often the layer of a command that is still running is applied to the workspace: what a
-// dev server writes reaches the workspace (and the filesystem server, and the person) within this time.
-const layerApplyEvery = 2 * time.Second
 
 // layerFresh is how long a layer made ahead of its command stays sized right: past it, the sandbox is made again
 // when its command comes, so that what the filesystem server or the person wrote since counts. Commands that
@@ -96,24 +90,10 @@ func (b *localBackend) newLayer(ns *nsSandbox) (*commandLayer, error) {
 // defaultApply applies layers for a request that brings no Apply of its own (a caller of the backend without the
 // executor's server): with the default protected paths.
 func (b *localBackend) defaultApply() func(string) []protocol.WorkspaceRefusal {
-	b.applyOnce.Do(func() {
-		prot, err := pathguard.NewProtection(nil, nil)
-		if err == nil {
-			b.applier, err = wsguard.New(b.workspace, prot)
-		}
-		if err != nil {
-			b.logger.Error("the workspace guard could not open the workspace", "error", err)
-		}
-	})
-	if b.applier == nil {
-		return func(string) []protocol.WorkspaceRefusal {
-			return []protocol.WorkspaceRefusal{{Path: ".", Reason: "the workspace guard could not open the workspace; no change was applied"}}
-		}
-	}
-	return b.applier.Session().Apply
+	return b.fallbackGuard.Apply(b.workspace, func(err error) { b.logger.Error("the workspace guard could not open the workspace", "error", err) })
 }
 
-// watchLayer applies l every layerApplyEvery while the command runs; finish stops that and applies it a last time,
+// watchLayer applies l every wsguard.ApplyEvery while the command runs; finish stops that and applies it a last time,
 // returning what the last apply refused. A layer that held anything makes the sandboxes made ahead stale: their
 // layers were sized before the workspace grew.
 func (b *localBackend) watchLayer(req backend.Request, l *commandLayer) (finish func() []protocol.WorkspaceRefusal) {
@@ -124,31 +104,12 @@ func (b *localBackend) watchLayer(req backend.Request, l *commandLayer) (finish 
 	if apply == nil {
 		apply = b.defaultApply()
 	}
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(layerApplyEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				apply(l.upper())
-			}
-		}
-	}()
-	var once sync.Once
-	var refused []protocol.WorkspaceRefusal
+	last := wsguard.Watch(func() []protocol.WorkspaceRefusal { return apply(l.upper()) })
 	return func() []protocol.WorkspaceRefusal {
-		once.Do(func() {
-			close(stop)
-			<-stopped
-			refused = apply(l.upper())
-			if l.holds() {
-				b.protectGen.Add(1)
-			}
-		})
+		refused := last()
+		if l.holds() {
+			b.protectGen.Add(1)
+		}
 		return refused
 	}
 }
@@ -175,7 +136,7 @@ func (b *localBackend) workspaceGuard() *protocol.WorkspaceGuard {
 	if b.policy.Layer {
 		g.Mode, g.ProtectedByConstruction, g.ShmPerCommand = protocol.ProtectedLayer, true, true
 		g.BytesAtTheAct, g.InodesAtTheAct = b.maxDisk > 0, b.maxInodes > 0
-		g.ApplyEverySeconds = layerApplyEvery.Seconds()
+		g.ApplyEverySeconds = wsguard.ApplyEvery.Seconds()
 	}
 	return g
 }

@@ -56,11 +56,10 @@ type localBackend struct {
 	egress      *egressState // nil without -net-allow (egress_linux.go)
 	logger      *slog.Logger
 	// Each command's own layer of the workspace (policy.Layer; layer_linux.go, layerrun_linux.go).
-	noLayer   bool   // Config.NoWorkspaceLayer
-	layerNote string // why commands get no layer, when they do not
-	maxInodes int64  // inode cap of the workspace, home, temp and cache together (0: none)
-	applyOnce sync.Once
-	applier   *wsguard.Guard // for requests without Apply (defaultApply)
+	noLayer       bool             // Config.NoWorkspaceLayer
+	layerNote     string           // why commands get no layer, when they do not
+	maxInodes     int64            // inode cap of the workspace, home, temp and cache together (0: none)
+	fallbackGuard wsguard.Fallback // for requests without Apply (defaultApply)
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
