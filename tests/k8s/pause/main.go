@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command pause is the sandbox ("pause") container of each Pod on the test node scripts/k8s-node.sh starts: it holds
 // the Pod's namespaces open and does nothing else. No registry is reachable here, so the runtime cannot pull the
 // usual one; this one is built into a local image (goalbox/pause:local) and loaded into containerd.
