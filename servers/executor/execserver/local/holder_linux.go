@@ -122,17 +122,19 @@ func startHolder(t *forkThread, ops []mountOp, p *commandPolicy, egress bool) (h
 		},
 	}
 	h = &holder{cmd: cmd, stdin: stdinW, replies: stdoutR, replyR: bufio.NewReader(stdoutR)}
+	// made is h for the clean-up below: a failing return sets the result h to nil before deferred calls run.
+	made := h
 	started := false
 	defer func() {
 		if err == nil {
 			return
 		}
 		if started {
-			h.close()
+			made.close()
 			return
 		}
-		h.layers.close()
-		h.forks.close()
+		made.layers.close()
+		made.forks.close()
 		stdinW.Close()
 		stdoutR.Close()
 	}()
