@@ -662,6 +662,8 @@ func testIdleReleasesMemory(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// released is set before the release runs: wait until the releasing goroutine is back at its ticker.
+	synctest.Wait()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	if after.HeapReleased <= before.HeapReleased {
