@@ -77,11 +77,7 @@ func guardServer(t *testing.T, newBackend GuardBackend, o GuardOptions, unprotec
 	guardProject(t, ws)
 	cfg := execserver.Config{ProtectScanEntries: o.ScanEntries}
 	if unprotected {
-		none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Protection = none
+		cfg.Protection = nothingProtected(t)
 	}
 	return StartServer(t, b, ws, cfg, nil), ws, markers
 }
@@ -408,11 +404,7 @@ func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
 			giveToOwner(t, ws)
 			cfg := execserver.Config{}
 			if unprotected {
-				none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.Protection = none
+				cfg.Protection = nothingProtected(t)
 			}
 			srv := StartServer(t, b, ws, cfg, nil)
 			marker := filepath.Join(markers, "unkept")

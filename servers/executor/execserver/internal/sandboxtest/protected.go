@@ -87,11 +87,7 @@ func RunProtectedFiles(t *testing.T, newBackend func(t *testing.T) (backend.Back
 
 	cfg := execserver.Config{}
 	if unprotected {
-		none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Protection = none
+		cfg.Protection = nothingProtected(t)
 	}
 	srv := StartServer(t, b, ws, cfg, nil)
 	run := func(t *testing.T, command string) protocol.RunCommandOutput {
@@ -227,4 +223,14 @@ func giveToOwner(t *testing.T, ws string) {
 		}
 		return nil
 	})
+}
+
+// nothingProtected is the protection of the controls: every default protected path taken out.
+func nothingProtected(t *testing.T) *pathguard.Protection {
+	t.Helper()
+	none, err := pathguard.NewProtection(nil, pathguard.DefaultProtected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return none
 }
