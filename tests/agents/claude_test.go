@@ -60,19 +60,7 @@ func (s *session) claudeWith(cfg, prompt string) string {
 		"--allowedTools", "mcp__fs", "mcp__exec")
 }
 
-func TestClaudeCode(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"http", "stdio"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			st := steps(dependentCall)
-			s := newSession(t, transport == "http", plan(st))
-			out := s.claude("Run the planned calls.")
-			t.Logf("claude printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
-			checkSteps(t, s.model, st, out)
-		})
-	}
-}
+func TestClaudeCode(t *testing.T) { runMatrix(t, "claude", dependentCall, (*session).claude) }
 
 // TestMCPRemote: Claude Code with both servers behind mcp-remote, over HTTP with a token (mcp-remote bridges a
 // remote server to a client's stdio; there is no stdio row).

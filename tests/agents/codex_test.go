@@ -56,16 +56,4 @@ func (s *session) codex(prompt string) string {
 		"codex", "exec", "--skip-git-repo-check", prompt)
 }
 
-func TestCodex(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"http", "stdio"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			st := steps(dependentCall)
-			s := newSession(t, transport == "http", plan(st))
-			out := s.codex("Run the planned calls.")
-			t.Logf("codex printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
-			checkSteps(t, s.model, st, out)
-		})
-	}
-}
+func TestCodex(t *testing.T) { runMatrix(t, "codex", dependentCall, (*session).codex) }

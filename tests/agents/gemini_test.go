@@ -39,16 +39,4 @@ func (s *session) gemini(prompt string) string {
 		"gemini", "--yolo", "--model", "gemini-2.5-pro", "-p", prompt)
 }
 
-func TestGeminiCLI(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"http", "stdio"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			st := steps(geminiDependentCall)
-			s := newSession(t, transport == "http", plan(st))
-			out := s.gemini("Run the planned calls.")
-			t.Logf("gemini printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
-			checkSteps(t, s.model, st, out)
-		})
-	}
-}
+func TestGeminiCLI(t *testing.T) { runMatrix(t, "gemini", geminiDependentCall, (*session).gemini) }

@@ -52,16 +52,4 @@ func (s *session) opencode(prompt string) string {
 		"opencode", "run", prompt)
 }
 
-func TestOpencode(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"http", "stdio"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			st := steps(dependentCall)
-			s := newSession(t, transport == "http", plan(st))
-			out := s.opencode("Run the planned calls.")
-			t.Logf("opencode printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
-			checkSteps(t, s.model, st, out)
-		})
-	}
-}
+func TestOpencode(t *testing.T) { runMatrix(t, "opencode", dependentCall, (*session).opencode) }

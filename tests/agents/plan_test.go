@@ -148,3 +148,19 @@ var (
 	dependentCall       = map[string]any{"command": "cat hello.txt"}
 	geminiDependentCall = map[string]any{"command": "cat hello.txt", "wait_for_previous": true}
 )
+
+// runMatrix runs the planned steps through one client over both transports, each a session of its own; dependent
+// is the client's own form of the dependent call, and run drives the client with a prompt.
+func runMatrix(t *testing.T, name string, dependent map[string]any, run func(*session, string) string) {
+	t.Parallel()
+	for _, transport := range []string{"http", "stdio"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			st := steps(dependent)
+			s := newSession(t, transport == "http", plan(st))
+			out := run(s, "Run the planned calls.")
+			t.Logf("%s printed %d lines; the model was asked %d times", name, len(lines(out)), len(s.model.Requests()))
+			checkSteps(t, s.model, st, out)
+		})
+	}
+}

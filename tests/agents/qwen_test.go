@@ -36,16 +36,4 @@ func (s *session) qwen(prompt string) string {
 		"qwen", "--yolo", "-p", prompt)
 }
 
-func TestQwenCode(t *testing.T) {
-	t.Parallel()
-	for _, transport := range []string{"http", "stdio"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			st := steps(dependentCall)
-			s := newSession(t, transport == "http", plan(st))
-			out := s.qwen("Run the planned calls.")
-			t.Logf("qwen printed %d lines; the model was asked %d times", len(lines(out)), len(s.model.Requests()))
-			checkSteps(t, s.model, st, out)
-		})
-	}
-}
+func TestQwenCode(t *testing.T) { runMatrix(t, "qwen", dependentCall, (*session).qwen) }
