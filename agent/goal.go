@@ -219,7 +219,11 @@ func printSummary(w io.Writer, s summary, path string) {
 	}
 	fmt.Fprintf(w, "  seconds      %.1f\n", s.Seconds)
 	if s.LastVerify != nil {
-		fmt.Fprintf(w, "  verify       exit %d after %d run(s)\n", s.LastVerify.ExitCode, s.VerifyRuns)
+		check := fmt.Sprintf("exit %d", s.LastVerify.ExitCode)
+		if s.LastVerify.TimedOut {
+			check = "timed out (-verify-timeout)"
+		}
+		fmt.Fprintf(w, "  verify       %s after %d run(s)\n", check, s.VerifyRuns)
 	}
 	if c := s.Checkpoints; c != nil && c.Best != "" {
 		switch {

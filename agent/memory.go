@@ -227,13 +227,20 @@ func (n *noteRecorder) Observe(ev loop.Event) error {
 		switch {
 		case ev.Outcome != loop.CallOK || json.Unmarshal(ev.Result.Structured, &out) != nil:
 			n.fail(fmt.Sprintf("`%s` (%s)", cmd, ev.Outcome))
+		case out.TimedOut:
+			n.fail(fmt.Sprintf("`%s` (timed out)", cmd))
 		case out.ExitCode == 0:
 			n.worked = append(slices.DeleteFunc(n.worked, func(c string) bool { return c == cmd }), cmd)
 		default:
 			n.fail(fmt.Sprintf("`%s` (exit %d)", cmd, out.ExitCode))
 		}
 	case ev.Type == "verify" && ev.ExitCode != nil && *ev.ExitCode != 0:
-		n.fail(fmt.Sprintf("the check `%s` (exit %d)", shortCommand(ev.Command), *ev.ExitCode))
+		var out protocol.RunCommandOutput
+		how := fmt.Sprintf("exit %d", *ev.ExitCode)
+		if ev.Result != nil && json.Unmarshal(ev.Result.Structured, &out) == nil && out.TimedOut {
+			how = "timed out"
+		}
+		n.fail(fmt.Sprintf("the check `%s` (%s)", shortCommand(ev.Command), how))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +151,52 @@ func TestNotesAreKeyedByTheWorkspaceNotAURL(t *testing.T) {
 			t.Errorf("the note should be data, its tag escaped:\n%s", s)
 		}
 	}}), ws, memDir, "-goal", "y")
+}
+
+// What a run can put into the notes is bounded: each command cut to 200 bytes, and a prompt's notes within 4 KiB
+// (the oldest left out), however long the commands a model (or a hostile workspace steering it) ran.
+func TestNotesAreBoundedWhateverARunDid(t *testing.T) {
+	root := t.TempDir()
+	ws, memDir := filepath.Join(root, "ws"), filepath.Join(root, "memory")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("A", 3000)
+	var calls []looptest.Call
+	for i := range 5 {
+		calls = append(calls, command(fmt.Sprintf("true %d %s", i, long)))
+	}
+	for i := range 3 {
+		calls = append(calls, command(fmt.Sprintf("false %d %s", i, long)))
+	}
+	for range 3 {
+		runIn(t, looptest.New(t, looptest.Step{Calls: calls}, looptest.Step{Content: "done"}), ws, memDir, "-goal", "run the long commands")
+	}
+	// Control: the three notes kept are more than the prompt may hold, so the bound is what leaves one out.
+	files, _ := filepath.Glob(filepath.Join(memDir, "*", "notes.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("want one notes file: %v", files)
+	}
+	kept, _ := os.ReadFile(files[0])
+	if n := bytes.Count(kept, []byte("\n")); n != 3 || len(kept) <= maxMemory {
+		t.Fatalf("want three notes of more than %d bytes in all: %d notes, %d bytes", maxMemory, n, len(kept))
+	}
+	later := looptest.New(t, looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+		s := req.Messages[0].Text()
+		start, end := strings.Index(s, "<earlier_runs>\n"), strings.Index(s, "\n</earlier_runs>")
+		if start < 0 || end < start {
+			t.Fatalf("no notes in the prompt:\n%s", s)
+		}
+		block := s[start+len("<earlier_runs>\n") : end]
+		if len(block) > maxMemory || strings.Count(block, "\n")+1 != 2 {
+			t.Errorf("the notes should be the newest two, within %d bytes: %d bytes, %d lines", maxMemory, len(block), strings.Count(block, "\n")+1)
+		}
+		if strings.Contains(block, strings.Repeat("A", 200)) || !strings.Contains(block, "true 4 "+strings.Repeat("A", 150)) {
+			t.Errorf("each command should be there, cut to 200 bytes")
+		}
+	}})
+	runIn(t, later, ws, memDir, "-goal", "y")
+	if len(later.Requests()) != 1 {
+		t.Fatal("the later run did not ask the model")
+	}
 }

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goalbox/goalbox/agent/loop"
 	"github.com/goalbox/goalbox/agent/loop/looptest"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // The second round of providers: what they send beside a message, how they stream calls, how they word
@@ -28,6 +33,44 @@ func TestGeminiThoughtSignaturesGoBackAsTheyCame(t *testing.T) {
 			}
 		}})
 	model.Rules = []looptest.Rule{looptest.ThoughtSignaturesReplayed}
+	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
+	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
+}
+
+// What a provider sends beside a message goes back with it: OpenRouter streams reasoning_details item by item and
+// wants them all back on the assistant message, in order.
+func TestWhatAProviderSentBesideAMessageGoesBack(t *testing.T) {
+	item := func(i int) string {
+		return fmt.Sprintf(`{"type":"reasoning.encrypted","data":"enc-%d","format":"openai-responses-v1","index":%d}`, i, i)
+	}
+	delta := func(d string, finish string) string {
+		return `{"id":"gen-1","object":"chat.completion.chunk","model":"scripted","choices":[{"index":0,"delta":` + d + `,"finish_reason":` + finish + `}]}`
+	}
+	model := looptest.New(t, looptest.Step{Chunks: []string{
+		delta(`{"role":"assistant","content":"","reasoning_details":[`+item(0)+`]}`, "null"),
+		delta(`{"reasoning_details":[`+item(1)+`]}`, "null"),
+		delta(`{"tool_calls":[{"index":0,"id":"call_or_1","type":"function","function":{"name":"sandbox_write_file","arguments":`+strconv.Quote(writeOK.Args)+`}}]}`, "null"),
+		delta(`{}`, `"tool_calls"`),
+	}}, looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+		var body struct {
+			Messages []struct {
+				Role             string          `json:"role"`
+				ReasoningDetails json.RawMessage `json:"reasoning_details"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(req.Raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		for _, m := range body.Messages {
+			if m.Role == "assistant" {
+				_ = json.Compact(&compact, m.ReasoningDetails)
+			}
+		}
+		if want := "[" + item(0) + "," + item(1) + "]"; compact.String() != want {
+			t.Errorf("the assistant message should carry back %s, not %q", want, compact.String())
+		}
+	}})
 	r := runAgent(t, model, "", nil, goal(verifyOK...)...)
 	r.want(t, exitMet, loop.OutcomeMet, loop.StopDone)
 }
@@ -159,7 +202,77 @@ func TestTheSameFailingCallIsNoticed(t *testing.T) {
 	}
 }
 
-// The terminal a person watches: a diff under each edit, the last lines of a command that failed, a checkpoint in
+// Reads between the same failing call change nothing, so they do not hide the loop; a write of other bytes between
+// starts the count again (the control: with a change between, the same run goes on to its turn limit).
+func TestAFailingCallRepeatedBetweenReadsIsNoticed(t *testing.T) {
+	t.Parallel()
+	failing := command("test -f nosuch.txt")
+	cases := map[string]struct {
+		between func(turn int) looptest.Call
+		stop    string
+		turns   int
+	}{
+		"a read between": {func(int) looptest.Call { return looptest.Call{Name: protocol.ToolListFiles, Args: `{"path":"."}`} },
+			loop.StopRepeating, loop.RepeatStop},
+		"a write of other bytes between": {func(turn int) looptest.Call { return write("notes.txt", fmt.Sprintf("try %d\n", turn)) },
+			loop.StopMaxTurns, loop.RepeatStop + 2},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			model := looptest.New(t)
+			turn := 0 // Respond runs under the model's lock
+			model.Respond = func(looptest.Request) looptest.Step {
+				turn++
+				return looptest.Step{Calls: []looptest.Call{failing, c.between(turn)}}
+			}
+			r := runAgent(t, model, "", nil, goal("-max-turns", strconv.Itoa(loop.RepeatStop+2))...)
+			r.want(t, exitNotMet, loop.OutcomeNotMet, c.stop)
+			if n := len(model.Requests()); n != c.turns {
+				t.Errorf("want %d requests, got %d", c.turns, n)
+			}
+		})
+	}
+}
+
+// Going round the same calls is a loop too: the same write (the same bytes), the same failing test, the same write
+// again. After three rounds the model is told which calls, after six the run stops and says why; the shortest round
+// is named, whatever turn it started in. The control is the run above whose writes differ.
+func TestTheSameRoundOfCallsIsNoticed(t *testing.T) {
+	t.Parallel()
+	round := []looptest.Call{write("fix.py", "print('same fix')\n"), command("python3 fix.py && exit 1")}
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("true")}})
+	// One call a turn, so that a round spans turns. Respond runs under the model's lock.
+	turn := 0
+	model.Respond = func(looptest.Request) looptest.Step {
+		turn++
+		return looptest.Step{Calls: []looptest.Call{round[(turn-1)%len(round)]}}
+	}
+	r := runAgent(t, model, "", nil, goal("-max-turns", "30")...)
+	r.want(t, exitNotMet, loop.OutcomeNotMet, loop.StopRepeating)
+	reqs := model.Requests()
+	if want := 1 + loop.RepeatStop*len(round); len(reqs) != want {
+		t.Errorf("the run should stop when the sixth round ends: %d requests, want %d", len(reqs), want)
+	}
+	told := 0
+	for i, req := range reqs {
+		if strings.Contains(string(req.Raw), "these same 2 calls, in this order, 3 times in a row") {
+			if told == 0 && i != 1+loop.RepeatNote*len(round) {
+				t.Errorf("the model should be told when the third round ends, not at request %d", i+1)
+			}
+			told++
+		}
+	}
+	if told == 0 {
+		t.Error("the model was never told it goes round the same calls")
+	}
+	if !strings.Contains(r.summary.Error, "same 2 calls, one failing or more, 6 times in a row") ||
+		!strings.Contains(r.summary.Error, "same fix") || !strings.Contains(r.summary.Error, "python3 fix.py") {
+		t.Errorf("the summary should name the round: %q", r.summary.Error)
+	}
+}
+
+// The terminal a person watches: a diff under each edit (a new file's first lines), the last lines of a command that failed, a checkpoint in
 // a few words (not its JSON), a check that ran out of time said to have timed out (not "exit -1").
 func TestTheProgressLinesShowWhatHappened(t *testing.T) {
 	edit := looptest.Call{Name: "sandbox_edit_file", Args: looptest.Args(map[string]string{"path": "ok.txt", "old_text": "ok\n", "new_text": "fine\n"})}
@@ -167,13 +280,38 @@ func TestTheProgressLinesShowWhatHappened(t *testing.T) {
 		looptest.Step{Calls: []looptest.Call{command("echo first; echo 'boom: the last words' >&2; exit 3")}},
 		looptest.Step{Content: "done"})
 	r := runAgent(t, model, "", nil, goal("-verify", "sleep 30", "-verify-timeout", "1s", "-max-turns", "4")...)
-	for _, want := range []string{"        | -ok", "        | +fine", "exit 3", "        | boom: the last words", "sandbox_checkpoint agent: before verify 1  cp-1", "verify \"sleep 30\"  timed out"} {
+	for _, want := range []string{"        | +ok\n", "        | -ok", "        | +fine", "exit 3", "        | boom: the last words", "sandbox_checkpoint agent: before verify 1  cp-1", "verify \"sleep 30\"  timed out"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("the progress should show %q", want)
 		}
 	}
 	if strings.Contains(r.stderr, `{"id":"cp-1"`) || strings.Contains(r.stderr, "exit -1") {
 		t.Errorf("no JSON and no exit -1 in the progress lines")
+	}
+}
+
+// A check that ran out of time is said to have: to the model (not "status -1"), in the summary and its JSON, and in
+// the note a later run reads.
+func TestATimedOutCheckIsSaidToHaveTimedOut(t *testing.T) {
+	model := looptest.New(t, looptest.Step{Content: "done"}, looptest.Step{Content: "done", Check: func(t testing.TB, req looptest.Request) {
+		if s := lastUser(req); !strings.Contains(s, "`sleep 30` ran out of time and was killed") || strings.Contains(s, "status -1") {
+			t.Errorf("the model should be told the check timed out:\n%s", s)
+		}
+	}})
+	r := runAgent(t, model, "", nil, goal("-verify", "sleep 30", "-verify-timeout", "1s", "-max-turns", "2")...)
+	r.want(t, exitNotMet, loop.OutcomeNotMet, loop.StopMaxTurns)
+	if len(model.Requests()) != 2 || r.summary.LastVerify == nil || !r.summary.LastVerify.TimedOut {
+		t.Errorf("the summary should say the check timed out: %+v", r.summary.LastVerify)
+	}
+	if !strings.Contains(r.stdout, "verify       timed out (-verify-timeout) after ") || strings.Contains(r.stdout, "exit -1") {
+		t.Errorf("the printed summary should say the check timed out")
+	}
+	notes, _ := filepath.Glob(filepath.Join(filepath.Dir(r.workspace), "memory", "*", "notes.jsonl"))
+	if len(notes) != 1 {
+		t.Fatalf("want one notes file: %v", notes)
+	}
+	if b, _ := os.ReadFile(notes[0]); !strings.Contains(string(b), "the check `sleep 30` (timed out)") {
+		t.Errorf("the note should say the check timed out: %s", b)
 	}
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The coding-agent matrix: Claude Code, Codex, Gemini CLI, Qwen Code, opencode and mcp-remote, as installed by
 # scripts/setup-agents.sh, against both servers built from this checkout, over HTTP with a token and over stdio, each
-# driven by the scripted model of tests/agents; what each step checks: docs/clients.md#coding-agents. go test runs
+# driven by the scripted model of tests/agents, with the official filesystem server as the control in each stdio
+# session; what each step checks: docs/clients.md#coding-agents. go test runs
 # it; CLIENT=codex (a test name pattern) runs one client.
 #
 # Without the CLIs it skips and says how to install them, except with CI=true, where it fails.

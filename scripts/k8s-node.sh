@@ -11,6 +11,8 @@
 #                                 Ready; prints the kubeconfig. A second start finds it running and only reloads
 #                                 images that changed.
 #   scripts/k8s-node.sh stop      stop every process it started, their containers and the bridge
+#   scripts/k8s-node.sh build-runtime   build containerd 2 and runc 1.3 once into the cache, print the folder
+#                                 (GOALBOX_K8S_RUNTIME_DIR=<it> start runs Pods in user namespaces)
 #
 # The binaries come from the build module tests/k8s/nodebuild (same Kubernetes version as tests/k8s/build), built
 # with GOWORK=off into $CACHE_DIR/k8s/<version>/ beside the API server's; a change to its go.mod, go.sum or the flags
@@ -21,7 +23,10 @@
 # sandboxes are applied here with overlays/host-users, and the kubelet's podPidsLimit bounds each Pod's processes.
 #
 # Environment: GOALBOX_CACHE_DIR (the cache folder), GOALBOX_K8S_NODE_DIR (state, default
-# /var/lib/goalbox-k8s-node), GOALBOX_K8S_POD_CIDR (the bridge's Pod range, default 10.244.77.0/24).
+# /var/lib/goalbox-k8s-node), GOALBOX_K8S_POD_CIDR (the bridge's Pod range, default 10.244.77.0/24),
+# GOALBOX_K8S_IMAGE_TAG (the tag of the project's images to load, default latest), GOALBOX_K8S_RUNTIME_DIR (a folder
+# holding containerd, containerd-shim-runc-v2 and runc to run instead of Debian's: containerd 2 and runc 1.2 or
+# later run Pods in user namespaces; docs/kubernetes-node.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/scripts/lib.sh" # CACHE_DIR
@@ -37,6 +42,7 @@ state=${GOALBOX_K8S_NODE_DIR:-/var/lib/goalbox-k8s-node}
 pod_cidr=${GOALBOX_K8S_POD_CIDR:-10.244.77.0/24}
 node=goalbox-k8s-node
 bridge=gbk8snode0
+runtime_dir=${GOALBOX_K8S_RUNTIME_DIR:-}
 
 build_node() {
 	"$repo/scripts/k8s-apiserver.sh" >/dev/null
@@ -69,6 +75,46 @@ build_node() {
 	rm -rf "$tmp"
 	echo "$stamp" >"$bin/stamp-node"
 	say "built in $(($(date +%s) - start))s"
+}
+
+# The runtime that runs Pods in user namespaces (hostUsers: false), which Debian 12's containerd 1.6 and runc 1.1
+# cannot: runc and containerd from the Go module proxy into $CACHE_DIR/k8s/runtime-<versions>/ (runc needs cgo and
+# libseccomp-dev). Not built by start: cold, it took 24 minutes here at load 20 to 44 (containerd alone 20), which
+# the test command's budget cannot take; start runs it when GOALBOX_K8S_RUNTIME_DIR names that folder.
+runc_version=v1.3.7
+containerd_version=v2.1.9
+runtime_cache=$CACHE_DIR/k8s/runtime-runc-$runc_version-containerd-$containerd_version
+build_runtime() {
+	if [ -x "$runtime_cache/runc" ] && [ -x "$runtime_cache/containerd" ] && [ -x "$runtime_cache/containerd-shim-runc-v2" ]; then
+		say "runtime cached in $runtime_cache"
+		echo "$runtime_cache"
+		return
+	fi
+	dpkg -s libseccomp-dev >/dev/null 2>&1 || apt-get install -y -q libseccomp-dev >/dev/null ||
+		die "runc needs libseccomp-dev (apt-get install libseccomp-dev)"
+	mkdir -p "$runtime_cache"
+	local tmp start log=$runtime_cache/build.log
+	tmp=$(mktemp -d "$runtime_cache/.build.XXXXXX")
+	start=$(date +%s)
+	say "building runc $runc_version and containerd $containerd_version into $runtime_cache (log: $log; long on 2 cores)"
+	# runc as its Makefile builds it (the seccomp tag, cgo); containerd's module has exclude directives, which go
+	# install refuses, so it is built inside its own module, from the module cache, without the snapshotters that
+	# need C headers.
+	local dir
+	if ! (GOWORK=off GOBIN="$tmp" CGO_ENABLED=1 go install -trimpath -tags seccomp -ldflags "-s -w -X main.version=${runc_version#v}" \
+		"github.com/opencontainers/runc@$runc_version" &&
+		dir=$(GOWORK=off go mod download -json "github.com/containerd/containerd/v2@$containerd_version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p') &&
+		cd "$dir" && GOWORK=off CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" -o "$tmp/" \
+		./cmd/containerd ./cmd/containerd-shim-runc-v2) >"$log" 2>&1; then
+		tail -n 30 "$log" >&2
+		rm -rf "$tmp"
+		die "runtime build failed (log: $log)"
+	fi
+	mv "$tmp"/* "$runtime_cache/"
+	rm -rf "$tmp"
+	say "built in $(($(date +%s) - start))s"
+	echo "$runtime_cache"
 }
 
 kubectl() { "$bin/kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
@@ -166,6 +212,9 @@ prepare() {
 	kubeconfig "$state/controller-manager.kubeconfig" "$(token system:kube-controller-manager)"
 	kubeconfig "$state/scheduler.kubeconfig" "$(token system:kube-scheduler)"
 
+	# GOALBOX_K8S_RUNTIME_DIR's runc instead of the one on PATH.
+	local runc_binary=""
+	[ -z "$runtime_dir" ] || runc_binary="BinaryName = \"$runtime_dir/runc\""
 	cat >"$state/containerd.toml" <<EOF
 version = 2
 root = "$state/containerd"
@@ -188,6 +237,7 @@ state = "/run/goalbox-k8s-node/containerd"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        $runc_binary
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni"
@@ -248,7 +298,9 @@ load_images() {
 	fi
 	rm -rf "$ctx"
 	local img id
-	for img in goalbox/pause:local goalbox/filesystem:latest goalbox/executor:latest goalbox/agent:latest; do
+	# GOALBOX_K8S_IMAGE_TAG: the tag of the project's images to load (latest by default; TestSandboxesOnNode runs the same).
+	local tag=${GOALBOX_K8S_IMAGE_TAG:-latest}
+	for img in goalbox/pause:local "goalbox/filesystem:$tag" "goalbox/executor:$tag" "goalbox/agent:$tag"; do
 		id=$(docker image inspect -f '{{.Id}}' "$img" 2>/dev/null) || { say "no image $img in Docker: not loaded (docker compose -f deploy/compose.yaml build)"; continue; }
 		local mark="$state/images/${img//[\/:]/_}"
 		[ "$(cat "$mark" 2>/dev/null)" = "$id" ] && continue
@@ -292,7 +344,8 @@ start_node() {
 	daemon kube-scheduler "$bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
 		--authentication-kubeconfig "$state/scheduler.kubeconfig" --authorization-kubeconfig "$state/scheduler.kubeconfig" \
 		--bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
-	daemon containerd containerd --config "$state/containerd.toml"
+	# A runtime folder of one's own goes first in containerd's PATH, where it finds its shim.
+	daemon containerd env PATH="${runtime_dir:+$runtime_dir:}$PATH" "${runtime_dir:+$runtime_dir/}containerd" --config "$state/containerd.toml"
 	wait_for containerd 60 ctr -a /run/goalbox-k8s-node/containerd.sock version
 	load_images
 	daemon kubelet "$bin/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
@@ -323,6 +376,8 @@ stop_node() {
 		rm -f "$state/run/$name.pid"
 	done
 	rm -f "$state/run/kubelet.pid"
+	# A shim whose task was killed outlives its containerd (containerd 2's shims do): ours name our socket.
+	pkill -f -- "containerd-shim-runc-v2 .*-address /run/goalbox-k8s-node/containerd.sock" 2>/dev/null || true
 	ip link delete "$bridge" 2>/dev/null || true
 	# The bridge plugin's NAT rules for the Pods (a chain each, named in a comment after this network): the Pods were
 	# killed, not torn down through CNI, so their rules are removed here.
@@ -343,7 +398,8 @@ stop_node() {
 
 case "${1:-}" in
 build) build_node ;;
+build-runtime) build_runtime ;;
 start) start_node ;;
 stop) stop_node ;;
-*) die "usage: $0 build|start|stop" ;;
+*) die "usage: $0 build|build-runtime|start|stop" ;;
 esac

@@ -57,21 +57,24 @@ if [ "$(id -u)" = 0 ] || [ "${CI:-}" = true ]; then
 fi
 
 # The executor image (deploy/Dockerfile.exec) some tests run commands in (the vision example, the Kubernetes node
-# profile under runc): built here, before the tests, so that none finds it missing; from the layer cache the compose
-# tests share, seconds when nothing changed.
+# profile under runc), and the filesystem server's, which the node's sandbox Pods run beside it: built here, before
+# the tests, so that none finds them missing or stale; from the layer cache the compose tests share, seconds when
+# nothing changed.
 if [ "${GOALBOX_COMPOSE_TEST:-}" = 1 ]; then
-  echo "== the executor image"
-  COMPOSE_BAKE=false docker compose -f deploy/compose.yaml -p goalbox-test-image build -q executor
+  echo "== the executor and filesystem images"
+  COMPOSE_BAKE=false docker compose -f deploy/compose.yaml -p goalbox-test-image build -q executor filesystem
 fi
 
 # The one-node Kubernetes cluster TestSandboxesOnNode runs the sandboxes on (scripts/k8s-node.sh,
 # docs/kubernetes-node.md): kubelet, controller-manager and scheduler built once into the cache like the API server,
-# Debian's containerd. Root only (CI is root); after the executor image, so the node runs the image just built;
-# stopped when this script ends.
+# containerd 2 and runc built once from the module proxy (Debian's containerd 1.6 cannot run the base's Pods in user
+# namespaces, which TestPidsPerSandboxOnNode needs). Root only (CI is root); after the executor image, so the node
+# runs the image just built; stopped when this script ends.
 if [ "${GOALBOX_K8S_TEST:-}" != 0 ] && [ "$(id -u)" = 0 ]; then
   echo "== one-node Kubernetes cluster for tests/k8s"
   trap 'scripts/k8s-node.sh stop || true' EXIT
-  scripts/k8s-node.sh start >/dev/null
+  runtime_dir=$(scripts/k8s-node.sh build-runtime)
+  GOALBOX_K8S_RUNTIME_DIR=$runtime_dir scripts/k8s-node.sh start >/dev/null
 fi
 
 echo "== go test"

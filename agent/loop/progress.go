@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // Observer hears every event of a run, in order, as it happens: the transcript keeps them, Progress prints them.
@@ -53,9 +55,7 @@ func (p *Progress) Observe(ev Event) error {
 		fmt.Fprintf(p.w, "turn %d  review: the model is shown the workspace's changes since the start  %s\n", ev.Turn, took)
 	case ev.Type == "tool":
 		fmt.Fprintf(p.w, "turn %d  %s %s  %s%s  %s\n", ev.Turn, ev.Call.Name, argNote(*ev.Call), resultNote(ev.Outcome, *ev.Result), imagesNote(ev.Result.Images), took)
-		if more := detail(*ev.Result); more != "" {
-			fmt.Fprint(p.w, more)
-		}
+		fmt.Fprint(p.w, detail(*ev.Result), newFile(*ev.Call, *ev.Result))
 	case ev.Type == "stop_process":
 		fmt.Fprintf(p.w, "turn %d  agent stops %s (%s) %s  %s  %s\n", ev.Turn, argNote(*ev.Call), shorten(ev.Command, 60),
 			stopWhen[ev.Reason], resultNote(ev.Outcome, *ev.Result), took)
@@ -176,6 +176,19 @@ func detail(res ToolResult) string {
 		return indented(strings.TrimRight(o.Stdout, "\n")+"\n"+strings.TrimRight(o.Stderr, "\n"), 6, 0)
 	}
 	return ""
+}
+
+// newFile is the first lines of a file a write created, as a diff shows a file that did not exist: the write's own
+// text, since the server's result says only that it created the file. (A rewrite of a file that existed shows
+// none: the server sends no diff of it, and the content before is not the agent's to guess.)
+func newFile(tc ToolCall, res ToolResult) string {
+	var in protocol.WriteFileInput
+	var out protocol.WriteFileOutput
+	if tc.Name != protocol.ToolWriteFile || res.IsError || json.Unmarshal(res.Structured, &out) != nil || !out.Created ||
+		json.Unmarshal([]byte(tc.Arguments), &in) != nil || in.Encoding == "base64" || in.Content == "" {
+		return ""
+	}
+	return indented("+"+strings.ReplaceAll(strings.TrimRight(in.Content, "\n"), "\n", "\n+"), 0, 30)
 }
 
 // indented is text's last `last` lines (or first `first`), each indented under the progress line.

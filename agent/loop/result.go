@@ -28,7 +28,10 @@ const (
 
 // VerifyResult is one run of the verification command.
 type VerifyResult struct {
-	ExitCode   int    `json:"exit_code"`
+	ExitCode int `json:"exit_code"`
+	// TimedOut says the check ran out of time (-verify-timeout) and was killed: its exit code (-1) is the
+	// executor's mark of that, not the check's answer.
+	TimedOut   bool   `json:"timed_out,omitempty"`
 	Output     string `json:"output"`
 	DurationMs int64  `json:"duration_ms"`
 }

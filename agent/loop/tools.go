@@ -140,7 +140,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 		r.event(Event{Type: "error", Turn: r.turns, Command: r.cfg.Verify, Error: "verify: " + err.Error(), DurationMs: ms(t0)})
 		return false, fmt.Errorf("verify: %w", err)
 	}
-	vr := VerifyResult{ExitCode: out.ExitCode, Output: verifyOutput(out), DurationMs: ms(t0)}
+	vr := VerifyResult{ExitCode: out.ExitCode, TimedOut: out.TimedOut, Output: verifyOutput(out), DurationMs: ms(t0)}
 	r.verifyRuns++
 	r.lastVerify, r.dirty = &vr, false
 	r.event(Event{Type: "verify", Turn: r.turns, Command: r.cfg.Verify, Result: &res, ExitCode: &vr.ExitCode, DurationMs: vr.DurationMs})
@@ -151,7 +151,7 @@ func (r *runner) verify(ctx context.Context, handBack bool) (bool, error) {
 	if !handBack || ctx.Err() != nil {
 		return false, nil
 	}
-	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode,
+	text, err := prompts.Render("verify_failed.md", prompts.Data{Command: r.cfg.Verify, ExitCode: vr.ExitCode, TimedOut: vr.TimedOut,
 		Output: keepEnds(vr.Output, r.cfg.Limits.ToolOutputBytes), StoppedProcesses: stopped})
 	if err != nil {
 		return false, err

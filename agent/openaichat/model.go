@@ -5,7 +5,9 @@
 //
 // It speaks HTTP itself rather than through the OpenAI SDK: the SDK retries only until the headers arrive (a body
 // cut or stalled after them failed the run), bounds an attempt's whole length rather than its silences, and has no
-// place for the fields other providers add (reasoning_content, failed_generation, errors inside a 200).
+// place for the fields other providers add (reasoning_content, failed_generation, errors inside a 200), and its
+// stream accumulator glues the calls of providers that repeat a name or drop the index. testdata/sdkprobe measures
+// this side by side (docs/agent.md, Decisions).
 package openaichat
 
 import (
@@ -62,6 +64,10 @@ type Config struct {
 	// OnText, when set, hears the answer's text as it streams, piece by piece, and a final "\n" when the text did
 	// not end with one: a person reads the model as it writes. A retried attempt is heard again.
 	OnText func(piece string)
+	// ConnectTimeout is the longest a connection may take to open (default 10 s): a server behind a firewall that
+	// drops packets, which never answered, is named within it rather than after the system's two minutes (or the
+	// 30 s of Go's default transport). Ignored with HTTPClient.
+	ConnectTimeout time.Duration
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
 }
@@ -89,6 +95,9 @@ type Model struct {
 }
 
 const defaultTimeout = 10 * time.Minute
+
+// defaultConnectTimeout covers a few lost SYNs (Linux resends at 1, 3 and 7 s) to a server that is there.
+const defaultConnectTimeout = 10 * time.Second
 
 // New checks cfg and builds the model. Only the values in cfg are used: the caller decides precedence between
 // flags and OPENAI_* variables.
@@ -119,7 +128,11 @@ func New(cfg Config) (*Model, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{} // no overall timeout: silences are bounded per attempt (watchdog)
+		// No overall timeout: silences are bounded per attempt (watchdog). Opening a connection is bounded here.
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		dialer := &net.Dialer{Timeout: cmp.Or(cfg.ConnectTimeout, defaultConnectTimeout), KeepAlive: 30 * time.Second}
+		transport.DialContext = dialer.DialContext
+		client = &http.Client{Transport: transport}
 	}
 	return &Model{cfg: cfg, model: cfg.Model, baseURL: base, openAI: u.Host == "api.openai.com", maxOutput: cfg.MaxOutputTokens, client: client}, nil
 }

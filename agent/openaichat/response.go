@@ -291,7 +291,8 @@ func readStream(body io.Reader, a *answer, alive func()) (apiErr *errorBody, err
 			data.Write(bytes.TrimPrefix(line[5:], []byte(" ")))
 			data.WriteByte('\n')
 		}
-		// Comments (": keep-alive", ": OPENROUTER PROCESSING") and other fields are signs of life only.
+		// Comments (": keep-alive", ": OPENROUTER PROCESSING") and other fields are skipped: they do not reset the
+		// watchdog, so a server that queues the request behind comments alone is caught in -model-timeout.
 		if rerr != nil {
 			if done, e, err := dispatch(); done || err != nil {
 				return e, err

@@ -21,10 +21,12 @@ type Data struct {
 	TestCommand string
 	// Processes says the sandbox offers long-running processes (sandbox_start_process).
 	Processes bool
-	// Command and Output describe a failed verification (verify_failed.md); StoppedProcesses are the model's
-	// processes the agent stopped before it, each as "id (command)".
+	// Command and Output describe a failed verification (verify_failed.md), which exited with ExitCode or, when
+	// TimedOut, ran out of time and was killed; StoppedProcesses are the model's processes the agent stopped
+	// before it, each as "id (command)".
 	Command          string
 	ExitCode         int
+	TimedOut         bool
 	Output           string
 	StoppedProcesses []string
 	// Best and BestTests name the best state a verify reached and what it said, Now and NowTests the state just
@@ -35,8 +37,10 @@ type Data struct {
 	// Instructions are the workspace's AGENTS.md; Memory the notes of earlier runs (system.md).
 	Instructions string
 	Memory       string
-	// Times is how many times in a row the model made the failing call Command (repeating.md).
+	// Times is how many times in a row the model made the failing call Command, or went round the Calls calls
+	// Command lists, one a line, one failing or more (repeating.md).
 	Times int
+	Calls int
 	// Plan is the model's plan (plan_approved.md); Diff the workspace's changes since the start (review.md).
 	Plan string
 	Diff string

@@ -27,6 +27,7 @@ type httpCall struct {
 	ctx     context.Context         // the HTTP request's: done when the client's connection closes
 	client  string                  // the client's address
 	token   string                  // which of several tokens the POST sent ("token 2"), "" for one (clients.go)
+	clients int                     // how many tokens there are, when several
 	res     *reservation            // the session place reserved for this POST's initialize, if any
 	created atomic.Pointer[session] // the session this POST's initialize created, if any
 	// stateless: the POST speaks 2026-07-28 or later (stateless.go): it has no session, and its calls are tied to
@@ -118,7 +119,7 @@ func (s *serving) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if call != nil && call.stateless {
 			defer context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })()
-			ctx = context.WithValue(ctx, statelessClientKey{}, call.token)
+			ctx = context.WithValue(ctx, statelessClientKey{}, statelessClient{call.token, call.clients})
 			return next(context.WithValue(ctx, statelessKey{}, true), method, req)
 		}
 		if method == "initialize" {

@@ -40,29 +40,44 @@ func matchToken(got []byte, wants [][]byte) int {
 // tokenKey marks a request's context with the place of the token it sent, when the endpoint accepts several.
 type tokenKey struct{}
 
+// tokenPlace is the nth of the endpoint's tokens.
+type tokenPlace struct{ n, of int }
+
 // withToken records on r which of several tokens it sent.
 func withToken(r *http.Request, n, of int) *http.Request {
 	if of < 2 {
 		return r
 	}
-	return r.WithContext(context.WithValue(r.Context(), tokenKey{}, n))
+	return r.WithContext(context.WithValue(r.Context(), tokenKey{}, tokenPlace{n, of}))
 }
 
 // clientOf is the name of the client that sent a request with context ctx, when clients can be told apart: "token
-// N" for the Nth of several tokens, "" otherwise.
-func clientOf(ctx context.Context) string {
-	if n, ok := ctx.Value(tokenKey{}).(int); ok && n > 0 {
-		return "token " + strconv.Itoa(n)
+// N" for the Nth of several tokens, "" otherwise; and how many clients there are (the tokens), 0 otherwise.
+func clientOf(ctx context.Context) (string, int) {
+	if t, ok := ctx.Value(tokenKey{}).(tokenPlace); ok && t.n > 0 {
+		return "token " + strconv.Itoa(t.n), t.of
 	}
-	return ""
+	return "", 0
 }
 
-// statelessClientKey marks the context of a stateless call with its client's name.
+// statelessClientKey marks the context of a stateless call with its client's name and how many clients there are.
 type statelessClientKey struct{}
+
+type statelessClient struct {
+	name string
+	of   int
+}
 
 // StatelessClient names the client of a stateless tool call ctx belongs to ("token 2": the second token of
 // -token), or "" when the clients cannot be told apart (one token, none, a session's call, stdio).
 func StatelessClient(ctx context.Context) string {
-	v, _ := ctx.Value(statelessClientKey{}).(string)
-	return v
+	v, _ := ctx.Value(statelessClientKey{}).(statelessClient)
+	return v.name
+}
+
+// StatelessClients is how many clients StatelessClient tells apart (the tokens of -token), so that a server can
+// give each its share of what they all share; 0 when it tells none apart.
+func StatelessClients(ctx context.Context) int {
+	v, _ := ctx.Value(statelessClientKey{}).(statelessClient)
+	return v.of
 }

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,14 +19,18 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestSeveralTokens: with -token a,b each token is accepted and names its client to a stateless call ("token 2"),
-// never the token itself; a session's call, and a server with one token, name none. The list itself, a part of a
+// TestSeveralTokens: with -token a,b each token is accepted and names its client to a stateless call ("token 2",
+// of 2 clients), never the token itself; a session's call, and a server with one token, name none. The list itself, a part of a
 // token and an empty token are refused (the positive controls of the accepted ones), and Load refuses a stray comma.
 func TestSeveralTokens(t *testing.T) {
 	srv := newEraServer()
 	mcp.AddTool(srv, &mcp.Tool{Name: "client", Annotations: Annotations(Hints{Title: "Client", ReadOnly: true, Idempotent: true})},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{ Client string }, error) {
-			return nil, struct{ Client string }{StatelessClient(ctx)}, nil
+			name := StatelessClient(ctx)
+			if name != "" {
+				name += " of " + strconv.Itoa(StatelessClients(ctx))
+			}
+			return nil, struct{ Client string }{name}, nil
 		})
 	client := func(url, token, version string) string {
 		t.Helper()
@@ -48,8 +53,8 @@ func TestSeveralTokens(t *testing.T) {
 	}
 	defer r.Close()
 	for _, c := range []struct{ token, version, want string }{
-		{"first-token", StatelessVersion, "token 1"},
-		{"second-token", StatelessVersion, "token 2"},
+		{"first-token", StatelessVersion, "token 1 of 2"},
+		{"second-token", StatelessVersion, "token 2 of 2"},
 		{"second-token", "2025-11-25", ""},
 		{"first-token,second-token", StatelessVersion, "refused"},
 		{"second", StatelessVersion, "refused"},

@@ -34,6 +34,9 @@ type Config struct {
 	// generates one at start: Run writes it to TokenFile and prints it, Start keeps it in Running.Token. NoToken
 	// ("none") serves without one, which lets every user of the machine in (loopback is shared): Run warns.
 	Token string `env:"TOKEN" flag:"token" usage:"bearer token required on the MCP endpoint over HTTP; several, separated by commas, are each accepted and tell stateless clients apart; default: one generated at start, printed and written to -token-file; none to serve without (any user of this machine gets in); prefer the environment variable: flags show in ps"`
+	// TokenFrom is a file the token is read from at start (a mounted Secret, a token derived for this sandbox alone),
+	// so that it never passes through the environment or the command line; it excludes Token.
+	TokenFrom string `env:"TOKEN_FROM" flag:"token-from" usage:"file the bearer token is read from at start (a mounted Secret); as -token, without the environment or ps seeing it; excludes -token"`
 	// TokenFile is where Run writes a generated token, readable by this user only; empty is DefaultTokenDir plus a
 	// name per server and port.
 	TokenFile string `env:"TOKEN_FILE" flag:"token-file" usage:"file a generated token is written to, mode 0600 (default $XDG_RUNTIME_DIR/goalbox, else the user cache folder/goalbox, /run/goalbox for root; one file per server and port)"`
@@ -134,6 +137,16 @@ func load(cfg *Config, prefix string, args []string, extra func(*flag.FlagSet)) 
 	}
 	if cfg.Workspace == "" {
 		return fs, fmt.Errorf("no workspace: give -workspace DIR or %sWORKSPACE", prefix)
+	}
+	if cfg.TokenFrom != "" {
+		if cfg.Token != "" {
+			return fs, errors.New("-token and -token-from (or their environment variables) are both given: give the token one way")
+		}
+		tok, err := readTokenFrom(cfg.TokenFrom)
+		if err != nil {
+			return fs, err
+		}
+		cfg.Token = tok
 	}
 	if cfg.Token != "" && slices.Contains(strings.Split(cfg.Token, ","), "") {
 		return fs, errors.New("-token has an empty token (a stray comma): give one token, or several separated by commas, each a client of its own (docs/serving.md, Tokens)")

@@ -99,7 +99,7 @@ func newServing(srv *mcp.Server, cfg Config, token string, health healthObject, 
 	}
 	srv.AddReceivingMiddleware(s.middleware)
 	// Outermost: a tool result is encoded once when the POST that carried its call is there to write it (once.go).
-	srv.AddReceivingMiddleware(encodeOnce(func(req mcp.Request) bool {
+	srv.AddReceivingMiddleware(encodeOnce(func(_ context.Context, req mcp.Request) bool {
 		call, ours := s.calls.find(req)
 		return ours && call != nil
 	}))
@@ -233,7 +233,7 @@ func (s *serving) startPOST(w http.ResponseWriter, r *http.Request, sid string, 
 		w = idRestoringWriter{ResponseWriter: w, restore: rw.restore}
 	}
 	tok, call := s.calls.add(r.Context(), clientAddr(r))
-	call.token = clientOf(r.Context())
+	call.token, call.clients = clientOf(r.Context())
 	r.Header.Set(callHeader, tok)
 	return splicingWriter{w}, call, func() { s.calls.remove(tok); rw.release() }
 }

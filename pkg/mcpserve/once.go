@@ -136,14 +136,14 @@ func (r onceResult) MarshalJSON() ([]byte, error) {
 // encodeOnce is the middleware that puts onceResult in place of the successful tool results of the calls ours says
 // are written through splice. Tool errors are left alone: they are short, and a middleware added later still sees
 // them as they are.
-func encodeOnce(ours func(mcp.Request) bool) mcp.Middleware {
+func encodeOnce(ours func(context.Context, mcp.Request) bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		if encodeOnceOff {
 			return next
 		}
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r != nil && !r.IsError && method == "tools/call" && ours(req) {
+			if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r != nil && !r.IsError && method == "tools/call" && ours(ctx, req) {
 				return onceResult{r}, nil
 			}
 			return res, err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,16 +16,20 @@ import (
 
 // runStdio is srv.Run on a stdio transport, with the tool results of its one session encoded once.
 func runStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, maxLine int64) error {
-	var session atomic.Pointer[mcp.ServerSession]
-	srv.AddReceivingMiddleware(encodeOnce(func(req mcp.Request) bool {
-		ss, _ := req.GetSession().(*mcp.ServerSession)
-		return ss != nil && ss == session.Load()
+	// The session's requests are known by a mark on the context they are handled in, which the SDK derives from the
+	// one given to Connect. A session kept after Connect returns would not do: the SDK reads and handles messages
+	// before Connect returns, and a call handled then left its result to the SDK's encoder.
+	mark := new(stdioMark)
+	srv.AddReceivingMiddleware(encodeOnce(func(ctx context.Context, _ mcp.Request) bool {
+		return ctx.Value(stdioMarkKey{}) == mark
 	}))
-	ss, err := srv.Connect(ctx, stdioTransport{in: in, out: out, maxLine: maxLine}, nil)
+	ss, err := srv.Connect(context.WithValue(ctx, stdioMarkKey{}, mark), stdioTransport{in: in, out: out, maxLine: maxLine}, nil)
 	if err != nil {
 		return err
 	}
-	session.Store(ss)
+	if stdioConnected != nil {
+		stdioConnected()
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
@@ -38,6 +41,16 @@ func runStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer,
 		return err
 	}
 }
+
+// stdioConnected, when set (by a test), runs as soon as Connect returns: the moment from which the SDK may already
+// be handling the session's first messages.
+var stdioConnected func()
+
+// stdioMarkKey is the context key under which runStdio marks the requests of its session.
+type stdioMarkKey struct{}
+
+// stdioMark is one runStdio's mark: a pointer, so that each run's differs.
+type stdioMark struct{ _ byte }
 
 // stdioTransport serves one client on in and out, newline-delimited, as mcp.StdioTransport does, except that an
 // input line the go-sdk would end the session on is answered with a JSON-RPC error and dropped: a line longer than

@@ -242,10 +242,22 @@ func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMo
 		return rel, false, err
 	}
 	defer closeDir()
-	tmp, final := path.Join(prefix, g.tempName()), path.Join(prefix, path.Base(target))
+	if err := g.writeIn(dir, prefix, path.Base(target), rel, fi, mode, perm != nil, src, size, sync); err != nil {
+		return rel, false, err
+	}
+	wrote = true
+	return rel, fi == nil, nil
+}
+
+// writeIn writes size bytes of src as the file name of the folder prefix of dir (a folder the caller checked):
+// a temporary file, its owner, the permission bits mode (set explicitly when setMode, or when old, the file it
+// replaces, had bits the umask may cut), the bytes, a sync when sync is set, and a rename over name. rel is the path
+// errors name. Nothing is left behind when it fails.
+func (g *Guard) writeIn(dir root, prefix, name, rel string, old fs.FileInfo, mode fs.FileMode, setMode bool, src io.Reader, size int64, sync bool) error {
+	tmp, final := path.Join(prefix, g.tempName()), path.Join(prefix, name)
 	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return rel, false, wrap("write", rel, err)
+		return wrap("write", rel, err)
 	}
 	committed := false
 	defer func() {
@@ -254,38 +266,38 @@ func (g *Guard) writeStream(p string, src io.Reader, size int64, perm *fs.FileMo
 			_ = dir.Remove(tmp)
 		}
 	}()
-	if own := g.ownerFor(fi); own != nil {
+	if own := g.ownerFor(old); own != nil {
 		if err := f.Chown(own.uid, own.gid); err != nil {
-			return rel, false, wrap("write", rel, err)
+			return wrap("write", rel, err)
 		}
 	}
-	if perm != nil || (fi != nil && mode&^0o644 != 0) {
+	if setMode || (old != nil && mode&^0o644 != 0) {
 		// The umask may have cut bits the old file had (group write, say); give them back.
 		if err := f.Chmod(mode); err != nil {
-			return rel, false, wrap("write", rel, err)
+			return wrap("write", rel, err)
 		}
 	}
-	if n, err := io.Copy(f, src); err != nil || n != size {
+	if n, err := copyInto(f, src, size); err != nil || n != size {
 		if err == nil {
 			err = fmt.Errorf("%d bytes came where %d were expected: the source changed while it was written", n, size)
 		}
-		return rel, false, wrap("write", rel, err)
+		return wrap("write", rel, err)
 	}
 	if sync {
 		if err := f.Sync(); err != nil {
-			return rel, false, wrap("write", rel, err)
+			return wrap("write", rel, err)
 		}
 	}
 	if err := f.Close(); err != nil {
-		return rel, false, wrap("write", rel, err)
+		return wrap("write", rel, err)
 	}
 	if err := dir.Rename(tmp, final); err != nil {
 		_ = dir.Remove(tmp)
 		committed = true
-		return rel, false, wrap("write", rel, err)
+		return wrap("write", rel, err)
 	}
-	committed, wrote = true, true
-	return rel, fi == nil, nil
+	committed = true
+	return nil
 }
 
 // WriteTarget is the workspace-relative path WriteFile(p) writes: p itself, or where p leads when it is a symlink

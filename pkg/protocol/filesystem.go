@@ -238,13 +238,16 @@ type DiffFile struct {
 	Change string `json:"change" jsonschema:"added, deleted or modified"`
 }
 
-// DiffOutput holds the changed paths and their unified diff. Truncated says the diff, or the list, was cut at a cap.
+// DiffOutput holds the changed paths and their unified diff. Truncated says the diff, or the list, was cut at a cap;
+// DiffBytes is the whole diff's size, and Note, only when cut, says what was left out and how to see it.
 type DiffOutput struct {
 	From      string     `json:"from"`
 	To        string     `json:"to" jsonschema:"a checkpoint id, or workspace"`
 	Files     []DiffFile `json:"files"`
 	Diff      string     `json:"diff"`
 	Truncated bool       `json:"truncated"`
+	DiffBytes int        `json:"diff_bytes" jsonschema:"the size in bytes of the whole diff of the files listed; diff holds it whole unless truncated"`
+	Note      string     `json:"note,omitempty" jsonschema:"present only when truncated: what was left out and how to see it"`
 }
 
 // DiffToWorkspace is DiffOutput.To when the comparison is with the workspace as it is now.

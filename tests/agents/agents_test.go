@@ -92,19 +92,23 @@ type session struct {
 	fsToken    string // what the client is configured with (from its environment)
 	execToken  string
 	serverLogs []string
+	// official is set over stdio: the client is also given the official filesystem server, the control
+	// (control_test.go), spawned like goalbox's.
+	official bool
 }
 
 // newSession starts the model and, over HTTP, both servers with tokens of their own; over stdio the client
 // spawns them. The workspace holds a 1x1 PNG and a file outside it the error step asks for.
 func newSession(t *testing.T, overHTTP bool, plan []Call) *session {
 	t.Helper()
-	s := &session{t: t, dir: agentsDir(t), home: t.TempDir(), ws: filepath.Join(t.TempDir(), "ws"), http: overHTTP, model: &Model{Plan: plan}}
+	s := &session{t: t, dir: agentsDir(t), home: t.TempDir(), ws: filepath.Join(t.TempDir(), "ws"), http: overHTTP, official: !overHTTP, model: &Model{Plan: plan}}
 	if err := os.MkdirAll(s.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	png, _ := base64.StdEncoding.DecodeString(dotPNG)
 	os.WriteFile(filepath.Join(s.ws, "dot.png"), png, 0o644)
 	os.WriteFile(filepath.Join(filepath.Dir(s.ws), "outside.txt"), []byte("secret\n"), 0o644)
+	os.WriteFile(filepath.Join(s.ws, "long.txt"), []byte(longFile()), 0o644)
 	ms := httptest.NewServer(s.model)
 	t.Cleanup(ms.Close)
 	s.modelURL = ms.URL
@@ -114,6 +118,12 @@ func newSession(t *testing.T, overHTTP bool, plan []Call) *session {
 		s.execURL = s.startServer(bins.exec, "GOALBOX_EXEC_TOKEN", s.execToken)
 	}
 	return s
+}
+
+// officialServer is the command line that spawns the official filesystem server (@modelcontextprotocol/server-filesystem,
+// pinned with the clients) on the workspace.
+func (s *session) officialServer() []string {
+	return []string{filepath.Join(s.dir, "node_modules", ".bin", "mcp-server-filesystem"), s.ws}
 }
 
 func randomWord() string { return fmt.Sprintf("%x", time.Now().UnixNano()) }

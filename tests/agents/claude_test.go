@@ -18,6 +18,10 @@ func (s *session) claudeMCPConfig() string {
 		servers["fs"] = map[string]any{"type": "stdio", "command": bins.fs, "args": []string{"-stdio", "-workspace", s.ws}}
 		servers["exec"] = map[string]any{"type": "stdio", "command": bins.exec, "args": []string{"-stdio", "-workspace", s.ws}}
 	}
+	if s.official {
+		cmd := s.officialServer()
+		servers["official"] = map[string]any{"type": "stdio", "command": cmd[0], "args": cmd[1:]}
+	}
 	return s.writeClaudeMCPConfig(servers)
 }
 
@@ -55,9 +59,12 @@ func (s *session) claudeWith(cfg, prompt string) string {
 	return s.run(clientLimit, []string{"ANTHROPIC_BASE_URL=" + s.modelURL, "ANTHROPIC_API_KEY=scripted",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 		// MCP tools offered to the model directly, not behind Claude Code's tool search (which the scripted model does not use).
-		"ENABLE_TOOL_SEARCH=false"},
+		"ENABLE_TOOL_SEARCH=false",
+		// Server start-up may take a minute on a loaded machine (mcp-remote, a Node process, then its connection);
+		// Claude Code's default wait is shorter, and it then runs without the server's tools.
+		"MCP_TIMEOUT=120000"},
 		"claude", "-p", prompt, "--model", "claude-sonnet-4-5", "--mcp-config", cfg, "--strict-mcp-config",
-		"--allowedTools", "mcp__fs", "mcp__exec")
+		"--allowedTools", "mcp__fs", "mcp__exec", "mcp__official")
 }
 
 func TestClaudeCode(t *testing.T) { runMatrix(t, "claude", dependentCall, (*session).claude) }

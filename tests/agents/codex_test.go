@@ -44,6 +44,10 @@ stream_max_retries = 0
 			cfg += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = [\"-stdio\", \"-workspace\", %q]\ndefault_tools_approval_mode = \"approve\"\n", srv.name, srv.bin, s.ws)
 		}
 	}
+	if s.official {
+		cmd := s.officialServer()
+		cfg += fmt.Sprintf("\n[mcp_servers.official]\ncommand = %q\nargs = [%q]\ndefault_tools_approval_mode = \"approve\"\n", cmd[0], cmd[1])
+	}
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
 	}

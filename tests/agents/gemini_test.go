@@ -18,6 +18,10 @@ func (s *session) geminiSettings() {
 		servers["fs"] = map[string]any{"command": bins.fs, "args": []string{"-stdio", "-workspace", s.ws}, "trust": true}
 		servers["exec"] = map[string]any{"command": bins.exec, "args": []string{"-stdio", "-workspace", s.ws}, "trust": true}
 	}
+	if s.official {
+		cmd := s.officialServer()
+		servers["official"] = map[string]any{"command": cmd[0], "args": cmd[1:], "trust": true}
+	}
 	settings := map[string]any{
 		"mcpServers": servers,
 		"privacy":    map[string]any{"usageStatisticsEnabled": false},

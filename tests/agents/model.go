@@ -17,7 +17,10 @@ import (
 // Call is one planned tool call: the MCP tool's own name (the client's name for it ends with it) and arguments.
 type Call struct {
 	Tool string
-	Args map[string]any
+	// Server, when set, is the configured name of the server the tool is on: the client's name for the tool must
+	// hold it (the official filesystem server's write_file, not the client's own built-in write_file).
+	Server string
+	Args   map[string]any
 	// From, when set, makes the arguments from the results the model has seen so far (a process_id a call
 	// returned), in place of Args.
 	From func(results []Seen) map[string]any
@@ -115,7 +118,7 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c.From != nil {
 			c.Args = c.From(rec.Results)
 		}
-		call, name = &c, toolName(rec.Tools, c.Tool)
+		call, name = &c, toolName(rec.Tools, c.Server, c.Tool)
 	}
 	stream := req["stream"] == true || strings.Contains(path, ":streamGenerateContent")
 	id := fmt.Sprintf("call_%d", len(rec.Results)+1)
@@ -132,11 +135,17 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // toolName is the client's name for the MCP tool tool: the offered name that ends with it (clients prefix the
-// server's name: mcp__exec__sandbox_run_command, exec_sandbox_run_command...). The shortest wins.
-func toolName(offered []string, tool string) string {
+// server's name: mcp__exec__sandbox_run_command, exec_sandbox_run_command...) and, with server set, holds the
+// server's name. A name that ends with "sandbox_"+tool is another tool (goalbox's sandbox_write_file for the
+// official server's write_file). The shortest wins.
+func toolName(offered []string, server, tool string) string {
 	best := ""
 	for _, n := range offered {
-		if strings.HasSuffix(n, tool) && (best == "" || len(n) < len(best)) {
+		prefix, ok := strings.CutSuffix(n, tool)
+		if !ok || strings.HasSuffix(prefix, "sandbox_") || !strings.Contains(prefix, server) {
+			continue
+		}
+		if best == "" || len(n) < len(best) {
 			best = n
 		}
 	}

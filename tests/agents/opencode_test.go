@@ -23,6 +23,9 @@ func (s *session) opencodeConfig() {
 			servers[srv.name] = map[string]any{"type": "local", "command": []string{srv.bin, "-stdio", "-workspace", s.ws}}
 		}
 	}
+	if s.official {
+		servers["official"] = map[string]any{"type": "local", "command": s.officialServer()}
+	}
 	cfg := map[string]any{
 		"$schema": "https://opencode.ai/config.json",
 		"model":   "scripted/gpt-4o",

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,9 +28,10 @@ func has(want ...string) func(Seen) string {
 	}
 }
 
-// steps is the session every client runs: write, read, list, run, a huge output and its middle read back, an image, an error, a background
-// process, a checkpoint, a dependent call (dependentCall, and with wait_for_previous as Gemini CLI's model is told to
-// send it: geminiDependentCall).
+// steps is the session every client runs: write, read, list, run, a huge output and its middle read back, an image, a
+// long file read, an error, a background process and its output, a long process and its first page, a checkpoint, a
+// dependent call (dependentCall, and with wait_for_previous as Gemini CLI's model is told to send it:
+// geminiDependentCall).
 func steps(dependent map[string]any) []step {
 	return []step{
 		{"write", Call{Tool: "sandbox_write_file", Args: map[string]any{"path": "hello.txt", "content": "hello from the model\n"}}, has(`"bytes_written":21`)},
@@ -47,13 +49,15 @@ func steps(dependent map[string]any) []step {
 			return map[string]any{"uri": uri[1], "offset": seqOffset150000, "length": 100}
 		}}, has(`"offset":938888`, `"next_offset":938988`, `"complete":true`, `150000\n150001\n`)},
 		{"image", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "dot.png"}}, func(s Seen) string {
-			for _, img := range s.Images {
-				if img.MIME == "image/png" && img.Base64 == dotPNG {
-					return ""
-				}
+			if hasDotPNG(s) {
+				return ""
 			}
 			return "no image/png with the file's pixels"
 		}},
+		// A read of a file of long lines, more than a read returns: the model must learn that it was cut, how long
+		// the file is and where to read on, and see its start.
+		{"long file read", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "long.txt"}},
+			has(`"truncated":true`, `"total_lines":3000`, `"end_line":`, "line 00001 ")},
 		{"error", Call{Tool: "sandbox_read_file", Args: map[string]any{"path": "../outside.txt"}}, has("outside the workspace")},
 		{"background process", Call{Tool: "sandbox_start_process", Args: map[string]any{"command": "echo started; sleep 60"}}, has(`"process_id":"p`)},
 		{"process output", Call{Tool: "sandbox_read_process_output", From: func(seen []Seen) map[string]any {
@@ -63,7 +67,18 @@ func steps(dependent map[string]any) []step {
 			}
 			return map[string]any{"process_id": id[1], "wait_seconds": 5}
 		}}, has(`"stdout":"started\n"`, `"running":true`)},
+		// A process that prints more than one page (589 KB).
+		{"long process output", Call{Tool: "sandbox_start_process", Args: map[string]any{"command": "seq 1 100000; sleep 60"}}, has(`"process_id":"`)},
 		{"checkpoint", Call{Tool: "sandbox_checkpoint", Args: map[string]any{"label": "before"}}, has(`"id":`)},
+		// The long process's page, read after the checkpoint so that seq has printed it all: the page must reach the
+		// model with where to read on.
+		{"long process page", Call{Tool: "sandbox_read_process_output", From: func(seen []Seen) map[string]any {
+			id := processID.FindStringSubmatch(readable(seen[len(seen)-2].Text)) // the start, before the checkpoint
+			if id == nil {
+				return map[string]any{"process_id": "none returned"}
+			}
+			return map[string]any{"process_id": id[1], "wait_seconds": 5}
+		}}, has(`"running":true`, `"stdout_offset":`, `"stdout":"1\n2\n3\n`)},
 		{"dependent call", Call{Tool: "sandbox_run_command", Args: dependent}, has(`"exit_code":0`, "hello from the model")},
 	}
 }
@@ -72,6 +87,15 @@ var (
 	processID      = regexp.MustCompile(`"process_id":"([^"]+)"`)
 	stdoutResource = regexp.MustCompile(`"stdout_resource":"(goalbox-output://[^"]+)"`)
 )
+
+// longFile is long.txt: 3000 lines of 200 bytes (600 KB), each starting with its number ("line 00001 ").
+func longFile() string {
+	var b strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&b, "line %05d %s\n", i, strings.Repeat("x", 188))
+	}
+	return b.String()
+}
 
 // seqOffset150000 is where "150000" starts in the output of seq 1 300000: the lines of 1 to 9 digits before it.
 const seqOffset150000 = 9*2 + 90*3 + 900*4 + 9000*5 + 90000*6 + 50000*7
@@ -157,10 +181,17 @@ func runMatrix(t *testing.T, name string, dependent map[string]any, run func(*se
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			st := steps(dependent)
-			s := newSession(t, transport == "http", plan(st))
+			p := plan(st)
+			if transport == "stdio" { // the control, over the transport the official server speaks
+				p = append(p, controlPlan()...)
+			}
+			s := newSession(t, transport == "http", p)
 			out := run(s, "Run the planned calls.")
 			t.Logf("%s printed %d lines; the model was asked %d times", name, len(lines(out)), len(s.model.Requests()))
 			checkSteps(t, s.model, st, out)
+			if s.official {
+				checkControl(t, s.model, st)
+			}
 		})
 	}
 }

@@ -372,8 +372,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 	if out, errs, err := cp.run(nil, "-n", "goalbox", "create", "serviceaccount", "default"); err != nil && !strings.Contains(errs, "AlreadyExists") {
 		t.Fatalf("create serviceaccount default: %v\n%s%s", err, out, errs)
 	}
-	cp.must(nil, "-n", "goalbox", "create", "secret", "generic", "goalbox-tokens",
-		"--from-literal=fs-token=test-fs-token", "--from-literal=exec-token=test-exec-token")
+	cp.must(nil, "-n", "goalbox", "create", "secret", "generic", "goalbox-tokens", "--from-literal=master=test-master-of-the-sandboxes-tokens")
 
 	// A sandbox Pod as the StatefulSet's controller would create it: admitted, with no warning.
 	cp.must(cp.podFromTemplate("statefulset/goalbox-sandbox", "goalbox-sandbox-0", nil), "create", "-f", "-")

@@ -72,8 +72,7 @@ func TestNetworkOverlayOnAPIServer(t *testing.T) {
 			t.Fatalf("create serviceaccount default -n %s: %v\n%s%s", n, err, out, errs)
 		}
 	}
-	cp.must(nil, "-n", ns, "create", "secret", "generic", "goalbox-tokens",
-		"--from-literal=fs-token=test-fs-token", "--from-literal=exec-token=test-exec-token")
+	cp.must(nil, "-n", ns, "create", "secret", "generic", "goalbox-tokens", "--from-literal=master=test-master-of-the-sandboxes-tokens")
 	// The ConfigMap as applied: no network, no credentials, until the user sets them.
 	if got := cp.must(nil, "-n", ns, "get", "configmap", "goalbox-network", "-o", "jsonpath={.data}"); got != `{"net-allow":"","secrets":""}` {
 		t.Errorf("configmap goalbox-network holds %s, want both keys empty", got)

@@ -113,40 +113,73 @@ func (s *mcpSession) call(t *testing.T, tool string, args map[string]any) (map[s
 	return res, isErr
 }
 
+// nodeCtl runs kubectl against the node's cluster, from the repository's root.
+type nodeCtl struct{ kc, bin string }
+
+func (n nodeCtl) run(stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(n.bin, "kubectl"), append([]string{"--kubeconfig", n.kc}, args...)...)
+	cmd.Dir = repo
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// stdout is kubectl's standard output alone (what it renders, without its warnings).
+func (n nodeCtl) stdout(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(n.bin, "kubectl"), append([]string{"--kubeconfig", n.kc}, args...)...)
+	cmd.Dir = repo
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// withImageTag points rendered manifests at the project's images of tag GOALBOX_K8S_IMAGE_TAG, the tag
+// scripts/k8s-node.sh loaded (a build of one's own beside the latest one); unchanged without it.
+func withImageTag(t *testing.T, rendered []byte) []byte {
+	tag := os.Getenv("GOALBOX_K8S_IMAGE_TAG")
+	if tag == "" || tag == "latest" {
+		return rendered
+	}
+	t.Logf("images of tag %s (GOALBOX_K8S_IMAGE_TAG)", tag)
+	for _, img := range []string{"goalbox/filesystem", "goalbox/executor"} {
+		rendered = bytes.ReplaceAll(rendered, []byte(img+":latest"), []byte(img+":"+tag))
+	}
+	return rendered
+}
+
+func (n nodeCtl) must(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	out, err := n.run(stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 // TestSandboxesOnNode applies the sandboxes to the node scripts/k8s-node.sh runs (overlays/host-users: its
 // containerd, Debian's 1.6, cannot run Pods in user namespaces), waits until the Pods are Ready, and works in each
 // through both servers from outside the node: a file written through the filesystem server is read by a command the
 // executor runs in the same Pod, and each Pod's commands run as its uid on its own workspace.
 func TestSandboxesOnNode(t *testing.T) {
-	kc := nodeKubeconfig(t)
-	bin := controlPlaneBinaries(t)
-	kubectl := func(stdin []byte, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kc}, args...)...)
-		cmd.Dir = repo
-		if stdin != nil {
-			cmd.Stdin = bytes.NewReader(stdin)
-		}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	must := func(stdin []byte, args ...string) string {
-		t.Helper()
-		out, err := kubectl(stdin, args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	ctl := nodeCtl{kc: nodeKubeconfig(t), bin: controlPlaneBinaries(t)}
+	kubectl, must := ctl.run, func(stdin []byte, args ...string) string { t.Helper(); return ctl.must(t, stdin, args...) }
 	start := time.Now()
 	// A clean namespace each run: the last run's, if any, goes first with its Pods.
 	must(nil, "delete", "namespace", "goalbox", "--ignore-not-found", "--wait", "--timeout=3m")
 	// Forced: the cluster-scoped policy outlives the namespace, and whoever applied it last owns its fields.
-	must(nil, "apply", "--server-side", "--force-conflicts", "--field-manager", "goalbox-test", "-k", "deploy/kubernetes/overlays/host-users")
-	const fsToken, execToken = "node-test-fs-token", "node-test-exec-token"
-	must(nil, "-n", "goalbox", "create", "secret", "generic", "goalbox-tokens",
-		"--from-literal=fs-token="+fsToken, "--from-literal=exec-token="+execToken)
+	must(withImageTag(t, ctl.stdout(t, "kustomize", "deploy/kubernetes/overlays/host-users")),
+		"apply", "--server-side", "--force-conflicts", "--field-manager", "goalbox-test", "-f", "-")
+	master := randomHex(t, 32)
+	must(nil, "-n", "goalbox", "create", "secret", "generic", "goalbox-tokens", "--from-literal=master="+master)
 	// Two sandboxes: the node has 2 CPUs, each sandbox requests 0.6.
 	must(nil, "-n", "goalbox", "scale", "statefulset", "goalbox-sandbox", "--replicas=2")
 	if out, err := kubectl(nil, "-n", "goalbox", "rollout", "status", "statefulset/goalbox-sandbox", "--timeout=5m"); err != nil {
@@ -155,12 +188,16 @@ func TestSandboxesOnNode(t *testing.T) {
 	}
 	t.Logf("2 sandbox Pods Ready in %v", time.Since(start).Round(time.Second))
 
+	var pods []sandboxPod
 	for i := 0; i < 2; i++ {
 		pod := fmt.Sprintf("goalbox-sandbox-%d", i)
 		ip := strings.TrimSpace(must(nil, "-n", "goalbox", "get", "pod", pod, "-o", "jsonpath={.status.podIP}"))
+		// The runner's tokens for this Pod: derived from the master, as the Pod's init container derived its own.
+		sb := sandboxPod{name: pod, ip: ip, fsToken: sandboxToken(master, "goalbox", pod, "filesystem"), execToken: sandboxToken(master, "goalbox", pod, "executor")}
+		pods = append(pods, sb)
 		host := pod + ".goalbox-sandbox"
-		fs := &mcpSession{url: "http://" + ip + ":7101/mcp", host: host, token: fsToken}
-		ex := &mcpSession{url: "http://" + ip + ":7102/mcp", host: host, token: execToken}
+		fs := &mcpSession{url: "http://" + ip + ":7101/mcp", host: host, token: sb.fsToken}
+		ex := &mcpSession{url: "http://" + ip + ":7102/mcp", host: host, token: sb.execToken}
 
 		// Control: the wrong token is refused before any MCP.
 		bad := &mcpSession{url: ex.url, host: host, token: "wrong"}
@@ -184,6 +221,9 @@ func TestSandboxesOnNode(t *testing.T) {
 		}
 		t.Logf("%s (%s): a file written through the filesystem server, read by a command through the executor: %q", pod, ip, stdout)
 	}
+
+	t.Run("runner", func(t *testing.T) { gradeOnPods(t, ctl, pods) })
+	t.Run("a token per sandbox", func(t *testing.T) { tokenPerSandbox(t, ctl, master) })
 
 	// The runner label from the real Job controller: the runner's Job (its volumes stay unbound here, no
 	// provisioner, so its Pod never starts) gets its Pod created by kube-controller-manager, as the user

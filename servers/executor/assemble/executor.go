@@ -96,6 +96,10 @@ func New(ctx context.Context, g *pathguard.Guard, o Options, logger *slog.Logger
 // parse turns the settings given as text (patterns, hosts, secrets, a file's path) into what the parts take.
 func (o *Options) parse(logger *slog.Logger) error {
 	var err error
+	if n := o.Limits.MaxWorkspaceInodes; n < -1 || (n > 0 && n < minWorkspaceInodes) {
+		return fmt.Errorf("-max-workspace-inodes (MAX_WORKSPACE_INODES) is %d: give a number of files, folders and links of at least %d, 0 for the default (%d) or -1 for no cap",
+			n, minWorkspaceInodes, local.DefaultMaxWorkspaceInodes)
+	}
 	if o.Serving.Policy, err = execserver.NewPolicy(o.Policy.Allow, o.Policy.Deny); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -133,6 +137,7 @@ func (o *Options) shareBetweenBackends() {
 	o.Local.TotalMemoryLimit, o.Local.TotalPidsLimit = l.TotalMemoryMB<<20, l.TotalPIDs
 	o.Docker.TotalMemory, o.Docker.TotalPIDs = l.TotalMemoryMB<<20, int64(l.TotalPIDs)
 	o.Local.MaxWorkspaceBytes, o.Docker.MaxWorkspaceBytes = l.MaxWorkspaceBytes, l.MaxWorkspaceBytes
+	o.Local.MaxWorkspaceInodes, o.Docker.MaxWorkspaceInodes = l.MaxWorkspaceInodes, l.MaxWorkspaceInodes
 	// The docker backend has no "none" for a container's own limits: zero or negative leaves its defaults.
 	if l.PIDs > 0 {
 		o.Docker.PIDs = int64(l.PIDs)

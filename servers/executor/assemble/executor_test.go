@@ -41,7 +41,7 @@ func TestNewSharesTheSettingsOfBothBackends(t *testing.T) {
 	g := guard(t)
 	var got local.Config
 	stub := &stubLocal{}
-	o := Options{Backend: backends.Local, CacheDir: "/tmp/caches", Limits: Limits{PIDs: 40, MemoryMB: 300, TotalMemoryMB: -1, MaxWorkspaceBytes: 1 << 30},
+	o := Options{Backend: backends.Local, CacheDir: "/tmp/caches", Limits: Limits{PIDs: 40, MemoryMB: 300, TotalMemoryMB: -1, MaxWorkspaceBytes: 1 << 30, MaxWorkspaceInodes: 5000},
 		Network: Network{Allow: "example.com"}, Local: local.Config{ExtraReadDirs: []string{"/opt/x"}}}
 	ex, err := New(context.Background(), g, o, nil, WithLocalStarter(func(c local.Config, _ *slog.Logger) (backend.Backend, error) {
 		got = c
@@ -51,7 +51,7 @@ func TestNewSharesTheSettingsOfBothBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Workspace != g.Dir() || got.CacheDir != "/tmp/caches" || got.PidsLimit != 40 || got.MemoryLimit != 300<<20 ||
-		got.TotalMemoryLimit != -1<<20 || got.MaxWorkspaceBytes != 1<<30 || got.Network.Allow.Empty() || len(got.ExtraReadDirs) != 1 {
+		got.TotalMemoryLimit != -1<<20 || got.MaxWorkspaceBytes != 1<<30 || got.MaxWorkspaceInodes != 5000 || got.Network.Allow.Empty() || len(got.ExtraReadDirs) != 1 {
 		t.Errorf("the local backend got %+v", got)
 	}
 	if h := ex.Health(); h.BackendChoice != "explicit" || ex.Choice.Backend != backends.Local {
@@ -77,6 +77,8 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		{Options{Network: Network{Secrets: []string{"no-source"}}}, "no-source"},
 		{Options{Network: Network{UpstreamCA: "/nonexistent/ca.pem"}}, "-upstream-ca"},
 		{Options{Backend: backends.Local, Serving: execserver.Config{OutputCap: 5 << 20}}, "must be between"},
+		{Options{Limits: Limits{MaxWorkspaceInodes: 10}}, "-max-workspace-inodes (MAX_WORKSPACE_INODES) is 10: give a number of files, folders and links of at least 1000"},
+		{Options{Limits: Limits{MaxWorkspaceInodes: -5}}, "0 for the default (1000000) or -1 for no cap"},
 	} {
 		stub := &stubLocal{}
 		_, err := New(context.Background(), g, c.o, nil, WithLocalStarter(func(local.Config, *slog.Logger) (backend.Backend, error) { return stub, nil }))

@@ -63,7 +63,13 @@ type Limits struct {
 	TotalPIDs     int   `env:"TOTAL_PIDS_LIMIT" flag:"total-pids-limit" usage:"processes and threads of all commands together: local backend a parent pids cgroup, where available (default 4096); docker the sum of the containers' limits (default 8192); -1 for none"`
 	// MaxWorkspaceBytes is the disk cap of the workspace and what else commands write on the host.
 	MaxWorkspaceBytes int64 `env:"MAX_WORKSPACE_BYTES" flag:"max-workspace-bytes" usage:"disk cap of the workspace and the commands' private home and temp (local) or cache (docker) together; a command that passes it is killed; default 16 GiB, -1 for none"`
+	// MaxWorkspaceInodes is the inode cap of the same folders, held at the act where commands work on a layer.
+	MaxWorkspaceInodes int64 `env:"MAX_WORKSPACE_INODES" flag:"max-workspace-inodes" usage:"files, folders and links the workspace and the commands' private home, temp and cache may hold together; a command's layer is made with what is left, so creating one past it fails with ENOSPC; at least 1000, default 1000000, -1 for none"`
 }
+
+// minWorkspaceInodes is the least inode cap accepted: below it every command would start on its layer's floor
+// (64 inodes) after the first few.
+const minWorkspaceInodes = 1000
 
 // Network is the commands' network (package execserver/egress): none unless Allow names hosts.
 type Network struct {

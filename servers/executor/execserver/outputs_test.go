@@ -57,6 +57,8 @@ func startOutputsServerToken(t *testing.T, cfg execserver.Config, token string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the backend closes: the processes end and their layers are applied while the folders still exist.
+	t.Cleanup(ex.Close)
 	r, err := mcpserve.Start(ex.Server(), mcpserve.Config{Addr: "127.0.0.1:0", Token: token}, ex.Health, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func (e *Executor) startProcessTool(ctx context.Context, req *mcp.CallToolReques
 // told at the end of its stderr, as a command's are in its result.
 func (e *Executor) runProcess(ctx context.Context, id string, r backend.Request) backend.Result {
 	res, undone, err := e.run.run(ctx, r)
-	if len(undone) > 0 {
+	if len(undone.undone) > 0 {
 		_, _ = r.Stderr.Write([]byte(protectedNote(undone)))
 	}
 	if len(res.WorkspaceRefused) > 0 {

@@ -242,12 +242,18 @@ func (w *scanWalk) record(rel string, outermost bool) {
 	}
 }
 
+// swept is what a sweep did: the protected paths it undid (or took out), and among them the ones a command deleted
+// that it could not put back (it kept no copy of them).
+type swept struct {
+	undone, lost []string
+}
+
 // sweep undoes what a command did to protected paths since before was taken, and returns the paths it undid.
-func (p *protector) sweep(before protectedScan) []string {
+func (p *protector) sweep(before protectedScan) swept {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	after := p.scan()
-	var undone []string
+	var undone, lost []string
 	var gone []string // quarantined folders: what was inside them is handled
 	for _, rel := range slices.Sorted(maps.Keys(after.entries)) {
 		if slices.ContainsFunc(gone, func(g string) bool { return strings.HasPrefix(rel, g+"/") }) {
@@ -284,11 +290,14 @@ func (p *protector) sweep(before protectedScan) []string {
 				p.putBack(rel, old)
 				undone = append(undone, rel)
 			} else if old.mode.IsRegular() {
+				// Fail closed as far as it goes: it cannot be put back, so the result names it (protected_undone,
+				// and the note says it is lost), never the log alone.
 				p.logger.Warn("protected files: a command deleted a file the sweep kept no copy of; it cannot be put back", "path", rel)
+				undone, lost = append(undone, rel), append(lost, rel)
 			}
 		}
 	}
-	return undone
+	return swept{undone: undone, lost: lost}
 }
 
 // harmlessNew reports whether a new protected path is one that `git init` makes and git never runs
@@ -379,8 +388,23 @@ func (p *protector) bounds() *protocol.SweepBounds {
 }
 
 // protectedNote is what a command whose changes to protected files were undone finds at the end of its stderr.
-func protectedNote(undone []string) string {
-	return fmt.Sprintf("\n[goalbox: protected project files changed by this command were undone and kept out of the workspace: %s. "+
-		"Git hooks and config, editor and agent settings and .envrc run code on the host, so commands may read them but not create, "+
-		"change, move or delete them (the server's -protect and -unprotect set the list)]\n", strings.Join(undone, ", "))
+func protectedNote(s swept) string {
+	var put []string
+	for _, u := range s.undone {
+		if !slices.Contains(s.lost, u) {
+			put = append(put, u)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\n[goalbox: ")
+	if len(put) > 0 {
+		fmt.Fprintf(&b, "protected project files changed by this command were undone and kept out of the workspace: %s. ", strings.Join(put, ", "))
+	}
+	if len(s.lost) > 0 {
+		fmt.Fprintf(&b, "Protected project files this command deleted could NOT be put back, since no copy of them was kept (past %d bytes each, or past %d bytes of copies): %s; restore them from git or a backup. ",
+			protectKeepBytes, protectKeepTotal, strings.Join(s.lost, ", "))
+	}
+	b.WriteString("Git hooks and config, editor and agent settings and .envrc run code on the host, so commands may read them but not create, " +
+		"change, move or delete them (the server's -protect and -unprotect set the list)]\n")
+	return b.String()
 }

@@ -22,15 +22,15 @@ type runner struct {
 }
 
 // run runs r and returns what the sweep undid.
-func (rn runner) run(ctx context.Context, r backend.Request) (backend.Result, []string, error) {
+func (rn runner) run(ctx context.Context, r backend.Request) (backend.Result, swept, error) {
 	if rn.layers != nil {
 		r.Apply = rn.layers.Session().Apply
 		res, err := rn.backend.Run(ctx, r)
-		return res, nil, err
+		return res, swept{}, err
 	}
 	if rn.protect == nil {
 		res, err := rn.backend.Run(ctx, r)
-		return res, nil, err
+		return res, swept{}, err
 	}
 	before := rn.protect.scan()
 	r.Protected = before.outermost

@@ -239,7 +239,7 @@ func New(cfg Config, b backend.Backend, g *pathguard.Guard, logger *slog.Logger)
 // by their handles alone (package processes, stateless.go).
 func ownerOf(ctx context.Context, ss *mcp.ServerSession) outputs.Owner {
 	if mcpserve.Stateless(ctx) {
-		return outputs.Owner{Stateless: true, Client: mcpserve.StatelessClient(ctx)}
+		return outputs.Owner{Stateless: true, Client: mcpserve.StatelessClient(ctx), Clients: mcpserve.StatelessClients(ctx)}
 	}
 	return outputs.SessionOwner(ss)
 }
@@ -353,9 +353,9 @@ func (e *Executor) runCommand(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.NetworkDenied, out.Network = res.NetworkDenied, res.Network
-	if len(undone) > 0 {
+	if len(undone.undone) > 0 {
 		_, _ = stderr.Write([]byte(protectedNote(undone)))
-		out.ProtectedUndone = undone
+		out.ProtectedUndone = undone.undone
 	}
 	if len(res.WorkspaceRefused) > 0 {
 		_, _ = stderr.Write([]byte(wsguard.Note(res.WorkspaceRefused)))

@@ -14,9 +14,10 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
-// Caps of one diff result: the text, and the paths listed.
+// Caps of one diff result: the text, and the paths listed. The text's cap is the read cap's default (32 KiB), a
+// result every coding-agent client passes its model whole (docs/clients.md).
 const (
-	maxCheckpointDiffBytes = 256 << 10
+	maxCheckpointDiffBytes = DefaultMaxReadContentBytes
 	maxDiffFiles           = 1000
 )
 
@@ -66,9 +67,18 @@ func same(a, b *mEntry) bool {
 // content gives the bytes of a file entry of one side of a diff.
 type content func(e *mEntry) ([]byte, error)
 
-// diffManifests compares from with to, within sc.
-func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, toData content) (protocol.DiffOutput, error) {
-	out := protocol.DiffOutput{Files: []protocol.DiffFile{}}
+// diffResult is sandbox_diff's result. LongFields puts the files and the diff last in the result's text, so a
+// client that keeps a head of a long result (or drops a long line) still shows its model that the diff was cut, how
+// big it is (diff_bytes) and how to narrow it (note).
+type diffResult struct{ protocol.DiffOutput }
+
+func (diffResult) LongFields() []string { return []string{"files", "diff"} }
+
+// diffManifests compares from with to, within sc. A text diff over the cap is still measured (diff_bytes) file by
+// file, each dropped once counted, so the model learns how much it did not see.
+func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, toData content) (diffResult, error) {
+	out := diffResult{DiffOutput: protocol.DiffOutput{Files: []protocol.DiffFile{}}}
+	shown := 0 // files whose diff is in the text
 	a, b := byPath(from, sc), byPath(to, sc)
 	var paths []string
 	for _, e := range from.Entries {
@@ -106,12 +116,13 @@ func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, 
 			break
 		}
 		out.Files = append(out.Files, protocol.DiffFile{Path: p, Change: change})
-		if out.Truncated {
-			continue // the text is full; the list goes on
-		}
 		d, err := fileDiff(p, ea, eb, fromData, toData)
 		if err != nil {
 			return out, err
+		}
+		out.DiffBytes += len(d)
+		if out.Truncated {
+			continue // the text is full; the list and the count go on
 		}
 		if text.Len()+len(d) > maxCheckpointDiffBytes {
 			out.Truncated = true
@@ -119,9 +130,24 @@ func diffManifests(ctx context.Context, from, to *manifest, sc scope, fromData, 
 			continue
 		}
 		text.WriteString(d)
+		shown++
 	}
 	out.Diff = text.String()
+	if out.Truncated {
+		out.Note = diffNote(out, shown)
+	}
 	return out, nil
+}
+
+// diffNote says what a cut diff left out and how to see it.
+func diffNote(out diffResult, shown int) string {
+	more := ""
+	if len(out.Files) == maxDiffFiles {
+		more = fmt.Sprintf(" (the list stops at %d files; there are more, not counted)", maxDiffFiles)
+	}
+	return fmt.Sprintf("the diff of the %d files listed%s is %s; diff holds the changes of the first %d of them (at most %s). "+
+		"Call sandbox_diff again with paths set to the files or folders to see, a few at a time.",
+		len(out.Files), more, sizeText(int64(out.DiffBytes)), shown, sizeText(maxCheckpointDiffBytes))
 }
 
 // fileDiff is the unified diff of one path; a nil side is a file that does not exist there.

@@ -88,10 +88,11 @@ func addCheckpointTools(srv *mcp.Server, g *pathguard.Guard, opts CheckpointOpti
 		Description: fmt.Sprintf("Show what changed since a checkpoint: from is its id; to is a later checkpoint, or "+
 			"left out for the workspace as it is now. paths limits it to files or folders. Returns the changed files "+
 			"(added, deleted, modified) and a unified diff of the text files (binary files are named, not shown), "+
-			"at most %s of diff and %d files (truncated=true says there was more).", sizeText(maxCheckpointDiffBytes), maxDiffFiles),
+			"at most %s of diff and %d files (truncated=true says there was more; diff_bytes is the whole diff's size "+
+			"and note says how to narrow it with paths).", sizeText(maxCheckpointDiffBytes), maxDiffFiles),
 		Annotations:  annRead("Diff against checkpoint"),
 		InputSchema:  arraysNotNull(schemaFor[protocol.DiffInput](), "paths"),
-		OutputSchema: arraysNotNull(schemaFor[protocol.DiffOutput](), "files"),
+		OutputSchema: arraysNotNull(schemaFor[diffResult](), "files"),
 	}, withHint(c.diff))
 	mcpserve.AddTool(srv, logger, &mcp.Tool{
 		Name:  protocol.ToolRestore,
@@ -209,38 +210,38 @@ func (c *checkpoints) list(_ context.Context, _ protocol.ListCheckpointsInput) (
 	return out, nil
 }
 
-func (c *checkpoints) diff(ctx context.Context, in protocol.DiffInput) (protocol.DiffOutput, error) {
+func (c *checkpoints) diff(ctx context.Context, in protocol.DiffInput) (diffResult, error) {
 	if in.From == "" {
-		return protocol.DiffOutput{}, fmt.Errorf("from is required: the id of a checkpoint (sandbox_list_checkpoints lists them)")
+		return diffResult{}, fmt.Errorf("from is required: the id of a checkpoint (sandbox_list_checkpoints lists them)")
 	}
 	sc, err := cleanScope(c.g, in.Paths)
 	if err != nil {
-		return protocol.DiffOutput{}, err
+		return diffResult{}, err
 	}
 	st, err := c.store()
 	if err != nil {
-		return protocol.DiffOutput{}, err
+		return diffResult{}, err
 	}
 	// The lock keeps the blobs of both sides from being dropped while they are read.
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	from, err := st.find(in.From)
 	if err != nil {
-		return protocol.DiffOutput{}, err
+		return diffResult{}, err
 	}
 	stored := func(e *mEntry) ([]byte, error) { return st.blob(e.Hash) }
 	to, toData, toName := (*manifest)(nil), content(stored), in.To
 	if in.To == "" || in.To == protocol.DiffToWorkspace {
 		toName = protocol.DiffToWorkspace
 		if to, _, err = st.scan(ctx, c.g, false); err != nil {
-			return protocol.DiffOutput{}, err
+			return diffResult{}, err
 		}
 		toData = func(e *mEntry) ([]byte, error) {
 			_, data, err := c.g.ReadFile(e.Path)
 			return data, err
 		}
 	} else if to, err = st.find(in.To); err != nil {
-		return protocol.DiffOutput{}, err
+		return diffResult{}, err
 	}
 	out, err := diffManifests(ctx, from, to, sc, stored, toData)
 	out.From, out.To = from.ID, toName

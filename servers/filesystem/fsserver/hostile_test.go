@@ -58,10 +58,11 @@ func TestConcurrentReadersWriters(t *testing.T) {
 	ws := t.TempDir()
 	_, run := startHTTP(t, ws, setup{}, mcpserve.Config{})
 	version := func(writer, n int) string {
-		// 200 lines of one letter (about 62 KB), the version in every line: a torn read would mix two of them.
+		// 100 lines of one letter (about 31 KB, one read's worth), the version in every line: a torn read would mix
+		// two of them.
 		tag := fmt.Sprintf("w%02d-n%03d", writer, n)
 		var b strings.Builder
-		for i := 0; i < 200; i++ {
+		for i := 0; i < 100; i++ {
 			b.WriteString(tag + " " + strings.Repeat(string(rune('a'+writer%26)), 300) + "\n")
 		}
 		return b.String()

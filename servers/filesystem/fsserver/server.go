@@ -44,10 +44,12 @@ type Options struct {
 	Checkpoints CheckpointOptions
 }
 
-// Defaults for Options.
+// Defaults for Options. The content of one read is 32 KiB by default: a result every coding-agent client passes its
+// model whole (Claude Code turns one over about 100,000 characters into a file note without the facts; opencode
+// drops a line over about 50 KB), and the facts come first for the clients that keep less (docs/clients.md).
 const (
 	DefaultMaxReadLines         = 2000
-	DefaultMaxReadContentBytes  = 256 << 10
+	DefaultMaxReadContentBytes  = 32 << 10
 	DefaultMaxBinaryReadBytes   = 5 << 20
 	DefaultMaxListEntries       = 1000
 	DefaultMaxListDepth         = 10

@@ -300,6 +300,10 @@ func (b *dockerBackend) hostConfig(ctl, network string, prot protection, l *comm
 	if b.cacheDir != "" {
 		mounts = append(mounts, bind(cache, containerCache, false))
 	}
+	if l != nil {
+		// /dev/shm in the layer's tmpfs, counted in the caps, instead of the Engine's own (layer_linux.go).
+		mounts = append(mounts, bind(l.shm(), containerShm, false))
+	}
 	// On top of the workspace's bind (the Engine mounts parents first): each protected path, checked to lead
 	// through no symlink (protect_unix.go).
 	for _, rel := range prot.paths {

@@ -46,6 +46,7 @@ const (
 const (
 	containerWorkspace = "/workspace"
 	containerCache     = "/cache"
+	containerShm       = "/dev/shm" // the layer's, where there is one (layer_linux.go)
 )
 
 // Defaults for Config's limits.
@@ -249,7 +250,7 @@ func (cfg *Config) setDefaults() error {
 		return fmt.Errorf("docker backend: instance %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", cfg.Instance)
 	}
 	cfg.MaxWorkspaceBytes = cmp.Or(cfg.MaxWorkspaceBytes, diskcap.DefaultMax)
-	cfg.MaxWorkspaceInodes = cmp.Or(cfg.MaxWorkspaceInodes, defaultMaxInodes)
+	cfg.MaxWorkspaceInodes = cmp.Or(cfg.MaxWorkspaceInodes, diskcap.DefaultMaxInodes)
 	cfg.TotalPIDs = cmp.Or(cfg.TotalPIDs, defaultTotalPIDs)
 	if cfg.CacheHostDir != "" && cfg.CacheHostDir != "-" && !filepath.IsAbs(cfg.CacheHostDir) {
 		return errors.New("docker backend: the cache folder must be an absolute host path")

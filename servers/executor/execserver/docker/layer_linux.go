@@ -9,7 +9,9 @@ package docker
 // inode past them too, and nothing the command does reaches the host's filesystem until the server applies the
 // upper layers through pathguard (package wsguard): every wsguard.ApplyEvery while the container runs, and once more
 // when its command has ended and nothing runs in it any more. Then the tmpfs is unmounted: what was refused, and
-// whatever the command left past the caps, is gone with it.
+// whatever the command left past the caps, is gone with it. The container's /dev/shm is a folder of the same tmpfs,
+// bound in place of the Engine's own (64 MiB whatever the caps, and not counted in them): as the local backend's,
+// it counts in the caps' bytes and inodes and ends with the command; nothing of it is applied.
 //
 // One container runs one command (a pooled one too), so a layer never needs clearing while its container lives:
 // it is made with the container and goes with it.
@@ -27,20 +29,22 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/proctree"
 	"golang.org/x/sys/unix"
 )
 
 // commandLayer is one container's layer: a tmpfs mounted at dir, holding ws/ and cache/ (the merged views the
-// Engine binds), and their upper and work folders.
+// Engine binds), their upper and work folders, and shm/ (the container's /dev/shm).
 type commandLayer struct {
 	dir     string
 	wsID    [2]uint64 // the merged workspace's root, as the container must see it at /workspace
 	cacheID [2]uint64 // the merged cache's, when there is a cache
+	shmID   [2]uint64 // shm/, as the container must see it at /dev/shm
 	cache   bool
 	// bytes and inodes are the tmpfs's size: a pooled container's layer is used only while they still fit (fits).
 	bytes, inodes int64
-	// overCap, when not empty, is the note for a command whose layer was made at a cap (overCapNote).
+	// overCap, when not empty, is the note for a command whose layer was made at a cap (layer.Room).
 	overCap string
 	// unmounted says close ran.
 	unmounted bool
@@ -50,17 +54,7 @@ func (l *commandLayer) merged() string      { return filepath.Join(l.dir, "ws") 
 func (l *commandLayer) mergedCache() string { return filepath.Join(l.dir, "cache") }
 func (l *commandLayer) upper() string       { return filepath.Join(l.dir, "upper") }
 func (l *commandLayer) cacheUpper() string  { return filepath.Join(l.dir, "cache-upper") }
-
-// layerBytesFloor and layerInodesFloor are the least a layer is made with, as the local backend's: a command
-// started at a cap can still delete files (and clean its cache), and write almost nothing.
-const (
-	layerBytesFloor  = 1 << 20
-	layerInodesFloor = 64
-)
-
-// defaultMaxInodes is the inode cap of the workspace and the cache together when none is configured: the local
-// backend's default (DefaultMaxWorkspaceInodes there).
-const defaultMaxInodes = 1_000_000
+func (l *commandLayer) shm() string         { return filepath.Join(l.dir, "shm") }
 
 // layerSupport says whether this server can give its containers layers, and if not why. It mounts one layer (a
 // probe) and needs to see into the containers (mountVerify) from the mount namespace the Engine's runtime works
@@ -79,9 +73,9 @@ func (b *dockerBackend) layerSupport(holderPid int) error {
 	if err != nil {
 		return err
 	}
-	ppid, err := parentPid(holderPid)
-	if err != nil {
-		return fmt.Errorf("the container runtime's process: %w", err)
+	ppid, _, ok := proctree.Stat(holderPid)
+	if !ok {
+		return fmt.Errorf("the container runtime's process: no /proc/%d/stat to read", holderPid)
 	}
 	theirs, err := os.Readlink("/proc/" + strconv.Itoa(ppid) + "/ns/mnt")
 	if err != nil {
@@ -90,29 +84,11 @@ func (b *dockerBackend) layerSupport(holderPid int) error {
 	if ours != theirs {
 		return errors.New("the Docker Engine's runtime is in another mount namespace than the server, and would not see its mounts")
 	}
-	l, err := b.mountLayer(layerBytesFloor, layerInodesFloor)
+	l, err := b.mountLayer(layer.BytesFloor, layer.InodesFloor)
 	if err != nil {
 		return err
 	}
 	return l.close()
-}
-
-// parentPid reads the parent of pid from /proc/<pid>/stat (after the command name, which may hold spaces).
-func parentPid(pid int) (int, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	return strconv.Atoi(f[1])
 }
 
 // newLayer makes the layer of a container about to be created, as large as the caps leave now; nil when the
@@ -130,25 +106,9 @@ func (b *dockerBackend) newLayer() (*commandLayer, error) {
 	return l, nil
 }
 
-// capsLeft is the size of a layer made now: what the caps leave of the workspace and the cache, measured (a walk),
-// at least the floor; at the floor, with the note for the command.
+// capsLeft is the size of a layer made now (layer.Room): what the caps leave of the workspace and the cache.
 func (b *dockerBackend) capsLeft() (bytesLeft, inodesLeft int64, note string) {
-	used, inodes := diskcap.UsageInodes(b.diskDirs()...)
-	bytesLeft, inodesLeft = int64(diskcap.DefaultMax), b.cfg.MaxWorkspaceInodes-inodes
-	if b.cfg.MaxWorkspaceBytes > 0 {
-		bytesLeft = b.cfg.MaxWorkspaceBytes - used
-	}
-	if b.cfg.MaxWorkspaceInodes <= 0 {
-		inodesLeft = defaultMaxInodes
-	}
-	if bytesLeft < layerBytesFloor || inodesLeft < layerInodesFloor {
-		note = fmt.Sprintf("\n[goalbox: the workspace and the cache were at the executor's cap when this command started "+
-			"(%d of %d bytes, %d of %d files and folders): it could delete files but write at most %d bytes and %d files (ENOSPC past them); "+
-			"delete files to make room (the filesystem server's delete tool works too)]\n",
-			used, b.cfg.MaxWorkspaceBytes, inodes, b.cfg.MaxWorkspaceInodes, layerBytesFloor, layerInodesFloor)
-		bytesLeft, inodesLeft = layerBytesFloor, layerInodesFloor
-	}
-	return bytesLeft, inodesLeft, note
+	return layer.Room(b.diskDirs(), b.cfg.MaxWorkspaceBytes, b.cfg.MaxWorkspaceInodes, "the workspace and the cache")
 }
 
 // fits says whether a layer made ahead (the warm pool's) is no larger than what the caps leave now, and takes the
@@ -192,7 +152,26 @@ func (b *dockerBackend) mountLayer(bytes, inodes int64) (_ *commandLayer, err er
 			return nil, fmt.Errorf("cache overlay: %w", err)
 		}
 	}
+	if l.shmID, err = makeShm(l.shm()); err != nil {
+		return nil, fmt.Errorf("the layer's /dev/shm: %w", err)
+	}
 	return l, nil
+}
+
+// makeShm makes the folder bound at the container's /dev/shm, sticky and open to all as a /dev/shm is (only the
+// command's user runs in the container), and returns its identity.
+func makeShm(p string) ([2]uint64, error) {
+	if err := os.Mkdir(p, 0o700); err != nil {
+		return [2]uint64{}, err
+	}
+	if err := os.Chmod(p, 0o777|os.ModeSticky); err != nil {
+		return [2]uint64{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return [2]uint64{}, err
+	}
+	return [2]uint64{uint64(st.Dev), uint64(st.Ino)}, nil
 }
 
 // mountOverlay mounts at dir/merged an overlay of lower with its upper and work folders in dir, and returns the

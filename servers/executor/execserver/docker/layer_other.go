@@ -15,9 +15,8 @@ func (l *commandLayer) merged() string      { return "" }
 func (l *commandLayer) mergedCache() string { return "" }
 func (l *commandLayer) upper() string       { return "" }
 func (l *commandLayer) cacheUpper() string  { return "" }
+func (l *commandLayer) shm() string         { return "" }
 func (l *commandLayer) close() error        { return nil }
-
-const defaultMaxInodes = 1_000_000
 
 func (b *dockerBackend) layerSupport(int) error {
 	return errors.New("the layers are Linux mounts, and the server cannot mount where the Engine runs")

@@ -61,6 +61,7 @@ func (b *dockerBackend) workspaceGuard() *protocol.WorkspaceGuard {
 		g.Mode, g.ProtectedByConstruction, g.MaxInodes = protocol.ProtectedLayer, true, max(b.cfg.MaxWorkspaceInodes, 0)
 		g.BytesAtTheAct, g.InodesAtTheAct, g.PrivateDirsPolled = b.cfg.MaxWorkspaceBytes > 0, b.cfg.MaxWorkspaceInodes > 0, false
 		g.ApplyEverySeconds = wsguard.ApplyEvery.Seconds()
+		g.ShmPerCommand = true // in the layer's tmpfs (layer_linux.go)
 	}
 	return g
 }

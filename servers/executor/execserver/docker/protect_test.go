@@ -3,15 +3,12 @@
 package docker
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
-	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 )
 
 // protectedRepo makes a workspace with a .git/hooks folder, a .git/config and .git/objects, owned by the user.
@@ -109,17 +106,10 @@ func TestDockerProtectedSymlinkNotMounted(t *testing.T) {
 	}
 }
 
-// TestDockerGitWorks: ordinary git work runs in a command, protected paths and all. It needs an image
-// with git: GOALBOX_DOCKER_GO_IMAGE, default golang:1.26-bookworm.
+// TestDockerGitWorks: ordinary git work runs in a command, protected paths and all, in the executor's own image
+// (deploy/Dockerfile.exec installs git; dockerGitImage).
 func TestDockerGitWorks(t *testing.T) {
-	img := os.Getenv("GOALBOX_DOCKER_GO_IMAGE")
-	if img == "" {
-		img = "golang:1.26-bookworm"
-	}
-	cli, _ := dockertest.Require(t)
-	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
-		ciskip.Skipf(t, "image %s with git: %v", img, err)
-	}
+	img := dockerGitImage(t)
 	b, ws := newDockerTestBackend(t, func(c *Config) { c.Image = img })
 	const git = `export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
 git init -q && git add -A && git commit -qm first && git log --oneline | wc -l`

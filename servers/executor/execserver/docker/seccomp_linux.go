@@ -3,7 +3,7 @@ package docker
 // The backend's own seccomp profile for every container it starts (commands, the warm pool, the network holder).
 // It starts from the Engine's default profile as github.com/moby/profiles/seccomp publishes it (an allow-list kept
 // by the Moby maintainers, newer than a Debian daemon's built-in one: it already refuses io_uring and AF_VSOCK,
-// which Docker 20.10's allows) and tightens it to what the local backend's filter (execserver/local/seccomp_linux.go)
+// which Docker 20.10's allows) and tightens it to what the local backend's filter (package execserver/internal/seccomp)
 // promises:
 //
 //   - no set-user-id or set-group-id files: chmod, fchmod, fchmodat, fchmodat2, mknod(at), creat, and open/openat
@@ -29,34 +29,11 @@ import (
 	"sync"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	goalboxseccomp "github.com/goalbox/goalbox/servers/executor/execserver/internal/seccomp"
 	"github.com/moby/profiles/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
-
-// setidMask are the mode bits no command may set.
-const setidMask = unix.S_ISUID | unix.S_ISGID
-
-// oTmpfile is __O_TMPFILE: O_TMPFILE is this bit with O_DIRECTORY, and it creates a file as O_CREAT does.
-const oTmpfile = 0o20000000
-
-// modeCalls are the system calls that set a file's mode: the index of their mode argument, and of their open flags
-// (-1: the call always creates a file or sets the mode).
-var modeCalls = []struct {
-	name        string
-	mode, flags uint
-}{
-	{"chmod", 1, noFlags}, {"fchmod", 1, noFlags}, {"fchmodat", 2, noFlags}, {"fchmodat2", 2, noFlags},
-	{"creat", 1, noFlags}, {"mknod", 1, noFlags}, {"mknodat", 2, noFlags},
-	{"open", 2, 1}, {"openat", 3, 2},
-}
-
-const noFlags = ^uint(0)
-
-// refused are taken off the default allow-list and answered with ENOSYS: a caller falls back (openat2 to openat,
-// io_uring to plain system calls). socketcall is removed without a rule: it exists only for the 32-bit ABI, which
-// the profile does not admit.
-var refused = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
 
 // xattrCalls set an extended attribute; they are answered with EOPNOTSUPP (setxattrat, Linux 6.13, is on no
 // allow-list: refused as every unlisted call is).
@@ -64,12 +41,13 @@ var xattrCalls = []string{"setxattr", "lsetxattr", "fsetxattr"}
 
 // seccompProfile is the profile as the Engine takes it in a security option ("seccomp=<JSON>"), built once.
 var seccompProfile = sync.OnceValues(func() (string, error) {
-	b, err := json.Marshal(tightenedProfile(refused))
+	b, err := json.Marshal(tightenedProfile(goalboxseccomp.NoSys))
 	return string(b), err
 })
 
 // tightenedProfile is the Engine's default profile tightened as the package comment says, with the calls in
-// nosysCalls answered with ENOSYS.
+// nosysCalls answered with ENOSYS (seccomp.NoSys: openat2 and io_uring, which a caller falls back from; socketcall is
+// removed without a rule: it exists only for the 32-bit ABI, which the profile does not admit).
 func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	p := seccomp.DefaultProfile()
 	// The two 64-bit architectures Docker hosts run, with none of their 32-bit or x32 sub-architectures: a call
@@ -79,8 +57,8 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	drop := []string{"socketcall"}
 	drop = append(drop, nosysCalls...)
 	drop = append(drop, xattrCalls...)
-	for _, m := range modeCalls {
-		drop = append(drop, m.name)
+	for _, m := range goalboxseccomp.ModeCalls {
+		drop = append(drop, m.Name)
 	}
 	p.Syscalls = withoutCalls(p.Syscalls, drop)
 	allow := func(name string, args ...specs.LinuxSeccompArg) {
@@ -91,12 +69,12 @@ func tightenedProfile(nosysCalls []string) *seccomp.Seccomp {
 	clear := func(index uint, mask uint64) specs.LinuxSeccompArg {
 		return specs.LinuxSeccompArg{Index: index, Value: mask, ValueTwo: 0, Op: specs.OpMaskedEqual}
 	}
-	for _, m := range modeCalls {
+	for _, m := range goalboxseccomp.ModeCalls {
 		// Rules are alternatives; the conditions of one rule all hold. A call that creates no file may carry any
 		// junk in its mode register, so "does not create" is a rule of its own.
-		allow(m.name, clear(m.mode, setidMask))
-		if m.flags != noFlags {
-			allow(m.name, clear(m.flags, unix.O_CREAT|oTmpfile))
+		allow(m.Name, clear(uint(m.Mode), goalboxseccomp.SetidBits))
+		if m.Flags >= 0 {
+			allow(m.Name, clear(uint(m.Flags), unix.O_CREAT|goalboxseccomp.OTmpfileBit))
 		}
 	}
 	nosys, notsup := uint(unix.ENOSYS), uint(unix.EOPNOTSUPP)
@@ -134,7 +112,7 @@ var namespaceCalls = []string{
 // openat2, which the executor uses to resolve protected paths beneath the workspace without following links (its
 // commands still get ENOSYS for it from the local backend's own filter, stacked on this one).
 func buildNamespacesProfile() *seccomp.Seccomp {
-	nosysCalls := slices.DeleteFunc(slices.Clone(refused), func(n string) bool { return n == "openat2" })
+	nosysCalls := slices.DeleteFunc(slices.Clone(goalboxseccomp.NoSys), func(n string) bool { return n == "openat2" })
 	p := tightenedProfile(nosysCalls)
 	// The default's rules for these calls are conditional on CAP_SYS_ADMIN (allowed with it; clone only without
 	// namespace flags, clone3 ENOSYS without it): drop them all, and allow the calls outright.
@@ -149,7 +127,7 @@ const seccompReport = protocol.SeccompGoalbox
 
 // SeccompProfileJSON is the profile, indented, as deploy/seccomp.json holds it for the compose stack's filesystem
 // container (TestSeccompProfileFile keeps the file current).
-func SeccompProfileJSON() ([]byte, error) { return indented(tightenedProfile(refused)) }
+func SeccompProfileJSON() ([]byte, error) { return indented(tightenedProfile(goalboxseccomp.NoSys)) }
 
 // NamespacesSeccompProfileJSON is the profile of a container running the local backend's namespace mode, indented,
 // as deploy/seccomp-executor.json holds it for the compose stack's executor.

@@ -70,8 +70,8 @@ func (b *dockerBackend) verifyMounts(ctx context.Context, id string, prot protec
 	if l != nil {
 		// The layer's merged folders, mounted by the server: the Engine bound what the server mounted, or the
 		// container is not used (a mount namespace that does not see it would show the empty folder under it).
-		if !check(containerWorkspace, l.wsID) || (l.cache && !check(containerCache, l.cacheID)) {
-			return errors.New("docker backend: the container's /workspace or /cache is not the layer the executor mounted for it; not used")
+		if !check(containerWorkspace, l.wsID) || (l.cache && !check(containerCache, l.cacheID)) || !check(containerShm, l.shmID) {
+			return errors.New("docker backend: the container's /workspace, /cache or /dev/shm is not the layer the executor mounted for it; not used")
 		}
 		return nil
 	}

@@ -2,12 +2,13 @@ package egress
 
 // Fuzz targets for what the proxy parses from a command: the request line and headers (through a real proxy on
 // loopback, plain HTTP and CONNECT), a CONNECT target, the names a decrypted request must agree on (Host and SNI),
-// and the body search for a secret's value. Each checks the proxy's promises, not only that it does not panic:
+// the body search for a secret's value, and the value's replacement in a secret's host's responses. Each checks the proxy's promises, not only that it does not panic:
 //
 //	go test ./servers/executor/execserver/egress -run '^$' -fuzz '^FuzzProxyRequest$'  -fuzztime 60s
 //	go test ./servers/executor/execserver/egress -run '^$' -fuzz '^FuzzConnectTarget$' -fuzztime 60s
 //	go test ./servers/executor/execserver/egress -run '^$' -fuzz '^FuzzBinding$'       -fuzztime 60s
 //	go test ./servers/executor/execserver/egress -run '^$' -fuzz '^FuzzLeakScanner$'   -fuzztime 60s
+//	go test ./servers/executor/execserver/egress -run '^$' -fuzz '^FuzzValueHider$'    -fuzztime 60s
 //
 // What a run finds is kept as a seed in testdata/fuzz/<target>/.
 
@@ -279,7 +280,7 @@ func FuzzLeakScanner(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("a"), 10000), uint8(200))
 	f.Fuzz(func(t *testing.T, body []byte, piece uint8) {
 		cut := false
-		l := newLeakScanner(&chunkReader{b: body, n: int(piece%64) + 1}, []*Secret{sec}, func(*Secret) { cut = true })
+		l := newLeakScanner(&chunkReader{b: body, n: int(piece%64) + 1}, []*Secret{sec}, func(*Secret) { cut = true }, nil)
 		l.chunk = make([]byte, int(piece%32)+1) // small reads exercise every split of the value
 		got, err := io.ReadAll(l)
 		i := bytes.Index(body, []byte(fuzzValue))
@@ -291,6 +292,24 @@ func FuzzLeakScanner(f *testing.F) {
 		}
 		if err != errLeak || !cut || len(got) > i {
 			t.Fatalf("the value at %d: err %v, cut %v, %d bytes handed on", i, err, cut, len(got))
+		}
+	})
+}
+
+// FuzzValueHider: whatever the body and however it arrives in pieces, what the command reads is the body with every
+// real value replaced by the placeholder, and no value.
+func FuzzValueHider(f *testing.F) {
+	sec := Secret{Name: "TOKEN", value: fuzzValue, placeholder: "goalbox_secret_0123456789abcdef0123456789abcdef"}
+	f.Add([]byte("no secret here"), uint8(3))
+	f.Add([]byte("xx"+fuzzValue+"yy"+fuzzValue), uint8(1))
+	f.Add([]byte(fuzzValue[:10]+"|"+fuzzValue+fuzzValue[:5]), uint8(7))
+	f.Add(bytes.Repeat([]byte("a"), 10000), uint8(200))
+	f.Fuzz(func(t *testing.T, body []byte, piece uint8) {
+		h := newValueHider(&chunkReader{b: body, n: int(piece%64) + 1}, []Secret{sec})
+		h.chunk = make([]byte, int(piece%32)+1) // small reads exercise every split of the value
+		got, err := io.ReadAll(h)
+		if want := bytes.ReplaceAll(body, []byte(fuzzValue), []byte(sec.placeholder)); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("err %v; read %d bytes, want %d with the value replaced", err, len(got), len(want))
 		}
 	})
 }

@@ -6,7 +6,8 @@ package egress
 // request to any host (no value goes in clear, not even to its own host) and a decrypted request to a secret's host
 // for the values of the other secrets, in the request line and every header (Basic credentials decoded), the URL
 // also percent-decoded, the CONNECT target's name (a name under an allowed *.domain would carry the value to its DNS
-// servers), and the body. The first leakScanBytes of a body are read before the request is sent, so a value there
+// servers), and the body and its trailers. A header's name is searched case aside: net/http gives it its canonical
+// case, which keeps a lower-case hex value as it is and changes little of another. The first leakScanBytes of a body are read before the request is sent, so a value there
 // is refused with a 403; past them the body is searched as it streams, and a value found cuts the request, with no
 // byte of the value sent. What the proxy cannot see is not searched: a tunnel to a host without a secret is
 // encrypted end to end, and a value transformed in any way (base64 outside Basic, compression, reversal) is not
@@ -15,9 +16,11 @@ package egress
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -51,9 +54,10 @@ func (in *interceptor) leakedInName(host string) *Secret {
 	return nil
 }
 
-// leaked says which guarded secret's real value req carries toward host, in its request line, headers or the first
-// leakScanBytes of its body; a longer body is left wrapped in a leakScanner that cuts the request where it finds a
-// value, and calls cut. req.Body is replaced by one that gives the same bytes.
+// leaked says which guarded secret's real value req carries toward host, in its request line, headers, trailers or
+// the first leakScanBytes of its body; a longer body is left wrapped in a leakScanner that cuts the request where it
+// finds a value (its trailers searched at the body's end), and calls cut. req.Body is replaced by one that gives the
+// same bytes.
 func (in *interceptor) leaked(req *http.Request, host string, plain bool, cut func(*Secret)) (*Secret, error) {
 	secrets := in.guarded(host, plain)
 	if len(secrets) == 0 {
@@ -66,10 +70,8 @@ func (in *interceptor) leaked(req *http.Request, host string, plain bool, cut fu
 	if u, err := url.QueryUnescape(req.URL.RawQuery); err == nil {
 		text += "\n" + u
 	}
-	for _, s := range secrets {
-		if strings.Contains(text, s.value) {
-			return s, nil
-		}
+	if s := carried(secrets, text, req.Header); s != nil {
+		return s, nil
 	}
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
@@ -86,10 +88,26 @@ func (in *interceptor) leaked(req *http.Request, host string, plain bool, cut fu
 	orig := req.Body
 	if len(head) <= leakScanBytes {
 		req.Body = readCloser{bytes.NewReader(head), orig}
-		return nil, nil
+		return carried(secrets, fieldValues(req.Trailer), req.Trailer), nil // read with the body's end
 	}
-	req.Body = readCloser{newLeakScanner(io.MultiReader(bytes.NewReader(head), orig), secrets, cut), orig}
+	trailers := func() *Secret { return carried(secrets, fieldValues(req.Trailer), req.Trailer) }
+	req.Body = readCloser{newLeakScanner(io.MultiReader(bytes.NewReader(head), orig), secrets, cut, trailers), orig}
 	return nil, nil
+}
+
+// carried says which of secrets text (values, searched as they are) or the names of fields (case aside) carry.
+func carried(secrets []*Secret, text string, fields http.Header) *Secret {
+	for _, s := range secrets {
+		if strings.Contains(text, s.value) {
+			return s
+		}
+		for name := range fields {
+			if indexFold(name, s.value) >= 0 {
+				return s
+			}
+		}
+	}
+	return nil
 }
 
 // refuseLeak searches req, toward host:port (plain: over plain HTTP), for a secret's real value, and refuses it
@@ -141,49 +159,67 @@ type readCloser struct {
 	io.Closer
 }
 
-// leakScanner hands on what it reads from r but holds back the last bytes that could begin a value, so a value
-// found is cut before any byte of it has been handed on.
-type leakScanner struct {
-	r       io.Reader
-	secrets []*Secret
-	keep    int    // the longest value's length less one
-	buf     []byte // read and searched, not yet handed on
-	chunk   []byte
-	err     error
-	cut     func(*Secret)
-}
-
-func newLeakScanner(r io.Reader, secrets []*Secret, cut func(*Secret)) *leakScanner {
-	l := &leakScanner{r: r, secrets: secrets, cut: cut, chunk: make([]byte, 32<<10)}
+// newLeakScanner hands on r but cuts it (errLeak, and cut) where it finds one of secrets' real values, before any
+// byte of the value has been handed on. At r's end it asks atEnd (the trailers, which follow the body), so that a
+// value there cuts the request before they are written.
+func newLeakScanner(r io.Reader, secrets []*Secret, cut func(*Secret), atEnd func() *Secret) *holdBack {
+	keep := 0
 	for _, s := range secrets {
-		l.keep = max(l.keep, len(s.value)-1)
+		keep = max(keep, len(s.value)-1)
 	}
-	return l
+	return &holdBack{r: r, chunk: make([]byte, 32<<10), edit: func(raw []byte, end bool) ([]byte, int, error) {
+		found := slices.IndexFunc(secrets, func(s *Secret) bool { return bytes.Contains(raw, []byte(s.value)) })
+		var s *Secret
+		if found >= 0 {
+			s = secrets[found]
+		} else if end && atEnd != nil {
+			s = atEnd()
+		}
+		if s != nil {
+			cut(s)
+			return nil, 0, errLeak
+		}
+		n := len(raw)
+		if !end {
+			n = max(n-keep, 0)
+		}
+		return raw[:n], n, nil
+	}}
 }
 
-func (l *leakScanner) Read(p []byte) (int, error) {
+// holdBack hands on what it reads from r once edit has seen it, so that edit can hold back the last bytes, which
+// could begin a value the next read completes, and see every value whole before any byte of it is handed on. edit
+// gets the bytes read and not yet handed on, and whether r has ended; it returns what to hand on for the first
+// n of them (the rest it gets again, with more), or an error to end with at once.
+type holdBack struct {
+	r     io.Reader
+	edit  func(raw []byte, end bool) (out []byte, n int, err error)
+	raw   []byte // read, not yet handed to edit's out
+	out   []byte // edited, not yet handed on
+	chunk []byte
+	err   error
+}
+
+func (h *holdBack) Read(p []byte) (int, error) {
 	for {
-		ready := len(l.buf) - l.keep
-		if l.err != nil {
-			ready = len(l.buf)
-		}
-		if ready > 0 {
-			n := copy(p, l.buf[:ready])
-			l.buf = append(l.buf[:0], l.buf[n:]...)
+		if len(h.out) > 0 {
+			n := copy(p, h.out)
+			h.out = h.out[n:]
 			return n, nil
 		}
-		if l.err != nil {
-			return 0, l.err
+		if h.err != nil {
+			return 0, h.err
 		}
-		n, err := l.r.Read(l.chunk)
-		l.buf = append(l.buf, l.chunk[:n]...)
-		for _, s := range l.secrets {
-			if bytes.Contains(l.buf, []byte(s.value)) {
-				l.buf, l.err = nil, errLeak
-				l.cut(s)
-				return 0, errLeak
-			}
+		n, err := h.r.Read(h.chunk)
+		h.raw = append(h.raw, h.chunk[:n]...)
+		out, used, editErr := h.edit(h.raw, err == io.EOF)
+		h.out = append(h.out[:0], out...)
+		h.raw = append(h.raw[:0], h.raw[used:]...)
+		h.err = err
+		if editErr != nil {
+			h.out, h.err = nil, editErr
+		} else if err != nil && len(h.raw) > 0 {
+			h.err = fmt.Errorf("egress: %w with %d bytes held back", err, len(h.raw))
 		}
-		l.err = err
 	}
 }

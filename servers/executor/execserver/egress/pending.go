@@ -7,7 +7,7 @@ package egress
 // and at most MaxConns of them wait at once, the oldest closed to make room for a new one. A flood of silent
 // connections therefore pushes out its own older ones; a client's connection, whose head follows its connect at
 // once, is read long before MaxConns newer connections arrive. From its first head a connection is its command's,
-// within that command's -net-max-conns-per-command and the executor's -net-max-conns.
+// within that command's -net-max-conns-per-command and the executor's -net-max-conns, shared evenly (admit.go).
 
 import "net"
 

@@ -221,3 +221,90 @@ func TestSlowHeadIsClosed(t *testing.T) {
 		t.Errorf("control: the tunnel opened at once did not outlive the head timeout: %q %v", buf, err)
 	}
 }
+
+// TestBusySessionsCannotHoldTheProxy: four commands (or background processes, each a session of the proxy's) open
+// 64 idle tunnels each, the most each may, and so hold all 256 of the executor's places; another command's CONNECT
+// is still served, by closing the quietest of their tunnels (listed in its command's network_denied). A busy
+// session cannot take the place back (it would hold more than the newcomer), and none is closed to serve it.
+// Positive control: with the fair share off, the same 256 tunnels make the other command's CONNECT a 503.
+func TestBusySessionsCannotHoldTheProxy(t *testing.T) {
+	p, ln := echoProxy(t, Config{})
+	addr := ln.Addr().String()
+	hold := func() (held []net.Conn, sessions []*Session) {
+		for range DefaultMaxConns / DefaultMaxConnsPerCommand {
+			s := p.Begin()
+			sessions = append(sessions, s)
+			for range DefaultMaxConnsPerCommand {
+				c, status := tunnelTo(t, addr, s)
+				if !strings.Contains(status, " 200 ") {
+					t.Fatalf("tunnel %d of the busy commands: %q", len(held)+1, status)
+				}
+				held = append(held, c)
+			}
+		}
+		return held, sessions
+	}
+	end := func(held []net.Conn, sessions []*Session) {
+		for _, c := range held {
+			c.Close()
+		}
+		for _, s := range sessions {
+			s.End()
+		}
+	}
+
+	p.fairShareOff.Store(true)
+	held, busy := hold()
+	victim := p.Begin()
+	c, status := tunnelTo(t, addr, victim)
+	c.Close()
+	if !strings.Contains(status, " 503 ") || !strings.Contains(status, "limit") {
+		t.Errorf("control: with the fair share off, another command's CONNECT while four hold 64 tunnels each: %q", status)
+	}
+	end(held, busy)
+	victim.End()
+	p.fairShareOff.Store(false)
+
+	held, busy = hold()
+	quiet := len(held) * 3 / 5        // one tunnel of the third command stays quiet; every other moves a byte again
+	time.Sleep(50 * time.Millisecond) // the kernel counts in jiffies (4 or 10 ms)
+	for i, c := range held {
+		if i != quiet {
+			io.WriteString(c, "p")
+			io.ReadFull(c, make([]byte, 1))
+		}
+	}
+	victim = p.Begin()
+	c, status = tunnelTo(t, addr, victim)
+	defer c.Close()
+	if !strings.Contains(status, " 200 ") {
+		t.Errorf("another command's CONNECT while four hold 64 tunnels each: %q", status)
+	}
+	if n := openCount(held); n != DefaultMaxConns-1 {
+		t.Errorf("%d of the busy commands' %d tunnels open after the other command's came, want one closed", n, DefaultMaxConns)
+	}
+	if openCount(held[quiet:quiet+1]) != 0 {
+		t.Errorf("the tunnel closed to make room is not the quietest")
+	}
+	var lost []string
+	for _, s := range busy {
+		s.mu.Lock()
+		lost = append(lost, s.denied...)
+		s.mu.Unlock()
+	}
+	if strings.Join(lost, " ") != "ok.test:7" {
+		t.Errorf("the busy commands' network_denied: %q, want the one place lost", lost)
+	}
+	for _, s := range busy {
+		again, status := tunnelTo(t, addr, s)
+		again.Close()
+		if !strings.Contains(status, " 503 ") {
+			t.Errorf("a busy command opening one more tunnel: %q, want 503 (it would hold more than the other)", status)
+		}
+	}
+	if n := openCount([]net.Conn{c}); n != 1 {
+		t.Errorf("the other command's tunnel was closed to make room for the busy ones")
+	}
+	end(held, busy)
+	victim.End()
+}

@@ -124,7 +124,7 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*Session
-	conns     int                 // connections that named their session (pending ones are not counted)
+	conns     int                 // connections that named their session (pending ones are not counted): admit.go
 	pending   map[net.Conn]uint64 // connections that have not yet sent a request head, by order of arrival
 	arrivals  uint64
 	listeners []net.Listener
@@ -134,6 +134,11 @@ type Proxy struct {
 
 	// leakCheckOff turns off the search for secrets' real values (leak.go): the positive control of its tests.
 	leakCheckOff atomic.Bool
+	// hideOff hands a secret's host's responses on as they come (hide.go): the positive control of its tests.
+	hideOff atomic.Bool
+	// fairShareOff makes a full executor refuse every new connection (admit.go), as it did: the positive control
+	// of its tests.
+	fairShareOff atomic.Bool
 
 	// dial connects to an address already checked; tests replace it to reach an upstream on loopback (which the
 	// real dialer refuses) after every check has run.
@@ -249,7 +254,7 @@ type Session struct {
 	mu      sync.Mutex
 	ended   bool
 	conns   map[net.Conn]struct{} // client and upstream connections, closed by End
-	clients int                   // client connections now
+	places  map[*place]struct{}   // its client connections now (guarded by p.mu: admit.go)
 	bytes   int64
 	hosts   map[string]*protocol.NetworkHost
 	order   []string
@@ -273,7 +278,7 @@ func (p *Proxy) Begin() *Session {
 func (p *Proxy) newSession(id string) *Session {
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
-	return &Session{p: p, id: id, token: hex.EncodeToString(tok[:]), conns: map[net.Conn]struct{}{}, hosts: map[string]*protocol.NetworkHost{}}
+	return &Session{p: p, id: id, token: hex.EncodeToString(tok[:]), conns: map[net.Conn]struct{}{}, places: map[*place]struct{}{}, hosts: map[string]*protocol.NetworkHost{}}
 }
 
 // ID names the session in the log.
@@ -533,65 +538,31 @@ func (p *Proxy) serveConn(c net.Conn) {
 	if !p.unpend(c) || err != nil {
 		return // made room for a newer connection, or no head in time
 	}
-	p.mu.Lock()
-	full := p.conns >= p.cfg.MaxConns
-	if !full {
-		p.conns++
-	}
-	p.mu.Unlock()
-	if full {
-		host, port := targetOf(req)
-		p.refuse(ic, p.anon, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true,
-			reason: fmt.Sprintf("the executor's commands already hold %d proxy connections, its -net-max-conns; try again when some end", p.cfg.MaxConns)})
+	sess := p.authOrRefuse(ic, req)
+	if sess == nil {
 		return
 	}
-	defer func() {
-		p.mu.Lock()
-		p.conns--
-		p.mu.Unlock()
-	}()
-	var sess *Session
+	host, port := targetOf(req)
+	pl, r := p.admit(sess, ic, host, port)
+	if r != nil {
+		p.refuse(ic, sess, r)
+		return
+	}
+	defer p.release(pl)
+	if !sess.track(c) {
+		p.refuse(ic, sess, &refusal{status: http.StatusForbidden, host: host, port: port, rule: "ended", detailed: true,
+			reason: "the command these proxy credentials are for has ended"})
+		return
+	}
+	defer sess.untrack(c)
 	var fw *forwarder
 	defer func() {
 		if fw != nil {
 			fw.close()
 		}
-		if sess != nil {
-			sess.untrack(c)
-			sess.mu.Lock()
-			sess.clients--
-			sess.mu.Unlock()
-		}
 	}()
 	for ; err == nil; req, err = readRequest(br, lr) {
-		s, authErr := p.auth(req)
-		if authErr != "" {
-			p.cfg.Logger.Warn("egress: bad proxy credentials", "error", authErr)
-			body := "goalbox egress proxy: " + authErr + "\n"
-			fmt.Fprintf(ic, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"goalbox\"\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-			return
-		}
-		if sess == nil {
-			sess = s
-			s.mu.Lock()
-			over := s.clients >= p.cfg.MaxConnsPerCommand
-			if !over {
-				s.clients++
-			}
-			s.mu.Unlock()
-			if over || !s.track(c) {
-				if !over {
-					s.mu.Lock()
-					s.clients--
-					s.mu.Unlock()
-				}
-				sess = nil
-				host, port := targetOf(req)
-				p.refuse(ic, s, &refusal{status: http.StatusServiceUnavailable, host: host, port: port, rule: "limit", detailed: true, denied: true,
-					reason: fmt.Sprintf("this command already holds %d proxy connections, the executor's -net-max-conns-per-command", p.cfg.MaxConnsPerCommand)})
-				return
-			}
-		} else if s != sess {
+		if s := p.authOrRefuse(ic, req); s != sess {
 			return // one connection, one command
 		}
 		if req.Method == http.MethodConnect {
@@ -605,6 +576,18 @@ func (p *Proxy) serveConn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// authOrRefuse is the session req's credentials name, or nil once it has answered them with a 407.
+func (p *Proxy) authOrRefuse(w io.Writer, req *http.Request) *Session {
+	s, authErr := p.auth(req)
+	if authErr == "" {
+		return s
+	}
+	p.cfg.Logger.Warn("egress: bad proxy credentials", "error", authErr)
+	body := "goalbox egress proxy: " + authErr + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"goalbox\"\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	return nil
 }
 
 // readRequest reads one request's head, at most maxHeaderBytes of it (lr feeds br); what follows (a body, a

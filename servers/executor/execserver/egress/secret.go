@@ -203,12 +203,16 @@ func (in *interceptor) misplaced(req *http.Request, host string, plain bool) *Se
 	return nil
 }
 
-// headerText is everything of a request the placeholder could hide in: its URL and headers, Basic credentials
-// decoded.
+// headerText is everything of a request's head the placeholder or a value could hide in, names aside: its method,
+// its URL and its headers' values, Basic credentials decoded.
 func headerText(req *http.Request) string {
+	return req.Method + "\n" + req.URL.String() + fieldValues(req.Header)
+}
+
+// fieldValues is each value of h on a line of its own, Basic credentials also decoded.
+func fieldValues(h http.Header) string {
 	var b strings.Builder
-	b.WriteString(req.URL.String())
-	for _, vs := range req.Header {
+	for _, vs := range h {
 		for _, v := range vs {
 			b.WriteString("\n" + v)
 			if user, pass, ok := basic(v); ok {
@@ -301,6 +305,10 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 		}
 		in.substitute(req, host)
 		stripHop(req.Header)
+		hide := !p.hideOff.Load()
+		if hide {
+			askUncompressed(req)
+		}
 		continueEarly(client, req)
 		closeAfter := req.Close
 		req.Close = false
@@ -312,6 +320,12 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, up *upConn, s *Session, 
 			return
 		}
 		stripHop(resp.Header)
+		if hide && !in.hideValues(req, resp) {
+			p.cfg.Logger.Warn("egress: a compressed response from a secret's host withheld", "command", s.id, "host", host)
+			io.WriteString(client, compressedRefusal(host, port, resp.Header.Get("Content-Encoding")))
+			resp.Body.Close()
+			return
+		}
 		resp.Close = closeAfter || resp.Close
 		err = resp.Write(client)
 		resp.Body.Close()

@@ -3,6 +3,7 @@
 package egress
 
 import (
+	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -35,7 +36,9 @@ type secretFixture struct {
 	trust *x509.CertPool
 }
 
-const secretFixtureValue = "real-secret-value-5be1d09a"
+// secretFixtureValue is a value net/http's canonical form of a header name leaves as it is (as it does a lower-case
+// hex token's), so that sent as a header's name it reaches the upstream whole where the search is off.
+const secretFixtureValue = "Real-Secret-Value-5be1d09a"
 
 func newSecretFixture(t *testing.T) *secretFixture {
 	t.Helper()
@@ -51,8 +54,13 @@ func newSecretFixture(t *testing.T) *secretFixture {
 		auth := r.Header.Get("Authorization")
 		// What the upstream received, decoded: every header's value (Basic credentials too), the path, the query and
 		// the body (a long one shortened around the value, if it holds it).
-		var heads []string
-		for _, vs := range r.Header {
+		heads := []string{r.Method}
+		for k, vs := range r.Header {
+			heads = append(heads, k)
+			heads = append(heads, vs...)
+		}
+		for k, vs := range r.Trailer { // read with the body
+			heads = append(heads, k)
 			heads = append(heads, vs...)
 		}
 		if _, pass, ok := r.BasicAuth(); ok {
@@ -70,7 +78,18 @@ func newSecretFixture(t *testing.T) *secretFixture {
 				http.Error(w, "secret.test: unauthorized", http.StatusUnauthorized)
 				return
 			}
-			io.WriteString(w, "secret.test: authorized\n")
+			switch r.URL.Path {
+			case "/echo": // an endpoint that hands the credential back, in a header and deep in a long body
+				w.Header().Set("X-Echo", auth)
+				fmt.Fprintf(w, "%s|%s|%s", strings.Repeat("x", 100000), auth, auth)
+			case "/echo-gzip": // the same, compressed whatever the request asked for
+				w.Header().Set("Content-Encoding", "gzip")
+				zw := gzip.NewWriter(w)
+				io.WriteString(zw, auth)
+				zw.Close()
+			default:
+				io.WriteString(w, "secret.test: authorized\n")
+			}
 		default:
 			fmt.Fprintf(w, "%s saw: %s %s\n", host, auth, body)
 		}
@@ -122,6 +141,10 @@ func do(c *http.Client, method, u, host string, header http.Header, body string)
 		req.Host = host
 	}
 	for k, vs := range header {
+		if name, ok := strings.CutPrefix(k, "Trailer:"); ok { // sent after a chunked body
+			req.Trailer, req.ContentLength, req.Body = http.Header{name: vs}, -1, io.NopCloser(strings.NewReader(body))
+			continue
+		}
 		req.Header[k] = vs
 	}
 	resp, err := c.Do(req)

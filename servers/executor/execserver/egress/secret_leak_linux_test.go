@@ -4,6 +4,7 @@ package egress
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,10 +13,11 @@ import (
 
 // TestSecretValueNeverLeaves: a command that got hold of the real value (a secret's host echoed it back) sends it
 // to another allowed host, and over plain HTTP to any: in a header, Basic credentials, the URL (as it is and
-// percent-encoded), the body, and past the body's first leakScanBytes. Each is refused (a 403 naming the secret,
-// or the request cut before the value's first byte) and listed; the value is in no log line or result. Positive
-// controls: the value still goes to its own host over HTTPS, and with the search off every one of these requests
-// delivers the value to allowed.test.
+// percent-encoded), the body, past the body's first leakScanBytes, the method, a header's name, and a trailer after
+// a short body and after a long one. Each is refused (a 403 naming the secret, or the request cut before the
+// value's first byte) and listed; the value is in no log line or result. Positive controls: the value still goes
+// to its own host over HTTPS, and with the search off every one of these requests delivers the value to
+// allowed.test.
 func TestSecretValueNeverLeaves(t *testing.T) {
 	f := newSecretFixture(t)
 	pct := ""
@@ -35,6 +37,10 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 		{"the body", "POST", "http://allowed.test/p", nil, "token=" + f.real},
 		{"past the body's first bytes", "POST", "http://allowed.test/long", nil, long},
 		{"its own host over plain HTTP", "GET", "http://secret.test/", bearer(f.real), ""},
+		{"the method", f.real, "http://allowed.test/m", nil, ""},
+		{"a header's name", "GET", "http://allowed.test/n", http.Header{f.real: {"1"}}, ""},
+		{"a trailer", "POST", "http://allowed.test/t", http.Header{"Trailer:X-Checksum": {f.real}}, "chunked"},
+		{"a trailer after a long body", "POST", "http://allowed.test/lt", http.Header{"Trailer:X-Checksum": {f.real}}, strings.Repeat("z", leakScanBytes*2)},
 	}
 	run := func(s *Session) (refused []string) {
 		c := f.client(s, nil)
@@ -43,7 +49,7 @@ func TestSecretValueNeverLeaves(t *testing.T) {
 			switch {
 			case code == 403 && strings.Contains(body, "the real value of the secret TOKEN") && !strings.Contains(body, f.real):
 				refused = append(refused, a.name)
-			case code == 0 && a.name == "past the body's first bytes":
+			case code == 0 && len(a.body) > leakScanBytes:
 				refused = append(refused, a.name) // cut as it streamed: no response
 			case code != 200:
 				t.Errorf("%s: %d %q", a.name, code, body)
@@ -99,4 +105,49 @@ func basicOf(user, pass string) string {
 	r, _ := http.NewRequest("GET", "http://x/", nil)
 	r.SetBasicAuth(user, pass)
 	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
+}
+
+// TestSecretValueHiddenInResponses: a secret's host hands the real value back (an echo of the request, in a header
+// and twice in a long body, the last time at its very end); the command reads the placeholder in its place, every
+// time. A response compressed although the proxy asked for none cannot be searched, and is a 502 saying so.
+// Positive control: with the hiding off, the command reads the real value from both.
+func TestSecretValueHiddenInResponses(t *testing.T) {
+	f := newSecretFixture(t)
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		s := f.p.Begin()
+		defer s.End()
+		req, _ := http.NewRequest("GET", "https://secret.test"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+f.tok.Placeholder())
+		resp, err := f.client(s, nil).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("/echo")
+	ph := "Bearer " + f.tok.Placeholder()
+	if resp.StatusCode != 200 || strings.Contains(body, f.real) || body != strings.Repeat("x", 100000)+"|"+ph+"|"+ph {
+		t.Errorf("the echo's body: %d, %d bytes, the value in it: %v", resp.StatusCode, len(body), strings.Contains(body, f.real))
+	}
+	if got := resp.Header.Get("X-Echo"); got != ph {
+		t.Errorf("the echo's header: %q", got)
+	}
+	resp, body = get("/echo-gzip")
+	if resp.StatusCode != 502 || !strings.Contains(body, `came with Content-Encoding "gzip" although the proxy asked for none`) || strings.Contains(body, f.real) {
+		t.Errorf("a compressed echo: %d %q", resp.StatusCode, body)
+	}
+	if strings.Contains(f.logs.String(), f.real) {
+		t.Errorf("the real value is in the log")
+	}
+
+	f.p.hideOff.Store(true)
+	if resp, body := get("/echo"); !strings.Contains(body, f.real) || !strings.Contains(resp.Header.Get("X-Echo"), f.real) {
+		t.Errorf("control: with the hiding off the echo does not hand the value back: %d bytes", len(body))
+	}
+	if _, body := get("/echo-gzip"); body != "Bearer "+f.real {
+		t.Errorf("control: with the hiding off the compressed echo: %q", body)
+	}
 }

@@ -3,7 +3,6 @@
 package local
 
 import (
-	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/cgroup"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 )
 
@@ -102,11 +102,11 @@ func TestHugeOutputKeepsServerResponsive(t *testing.T) {
 // pidsCgroupAvailable says whether this machine lets the local backend limit processes; without that the fork
 // bomb would only be stopped by the timeout, with the whole machine's CPU, so it is not run.
 func pidsCgroupAvailable(t *testing.T) bool {
-	c, err := newCgroupLimit("pids", "probe-"+sandboxtest.RandomHex(4), 10, 0, slog.New(slog.DiscardHandler))
+	c, err := cgroup.New(cgroup.Config{Controller: "pids", Instance: "probe-" + sandboxtest.RandomHex(4), PerCommand: 10})
 	if err != nil {
 		t.Logf("no pids cgroup here (%v): the fork bomb is not run", err)
 		return false
 	}
-	c.close()
+	c.Close()
 	return true
 }

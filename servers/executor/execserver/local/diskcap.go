@@ -15,6 +15,10 @@ import (
 // DefaultMaxWorkspaceBytes is the default disk cap: 16 GiB for the workspace, home and temp together.
 const DefaultMaxWorkspaceBytes = diskcap.DefaultMax
 
+// DefaultMaxWorkspaceInodes is the default inode cap: files, folders and links of the workspace and the private
+// home, temp and cache folders together.
+const DefaultMaxWorkspaceInodes = diskcap.DefaultMaxInodes
+
 // diskCheckEvery is how often a running command's disk use is measured.
 const diskCheckEvery = diskcap.CheckEvery
 

@@ -73,7 +73,7 @@ func BenchmarkEgressIdleCommand(bm *testing.B) {
 			}
 		}
 	}
-	wait := func() { plain.(*localBackend).nsPool.waitReady(); withNet.(*localBackend).nsPool.waitReady() }
+	wait := func() { plain.(*localBackend).nsPool.WaitReady(); withNet.(*localBackend).nsPool.WaitReady() }
 	sideBySide(bm, [2]string{"no-net", "net-allow"}, wait, run(plain), run(withNet))
 }
 
@@ -125,7 +125,7 @@ func egressDownload(bm *testing.B, size int, rate string) {
 			bm.Fatalf("download through the proxy: %v %+v %s", err, res, out.String())
 		}
 	}
-	sideBySide(bm, [2]string{"direct", "proxy"}, be.(*localBackend).nsPool.waitReady, direct, proxied)
+	sideBySide(bm, [2]string{"direct", "proxy"}, be.(*localBackend).nsPool.WaitReady, direct, proxied)
 }
 
 func ipCmdTC(t testing.TB, netns string, args ...string) {

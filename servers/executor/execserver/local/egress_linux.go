@@ -2,10 +2,10 @@ package local
 
 // The egress listener is the sandbox's only way out (-net-allow): a TCP socket listening on 127.0.0.1 inside the
 // holder's network namespace, whose connections the server accepts and serves with its egress proxy, which dials
-// upstreams from the host's own network. The server cannot make that socket itself: entering a network namespace
-// takes CAP_SYS_ADMIN in the server's own user namespace too, which an unprivileged server lacks. So the holder, a
-// member of the namespace, makes it when it starts and hands the descriptor over a unix socketpair (SCM_RIGHTS).
-// Nothing else crosses: commands still have no route out, and the proxy decides every connection.
+// upstreams from the host's own network. The server cannot make that socket itself (an unprivileged server may not
+// enter the namespace), so the holder, a member of it, makes it when it starts and hands it over (package netns:
+// OfferHandoff, SendListener). Nothing else crosses: commands still have no route out, and the proxy decides every
+// connection.
 
 import (
 	"cmp"
@@ -14,109 +14,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
-	"golang.org/x/sys/unix"
 )
-
-// holderEgressEnv tells a holder to make the egress listener and send it on the descriptor the value names.
-const holderEgressEnv = "GOALBOX_HOLDER_EGRESS_FD"
-
-// egressPair is the server's end of the socketpair the holder sends its listener on.
-type egressPair struct {
-	ours, theirs *os.File
-}
-
-// holderEgressStart asks the holder cmd (not started yet) for an egress listener when want is set: it adds the
-// holder's end of a socketpair to cmd's descriptors and names it in cmd's environment. nil when not wanted.
-func holderEgressStart(cmd *exec.Cmd, want bool) (*egressPair, error) {
-	if !want {
-		return nil, nil
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("egress socketpair: %w", err)
-	}
-	theirs := os.NewFile(uintptr(fds[1]), "egress-holder")
-	cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
-	cmd.Env = append(cmd.Env, holderEgressEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
-	return &egressPair{ours: os.NewFile(uintptr(fds[0]), "egress-server"), theirs: theirs}, nil
-}
-
-// receive takes the listener the holder sent (after its report), and closes the pair. Call it once cmd started
-// (the holder's end in cmd.ExtraFiles may be closed by then: the holder has its copy).
-func (e *egressPair) receive() (net.Listener, error) {
-	if e == nil {
-		return nil, nil
-	}
-	defer e.close()
-	buf := make([]byte, 16)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(e.ours.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
-	if err != nil {
-		return nil, fmt.Errorf("the namespace holder sent no egress listener: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("the namespace holder's egress message is malformed (%q): %v", buf[:n], err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return nil, fmt.Errorf("the namespace holder's egress message carries no descriptor: %v", err)
-	}
-	f := os.NewFile(uintptr(fds[0]), "egress-listener")
-	defer f.Close()
-	ln, err := net.FileListener(f) // a close-on-exec dup: no command inherits it
-	if err != nil {
-		return nil, fmt.Errorf("the egress listener: %w", err)
-	}
-	return ln, nil
-}
-
-// close releases both ends (the holder has its own copy once started); a second close does nothing.
-func (e *egressPair) close() {
-	if e != nil {
-		e.ours.Close()
-		e.theirs.Close()
-	}
-}
-
-// holderEgressListen runs in the holder, after the loopback is up: when asked, it makes the listener on
-// 127.0.0.1 (a free port: the server reads it from the socket and tells commands) and sends it to the server.
-func holderEgressListen() error {
-	v := os.Getenv(holderEgressEnv)
-	if v == "" {
-		return nil
-	}
-	sock, err := strconv.Atoi(v)
-	if err != nil {
-		return errors.New("namespace holder: bad " + holderEgressEnv)
-	}
-	defer unix.Close(sock)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("egress listener: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return fmt.Errorf("egress listener: bind 127.0.0.1: %w", err)
-	}
-	if err := unix.Listen(fd, 1024); err != nil {
-		return fmt.Errorf("egress listener: listen: %w", err)
-	}
-	if err := unix.Sendmsg(sock, []byte("egress"), unix.UnixRights(fd), nil, 0); err != nil {
-		return fmt.Errorf("egress listener: send it to the server: %w", err)
-	}
-	return nil
-}
 
 // egressState is the backend's egress proxy and where commands reach it.
 type egressState struct {

@@ -29,7 +29,7 @@ func TestServerForksNothing(t *testing.T) {
 		const n = 100
 		var before, after syscall.Rusage
 		for i := range n + 10 {
-			lb.nsPool.waitReady()
+			lb.nsPool.WaitReady()
 			if i == 10 { // warmed up
 				_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 			}

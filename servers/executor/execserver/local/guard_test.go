@@ -37,6 +37,8 @@ func TestWorkspaceGuard(t *testing.T) {
 	t.Run("shm", func(t *testing.T) { sandboxtest.RunShmEndsWithCommand(t, guardBackend) })
 	t.Run("unkept_protected_file", func(t *testing.T) { sandboxtest.RunUnkeptProtectedFile(t, guardBackend) })
 	t.Run("process_visibility", func(t *testing.T) { sandboxtest.RunLayerVisibility(t, guardBackend) })
+	t.Run("private_dirs_cap", func(t *testing.T) { sandboxtest.RunPrivateDirsAtTheAct(t, guardBackend) })
+	t.Run("private_dirs_kept", func(t *testing.T) { sandboxtest.RunPrivateDirsKept(t, guardBackend) })
 }
 
 // TestWorkspaceGuardFallback: where there is no layer (the fallback without namespaces), the sweep fails closed:
@@ -62,7 +64,7 @@ func TestWorkspaceGuardFallback(t *testing.T) {
 }
 
 // TestWorkspaceGuardBoundsInHealth: /healthz states the guard's bounds as data in each mode. The layer reports no
-// sweep; the fallback reports the sweep's bounds (the scan's cache, the copies kept, the quarantine) and the poll's
+// sweep and home, temp and cache not polled (they are in its layer); the fallback reports the sweep's bounds (the scan's cache, the copies kept, the quarantine) and the poll's
 // period, and a lowered scan bound shows there as it is.
 func TestWorkspaceGuardBoundsInHealth(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
@@ -79,8 +81,9 @@ func TestWorkspaceGuardBoundsInHealth(t *testing.T) {
 				t.Fatal("no workspace_guard in /healthz")
 			case g.MaxBytes != DefaultMaxWorkspaceBytes || g.MaxInodes != DefaultMaxWorkspaceInodes:
 				t.Errorf("caps %d bytes, %d inodes; want the defaults", g.MaxBytes, g.MaxInodes)
-			case !g.PrivateDirsPolled || g.PollEverySeconds != diskcap.CheckEvery.Seconds():
-				t.Errorf("the private folders' poll: %v every %v s", g.PrivateDirsPolled, g.PollEverySeconds)
+			case g.PrivateDirsPolled != fallback || g.PollEverySeconds != diskcap.CheckEvery.Seconds():
+				// The layer bounds home, temp and cache at the act; the fallback leaves them to the poll.
+				t.Errorf("the private folders polled: %v every %v s", g.PrivateDirsPolled, g.PollEverySeconds)
 			case !fallback && (g.Mode != protocol.ProtectedLayer || g.Sweep != nil):
 				t.Errorf("the namespace mode reports %v with sweep bounds %+v", g.Mode, g.Sweep)
 			case fallback && (g.Mode != protocol.ProtectedSweep || g.Sweep == nil):

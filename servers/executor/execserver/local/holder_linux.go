@@ -2,7 +2,7 @@ package local
 
 // The holder owns the namespaces every command of a backend shares: a user namespace where the run-as user is root
 // (and unprivileged outside), a network namespace with only a loopback, and a mount namespace whose root is the
-// minimal root of mountplan_linux.go: only what the policy allows, bound into an empty tmpfs. It is a
+// minimal root of package rootfs: only what the policy allows, bound into an empty tmpfs. It is a
 // copy of the server's binary re-executed once per backend (argv[0] is holderArg0) by os/exec with CLONE_NEWUSER:
 // a multi-threaded Go process cannot create a user namespace for itself, and an ordinary user can create the
 // others only inside one. It sets its mounts up, reports, and then serves the server's requests to make protected
@@ -19,12 +19,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/netns"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,23 +34,6 @@ const holderArg0 = "goalbox-exec-holder"
 
 // holderPlanEnv carries the holder's mount plan (JSON).
 const holderPlanEnv = "GOALBOX_HOLDER_PLAN"
-
-// mountOp is one step of the holder's mount plan (mountplan_linux.go). Targets are paths as commands see them;
-// until the pivot the holder builds them under the staging folder.
-type mountOp struct {
-	// Kind is "private" (stop propagation to and from the host), "root" (an empty tmpfs at Target, the staging
-	// folder of the new root), "bind" (Source onto Target, its mountpoint made first), "tmpfs" (an empty tmpfs at
-	// Target), "devpts" (a new devpts instance at Target), "dir" (an empty folder), "symlink" (a link at Target whose text is Source) or "pivot" (make the
-	// staging folder Target the root, detach the old one, and make the root itself read-only).
-	Kind   string `json:"kind"`
-	Target string `json:"target"`
-	// Source is opened before any mount is made, so a tmpfs over one of its folders does not hide it. A bind
-	// source must be a mount of the holder's own namespace, so the server cannot open it for the holder.
-	Source string `json:"source,omitempty"`
-	Opts   string `json:"opts,omitempty"`   // tmpfs: mount options
-	Write  bool   `json:"write,omitempty"`  // bind: read-write (else read-only)
-	Device bool   `json:"device,omitempty"` // bind: device files may be opened (else nodev)
-}
 
 // holderReport is the line the holder writes when its mounts are done.
 type holderReport struct {
@@ -65,14 +49,14 @@ type holder struct {
 	replyR   *bufio.Reader
 	mu       sync.Mutex // one request at a time
 	warnings []string
-	egress   net.Listener // the sandbox's way out (egress_linux.go); nil without -net-allow
+	egress   net.Listener // the sandbox's way out (egress_linux.go), made by the holder; nil without -net-allow
 	layers   *holderConn  // each command's own layer (layer_linux.go)
 	forks    *holderConn  // each command's keeper (holderfork_linux.go)
 }
 
 // startHolder starts the holder on t, the thread whose end must end every sandbox: its user namespace maps the
 // run-as user to root, it carries out the mount plan ops, and it forks the sandboxes of policy p.
-func startHolder(t *forkThread, ops []mountOp, p *commandPolicy, egress bool) (h *holder, err error) {
+func startHolder(t *forkThread, ops []rootfs.Op, p *commandPolicy, egress bool) (h *holder, err error) {
 	plan, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
@@ -147,10 +131,12 @@ func startHolder(t *forkThread, ops []mountOp, p *commandPolicy, egress bool) (h
 		return nil, err
 	}
 	defer forkTheirs.Close()
-	eg, err := holderEgressStart(cmd, egress)
-	defer eg.close()
-	if err != nil {
-		return nil, err
+	var handoff *netns.Handoff // the egress listener's way to the server
+	if egress {
+		if handoff, err = netns.OfferHandoff(cmd); err != nil {
+			return nil, err
+		}
+		defer handoff.Close()
 	}
 	// Started on the fork thread: each keeper, the server's child through CLONE_PARENT, has that thread as its
 	// parent, and dies with it.
@@ -174,8 +160,10 @@ func startHolder(t *forkThread, ops []mountOp, p *commandPolicy, egress bool) (h
 		return nil, errors.New(rep.Error)
 	}
 	h.warnings = rep.Warnings
-	if h.egress, err = eg.receive(); err != nil {
-		return nil, err
+	if handoff != nil {
+		if h.egress, err = handoff.Receive(); err != nil {
+			return nil, fmt.Errorf("the namespace holder's egress listener: %w", err)
+		}
 	}
 	return h, nil
 }
@@ -212,7 +200,7 @@ func (h *holder) readReply(d time.Duration) ([]byte, error) {
 // holderMain runs in the re-executed holder: root of the new user namespace, with every capability in it.
 func holderMain() int {
 	out := json.NewEncoder(os.Stdout)
-	var ops []mountOp
+	var ops []rootfs.Op
 	var p commandPolicy
 	if err := json.Unmarshal([]byte(os.Getenv(holderPlanEnv)), &ops); err != nil {
 		_ = out.Encode(holderReport{Error: "namespace holder: bad plan: " + err.Error()})
@@ -222,20 +210,7 @@ func holderMain() int {
 		_ = out.Encode(holderReport{Error: "namespace holder: bad policy: " + err.Error()})
 		return 1
 	}
-	var warnings []string
-	sources := map[string]*os.File{}
-	for _, op := range ops {
-		// Only a bind opens its Source; a symlink's Source is the link's text.
-		if op.Kind != "bind" || sources[op.Source] != nil {
-			continue
-		}
-		f, err := os.OpenFile(op.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s is not reachable for commands: %v", op.Source, err))
-			continue
-		}
-		sources[op.Source] = f
-	}
+	sources, warnings := rootfs.Open(ops)
 	// Now become root of the namespace (the run-as user outside): what the mounts create (mountpoints in a
 	// tmpfs) must belong to a user mapped in the namespace.
 	if err := syscall.Setresgid(0, 0, 0); err != nil {
@@ -252,32 +227,17 @@ func holderMain() int {
 			return 1
 		}
 	}
-	staging := ""
-	for _, op := range ops {
-		if op.Kind == "bind" && sources[op.Source] == nil {
-			continue
-		}
-		err := op.apply(sources[op.Source], staging)
-		switch op.Kind {
-		case "root":
-			staging = op.Target
-		case "pivot":
-			staging = ""
-		}
-		if err != nil {
-			if op.Kind == "tmpfs" || op.Kind == "symlink" {
-				warnings = append(warnings, err.Error())
-				continue
-			}
-			_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
-			return 1
-		}
+	built, err := rootfs.Build(ops, sources)
+	warnings = append(warnings, built...)
+	if err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
+		return 1
 	}
-	if err := loopbackUp(); err != nil {
+	if err := netns.LoopbackUp(); err != nil {
 		warnings = append(warnings, "loopback not up in the network namespace: "+err.Error())
 	}
-	if err := holderEgressListen(); err != nil {
-		_ = out.Encode(holderReport{Error: "namespace holder: " + err.Error()})
+	if err := netns.SendListener(); err != nil {
+		_ = out.Encode(holderReport{Error: "namespace holder: egress " + err.Error()})
 		return 1
 	}
 	if err := serveForks(&p); err != nil {
@@ -288,112 +248,4 @@ func holderMain() int {
 	go serveLayers()
 	serveProtectRequests(os.Stdin, out)
 	return 0
-}
-
-func (op mountOp) apply(src *os.File, staging string) error {
-	target := op.Target
-	if staging != "" {
-		target = filepath.Join(staging, op.Target)
-	}
-	switch op.Kind {
-	case "private":
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return fmt.Errorf("make mounts private: %w", err)
-		}
-	case "root":
-		if err := unix.Mount("tmpfs", op.Target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
-			return fmt.Errorf("could not make the new root at %s: %w", op.Target, err)
-		}
-	case "tmpfs":
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return err
-		}
-		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, op.Opts); err != nil {
-			return fmt.Errorf("could not put a tmpfs over %s: %w", op.Target, err)
-		}
-	case "devpts":
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return err
-		}
-		if err := unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
-			return fmt.Errorf("could not mount a devpts of its own at %s: %w", op.Target, err)
-		}
-	case "dir":
-		return os.MkdirAll(target, 0o755)
-	case "symlink":
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.Symlink(op.Source, target)
-	case "bind":
-		return bindInto(src, target, op.Write, op.Device)
-	case "pivot":
-		return pivotInto(op.Target)
-	default:
-		return fmt.Errorf("unknown mount step %q", op.Kind)
-	}
-	return nil
-}
-
-// bindInto binds the tree src is open on at target (its mountpoint made first), read-only unless write, nosuid,
-// nodev unless device. The new mount API sets the flags on the clone before it is attached, so no moment exists
-// where the bind is writable, and the flags the host set (locked in a user namespace) are kept, not restated.
-func bindInto(src *os.File, target string, write, device bool) error {
-	fi, err := src.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("bind %s: %w", target, err)
-		}
-	} else {
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return fmt.Errorf("bind %s: %w", target, err)
-		}
-		if f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o644); err == nil {
-			f.Close()
-		}
-	}
-	tree, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
-	if err != nil {
-		return fmt.Errorf("bind %s: clone: %w", target, err)
-	}
-	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}
-	if !device {
-		attr.Attr_set |= unix.MOUNT_ATTR_NODEV
-	}
-	if !write {
-		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("bind %s: set flags: %w", target, err)
-	}
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("bind %s: attach: %w", target, err)
-	}
-	return nil
-}
-
-// pivotInto makes the staging folder the root of the holder's mount namespace (every command joins it), detaches
-// the host's tree below it, and makes the root's own tmpfs read-only, so commands cannot add names to / either.
-func pivotInto(staging string) error {
-	if err := unix.Chdir(staging); err != nil {
-		return fmt.Errorf("pivot: %w", err)
-	}
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
-	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach the host's root: %w", err)
-	}
-	if err := unix.Chdir("/"); err != nil {
-		return err
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &attr); err != nil {
-		return fmt.Errorf("make the new root read-only: %w", err)
-	}
-	return nil
 }

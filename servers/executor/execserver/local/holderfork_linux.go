@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func serveForks(p *commandPolicy) error {
 	}
 	go func() {
 		runtime.LockOSThread()
-		serveHolderConn(holderForkEnv, 6+layerMounts, func(req []byte, fds []int) ([]byte, []int) {
+		serveHolderConn(holderForkEnv, 6+layer.MaxMounts, func(req []byte, fds []int) ([]byte, []int) {
 			var rep [8]byte
 			errno := syscall.EINVAL
 			var pid int

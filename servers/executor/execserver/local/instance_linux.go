@@ -2,7 +2,7 @@ package local
 
 // A backend instance leaves two things on the host while it runs: its private temp folder and its parent cgroups.
 // Close removes both; a server killed with SIGKILL cannot, so their names carry the server's pid and the next
-// backend to start removes those whose server is gone.
+// backend to start removes those whose server is gone (the cgroups through package cgroup, given instanceDead).
 
 import (
 	"encoding/hex"
@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -51,31 +50,6 @@ func removeStaleInstances(dir string, logger *slog.Logger) {
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err == nil {
 				logger.Info("removed the temp folder of a dead executor", "folder", e.Name())
 			}
-		}
-	}
-}
-
-// removeStaleCgroups removes the parent cgroups (and their empty children) under base whose server is gone.
-// Their commands died with that server (parent-death signals), so the cgroups are empty.
-func removeStaleCgroups(base string, logger *slog.Logger) {
-	ents, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		label, ok := strings.CutPrefix(e.Name(), cgroupPrefix)
-		if !ok || !e.IsDir() || !instanceDead(label) {
-			continue
-		}
-		dir := filepath.Join(base, e.Name())
-		kids, _ := os.ReadDir(dir)
-		for _, k := range kids {
-			if k.IsDir() {
-				_ = os.Remove(filepath.Join(dir, k.Name()))
-			}
-		}
-		if err := os.Remove(dir); err == nil {
-			logger.Info("removed the cgroup of a dead executor", "cgroup", dir)
 		}
 	}
 }

@@ -19,11 +19,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/confine"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/seccomp"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -33,9 +34,10 @@ const (
 	fdSync    = 3 // go-ahead from the server (read end)
 	fdReport  = 4 // setup failures to the server (write end, close-on-exec)
 	fdRuleset = 5 // Landlock ruleset, or closed
-	// fdAttach..fdAttach+layerMounts-1: the command's layer (layer_linux.go), detached mounts to attach, or closed.
+	// fdAttach..fdAttach+layer.MaxMounts-1: the command's layer (package layer), detached mounts to attach, or
+	// closed.
 	fdAttach = 6
-	fdCount  = fdAttach + layerMounts
+	fdCount  = fdAttach + layer.MaxMounts
 )
 
 // The steps of the setup, reported with the errno when one fails.
@@ -62,7 +64,7 @@ const (
 var stepNames = map[uint32]string{
 	stepFds: "arranging descriptors", stepParent: "parent-death signal", stepSync: "waiting for the go-ahead",
 	stepUnshare: "creating the PID, mount, IPC, UTS and cgroup namespaces",
-	stepAttach:  "attaching the command's layer (the workspace's overlay, /dev/shm)",
+	stepAttach:  "attaching the command's layer (the overlays of the workspace, home, temp and cache, /dev/shm)",
 	stepFork:    "forking PID 1", stepSetsid: "setsid", stepMountProc: "mounting /proc", stepChdir: "changing to the working folder",
 	stepNoNewPrivs: "no_new_privs", stepBounding: "emptying the capability bounding set", stepSecurebits: "locking the secure bits",
 	stepCapset:       "clearing its own capabilities",
@@ -80,28 +82,24 @@ const atFdcwd = ^uintptr(99) // -100
 // landlockRulePathBeneath is LANDLOCK_RULE_PATH_BENEATH.
 const landlockRulePathBeneath = 1
 
-// capSecurebits are the secure bits every command runs under: root gets no capabilities from exec, and nothing can
-// undo that.
-const capSecurebits = secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-	secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-
 // The flags of a fork request: which optional descriptors follow the five pipe ends.
 const (
 	forkRuleset byte = 1 << iota // the Landlock ruleset
-	forkLayer                    // the command's layer: layerMounts detached mounts (layer_linux.go)
+	forkLayer                    // the command's layer: layer.MountCount detached mounts (package layer)
 )
 
 // keeper is the holder's prepared setup: one program per kind of request (by its flags), the state a fork reads and
 // writes, and the memory the programs' steps point into.
 type keeper struct {
-	state    forkState
-	programs [forkRuleset | forkLayer + 1][]forkStep
-	keep     []any // the strings and the seccomp program the steps point to, alive as long as the keeper
+	state       forkState
+	programs    [forkRuleset | forkLayer + 1][]forkStep
+	layerMounts int   // the mounts of a layer (layer.MountCount)
+	keep        []any // the strings and the seccomp program the steps point to, alive as long as the keeper
 }
 
 // newKeeper prepares the setup of policy p's sandboxes.
 func newKeeper(p *commandPolicy) (*keeper, error) {
-	k := &keeper{}
+	k := &keeper{layerMounts: layer.MountCount(len(p.PrivateLayers))}
 	var bad error // a string with a NUL byte (validate refuses such a policy before it gets here)
 	ptr := func(s string) uintptr {
 		b, err := syscall.BytePtrFromString(s)
@@ -121,11 +119,11 @@ func newKeeper(p *commandPolicy) (*keeper, error) {
 		k.keep = append(k.keep, v)
 		return uintptr(unsafe.Pointer(&v[0]))
 	}
-	raw, err := buildSeccomp(p.Seccomp)
+	raw, err := seccomp.Build(p.Seccomp)
 	if err != nil {
 		return nil, err
 	}
-	fprog, ins := seccompProg(raw)
+	fprog, ins := seccomp.Prog(raw)
 	k.keep = append(k.keep, fprog, ins)
 	copy(k.state.proc[:], "/proc\x00")
 	k.state.capHdr[0] = unix.LINUX_CAPABILITY_VERSION_3
@@ -139,6 +137,9 @@ func newKeeper(p *commandPolicy) (*keeper, error) {
 	s := setupStrings{dir: ptr(p.Dir), shm: ptr("/dev/shm"), empty: ptr(""), proc: ptr("/proc"), procType: ptr("proc"),
 		shell: ptr("/bin/sh"), argv: strs([]string{"sh", "-c", nsInitScript, "sh"}), envv: strs(p.Env),
 		fprog: uintptr(unsafe.Pointer(fprog))}
+	for _, a := range layer.AttachOrder(p.Dir, p.PrivateLayers, p.LayerKeeps) {
+		s.attach = append(s.attach, attachStep{at: ptr(a.At), fd: a.FD, from: ptr(a.From)})
+	}
 	if bad != nil {
 		return nil, fmt.Errorf("the sandbox policy: %w", bad)
 	}
@@ -152,6 +153,14 @@ func newKeeper(p *commandPolicy) (*keeper, error) {
 // program), kept alive by their keeper.
 type setupStrings struct {
 	dir, shm, empty, proc, procType, shell, argv, envv, fprog uintptr
+	attach                                                    []attachStep // the layer's mounts, in layer.AttachOrder
+}
+
+// attachStep attaches one of a layer's mounts: the descriptor at fdAttach+fd at at; with fd -1, a bind of the
+// mount at from (attached by an earlier step) at at; with fd -2, a mount parked at from, moved back to at.
+type attachStep struct {
+	at, from uintptr
+	fd       int
 }
 
 // setupProgram is the setup of one sandbox, in order, for a request with these flags.
@@ -176,11 +185,26 @@ func setupProgram(p *commandPolicy, s setupStrings, flags byte, st *forkState) [
 	call(stepUnshare, syscall.SYS_UNSHARE, nsUnshare)
 
 	// Mounts: the command's layer, in the mount namespace just made (a copy of the holder's, for this command
-	// alone): the overlay over the workspace and the layer's shm over /dev/shm (layer_linux.go).
+	// alone): the overlay over the workspace, the layer's shm over /dev/shm and the private folders' overlays over
+	// them, temp's at /tmp too (package layer), in layer.AttachOrder.
 	if flags&forkLayer != 0 {
-		for i, at := range [layerMounts]uintptr{s.dir, s.shm} {
-			call(stepAttach, unix.SYS_MOVE_MOUNT, uintptr(fdAttach+i), s.empty, atFdcwd, at, unix.MOVE_MOUNT_F_EMPTY_PATH)
-			closeFd(uintptr(fdAttach + i))
+		// First the mounts the layer would cover are parked (layerKeeps), to be moved back in their turn.
+		for _, a := range s.attach {
+			if a.fd == -2 {
+				call(stepAttach, syscall.SYS_MOUNT, a.at, a.from, 0, syscall.MS_BIND|syscall.MS_REC, 0)
+			}
+		}
+		for _, a := range s.attach {
+			switch a.fd {
+			case -2:
+				call(stepAttach, syscall.SYS_MOUNT, a.from, a.at, 0, syscall.MS_MOVE, 0)
+				continue
+			case -1:
+				call(stepAttach, syscall.SYS_MOUNT, a.from, a.at, 0, syscall.MS_BIND, 0)
+				continue
+			}
+			call(stepAttach, unix.SYS_MOVE_MOUNT, uintptr(fdAttach+a.fd), s.empty, atFdcwd, a.at, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			closeFd(uintptr(fdAttach + a.fd))
 		}
 	}
 
@@ -197,10 +221,10 @@ func setupProgram(p *commandPolicy, s setupStrings, flags byte, st *forkState) [
 
 	// No privilege: no_new_privs, an empty capability bounding set, locked secure bits, no capability left.
 	call(stepNoNewPrivs, syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
-	for c := range uintptr(lastCap() + 1) {
+	for c := range uintptr(confine.LastCap() + 1) {
 		call(stepBounding, syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, c)
 	}
-	call(stepSecurebits, syscall.SYS_PRCTL, unix.PR_SET_SECUREBITS, capSecurebits)
+	call(stepSecurebits, syscall.SYS_PRCTL, unix.PR_SET_SECUREBITS, confine.Securebits)
 	do(opCallQuiet, 0, syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL)
 	// Its own sets last: the keeper inherited the holder's capabilities, inheritable ones included, which a file's
 	// inheritable capabilities would otherwise turn into permitted ones at exec, past the empty bounding set.
@@ -228,7 +252,7 @@ func (k *keeper) fork(flags byte, fds []int) (int, syscall.Errno) {
 		want++
 	}
 	if flags&forkLayer != 0 {
-		want += layerMounts
+		want += k.layerMounts
 	}
 	if flags > forkRuleset|forkLayer || len(fds) != want {
 		return 0, syscall.EINVAL
@@ -240,23 +264,13 @@ func (k *keeper) fork(flags byte, fds []int) (int, syscall.Errno) {
 	if flags&forkRuleset != 0 {
 		st.fds[fdRuleset], rest = rest[0], rest[1:]
 	}
-	for i := range layerMounts {
+	for i := range layer.MaxMounts {
 		st.fds[fdAttach+i] = -1
-		if flags&forkLayer != 0 {
+		if flags&forkLayer != 0 && i < k.layerMounts {
 			st.fds[fdAttach+i] = rest[i]
 		}
 	}
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
 	return nsFork(k.programs[flags], st)
-}
-
-// lastCap is the highest capability number this kernel knows.
-func lastCap() int {
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return n
-		}
-	}
-	return 63
 }

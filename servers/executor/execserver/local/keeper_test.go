@@ -19,6 +19,8 @@ import (
 	"github.com/goalbox/goalbox/pkg/ciskip"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/rootfs"
 )
 
 // TestSetupProgramOrder: the sandbox's setup is one sequence in the documented order (README.md): namespaces,
@@ -185,4 +187,31 @@ func statusFields(s string) map[string]string {
 		}
 	}
 	return m
+}
+
+// TestLayerKeeperProgram: the keeper's program attaches each of a layer's mounts (package layer orders them, its
+// TestAttachOrder), and what the holder bound below a mount point of the layer is parked and put back: the egress
+// roots file of a cache folder under /tmp, a read folder there (with what is below it); the mount points themselves
+// and what lies elsewhere are not.
+func TestLayerKeeperProgram(t *testing.T) {
+	p := &commandPolicy{Dir: "/tmp/t1/ws", PrivateLayers: []layer.Private{{Dir: "/tmp/t1/cache/home"}, {Dir: "/tmp/t1/cache/tmp/i1", Also: "/tmp"},
+		{Dir: "/tmp/t1/cache/cache"}}}
+	k, err := newKeeper(&commandPolicy{Isolation: protocol.IsolationPIDNamespace, Dir: "/", Env: []string{"A=b"}, PrivateLayers: p.PrivateLayers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attach := 0
+	for _, s := range k.programs[forkLayer] {
+		if s.step == stepAttach {
+			attach++
+		}
+	}
+	if attach != 6 { // five mounts moved, one bind
+		t.Errorf("the layer's program attaches %d times, want 6", attach)
+	}
+	plan := &rootfs.Plan{Ops: []rootfs.Op{{Kind: "bind", Target: "/usr"}, {Kind: "bind", Target: "/tmp"}, {Kind: "bind", Target: "/tmp/t1/cache/roots.pem"},
+		{Kind: "bind", Target: "/tmp/t1/cache/home"}, {Kind: "bind", Target: "/tmp/t1/ro"}, {Kind: "bind", Target: "/tmp/t1/ro/sub"}, {Kind: "tmpfs", Target: "/dev/shm"}}}
+	if keeps := layerKeeps(p, plan); !slices.Equal(keeps, []string{"/tmp/t1/cache/roots.pem", "/tmp/t1/ro"}) {
+		t.Errorf("keeps %v", keeps)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"strconv"
+	"strings"
 )
 
 // Config configures the local backend. The tags are the executor command's flags for the fields it takes as they
@@ -70,12 +72,38 @@ const (
 	DefaultMemoryLimit   = 8 << 30
 	DefaultFileSizeLimit = 4 << 30
 	maxOpenFiles         = 1 << 16
+	// DefaultPidsLimit is how many processes and threads one command may have at once: plenty for make -j, go
+	// test and jest workers, far below what a fork bomb wants.
+	DefaultPidsLimit = 1024
+	// DefaultTotalPidsLimit is how many processes and threads all of one executor's commands may have together.
+	DefaultTotalPidsLimit = 4096
 )
+
+// defaultTotalMemory is the memory all of one executor's commands may use together: half of the machine's.
+func defaultTotalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10 / 2
+			}
+		}
+	}
+	return 0
+}
 
 // systemReadDirs are the system folders every command may read and execute from. /proc shows only the command's
 // own processes in namespace mode; elsewhere reading another process's environment is stopped by the dropped
 // capabilities and by Landlock's ptrace rule.
 var systemReadDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys", "/dev"}
+
+// sandboxDevices are the device files a command may open, read and write: nothing else under /dev (no disk, no
+// console, no other terminal), though it may list /dev.
+var sandboxDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 
 // etcHidden are the entries of /etc a command may not read: the root user owns them, and a command runs as the
 // server's user, root included, so only Landlock keeps it out. Everything else in /etc is readable.

@@ -7,7 +7,7 @@ package local
 //	cd servers/executor && go test ./execserver/local -run '^$' -bench 'RunTrueMCP|ForkExecShTrue|BwrapTrue|LocalBackendTrue' -count 5
 //
 // Each also reports the median of its iterations (p50-ms), since the target is stated on medians. The backend makes
-// each command's sandbox ahead of it (readyPool), so each is measured two ways: "ready", a command that finds its
+// each command's sandbox ahead of it (package readypool), so each is measured two ways: "ready", a command that finds its
 // sandbox made, as an agent's commands, seconds apart, do (the wait for the pool is outside the timer); and
 // "back-to-back", commands with no pause, where making the next sandbox competes with running this command.
 
@@ -130,9 +130,9 @@ func paced(b *testing.B, be backend.Backend, f func()) {
 	lb := be.(*localBackend)
 	ready := func() {
 		if lb.nsPool != nil {
-			lb.nsPool.waitReady()
+			lb.nsPool.WaitReady()
 		} else {
-			lb.inits.waitReady()
+			lb.inits.WaitReady()
 		}
 	}
 	b.Run("ready", func(b *testing.B) { timed(b, ready, f) })

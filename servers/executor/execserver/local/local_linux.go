@@ -19,7 +19,15 @@ import (
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/cgroup"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/confine"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/landlock"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/proctree"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/readypool"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/rootfs"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/seccomp"
 	"github.com/goalbox/goalbox/servers/executor/execserver/wsguard"
 	"golang.org/x/sys/unix"
 )
@@ -27,14 +35,9 @@ import (
 // killGrace is how long Run waits for output still in the pipes after the command's PID 1 or init exited.
 const killGrace = 2 * time.Second
 
-// initKillGrace is how long a child init (fallback mode) gets to kill its descendants after it was told to, before
-// it is killed itself. It normally takes milliseconds; on a loaded machine dying processes take longer to let go of
-// their children.
-const initKillGrace = 10 * time.Second
-
 // localBackend runs commands on this machine as an unprivileged user: forked into namespaces of their own inside
 // the holder's user namespace where user namespaces are permitted (nsfork_linux.go, holder_linux.go), else
-// through a re-executed child init (childinit_linux.go).
+// through a re-executed child init (package childinit).
 type localBackend struct {
 	workspace   string
 	protectGen  atomic.Int64 // counts the holder's new read-only mounts (protect_linux.go)
@@ -42,24 +45,25 @@ type localBackend struct {
 	policy      commandPolicy // what each command's sandbox is: decided in New, read-only after it
 	maxDisk     int64         // disk cap of the workspace, home and temp together (0: none)
 	disk        *diskMeter
-	ns          *nsSandbox              // the namespace mode's holder (policy.Isolation says the mode)
-	nsPool      *readyPool[*nsPrepared] // namespace mode: sandboxes ready for their command
-	inits       *readyPool[*initProc]   // fallback mode: child inits ready to run a command
-	pids        *cgroupLimit            // nil where no pids cgroup can be made
-	pidsNote    string                  // why there is no process limit
-	mem         *cgroupLimit            // nil where no memory cgroup can be made
-	memNote     string                  // why there is no memory limit per command
-	applied     *appliedConfinement
-	rootPaths   [2][]string  // namespace mode: the minimal root's read-only and read-write paths (mountplan_linux.go)
+	ns          *nsSandbox                   // the namespace mode's holder (policy.Isolation says the mode)
+	nsPool      *readypool.Pool[*nsPrepared] // namespace mode: sandboxes ready for their command
+	inits       *readypool.Pool[*initProc]   // fallback mode: child inits ready to run a command
+	pids        *cgroup.Limit                // nil where no pids cgroup can be made
+	pidsNote    string                       // why there is no process limit
+	mem         *cgroup.Limit                // nil where no memory cgroup can be made
+	memNote     string                       // why there is no memory limit per command
+	applied     *confine.Applied
+	rootPaths   [2][]string  // namespace mode: the minimal root's read-only and read-write paths (package rootfs)
 	running     sync.Map     // pid → struct{}: the keeper or init of every command running now (the disk cap's scan)
 	sharedCache bool         // the build cache is shared between workspaces (Config.SharedCacheDir)
 	egress      *egressState // nil without -net-allow (egress_linux.go)
 	logger      *slog.Logger
 	// Each command's own layer of the workspace (policy.Layer; layer_linux.go, layerrun_linux.go).
-	noLayer       bool             // Config.NoWorkspaceLayer
-	layerNote     string           // why commands get no layer, when they do not
-	maxInodes     int64            // inode cap of the workspace, home, temp and cache together (0: none)
-	fallbackGuard wsguard.Fallback // for requests without Apply (defaultApply)
+	noLayer       bool                 // Config.NoWorkspaceLayer
+	layerNote     string               // why commands get no layer, when they do not
+	maxInodes     int64                // inode cap of the workspace, home, temp and cache together (0: none)
+	fallbackGuard wsguard.Fallback     // for requests without Apply (defaultApply)
+	privateGuards *layer.PrivateGuards // apply the private folders' layers, in policy.PrivateLayers' order
 }
 
 // New prepares the local backend and proves it by running one command. When namespaces cannot be
@@ -83,7 +87,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	if real := realPath(cacheDir); real != "" {
 		cacheDir = real
 	}
-	if within(cacheDir, cfg.Workspace) || within(cfg.Workspace, cacheDir) {
+	if rootfs.Within(cacheDir, cfg.Workspace) || rootfs.Within(cfg.Workspace, cacheDir) {
 		return nil, fmt.Errorf("local backend: the cache dir %s and the workspace must not contain each other", cacheDir)
 	}
 	uid, gid, handOver, err := chooseRunAs(cfg)
@@ -132,15 +136,16 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 	}
 	b.policy.Env = commandEnv(b.dirs, os.Getenv)
 	etcDirs, etcFiles := etcReadable()
-	b.policy.Rules = sandboxRules{
+	b.policy.Rules = landlock.Rules{
 		ReadDirs:  slices.Concat(systemReadDirs, etcDirs, toolchainRoots(b.policy.Env, os.Getenv("HOME")), cfg.ExtraReadDirs),
 		ReadFiles: etcFiles,
 		WriteDirs: []string{cfg.Workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache},
+		Devices:   sandboxDevices,
 	}
 	b.policy.Rlimits = rlimitsFor(cfg)
 	if !cfg.NoLandlock {
 		b.policy.Landlock = protocol.LandlockUnavailable
-		if _, _, ok := landlockConfig(b.policy.Rules); ok {
+		if _, ok := landlock.ABI(); ok {
 			b.policy.Landlock = protocol.LandlockEnforced
 		}
 	}
@@ -154,7 +159,7 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		// counts them per user and user namespace, so in the namespace mode the limit holds for all of this
 		// backend's commands together, and in the fallback for all processes of the run-as user.
 		limit := uint64(cmp.Or(cfg.PidsLimit, DefaultPidsLimit))
-		b.policy.Rlimits = append(b.policy.Rlimits, rlimitV{"nproc", limit})
+		b.policy.Rlimits = append(b.policy.Rlimits, confine.Rlimit{Name: "nproc", Value: limit})
 		b.pidsNote = fmt.Sprintf("no pids cgroup here; RLIMIT_NPROC %d for all of this executor's commands together (namespace mode) "+
 			"or all processes of the run-as user (fallback)", limit)
 	}
@@ -184,16 +189,16 @@ func New(cfg Config, logger *slog.Logger) (backend.Backend, error) {
 		// Without a mount namespace nothing bridges a closed folder: the run-as user must reach every writable
 		// folder itself. Say which one it cannot, rather than fail on a bare EACCES.
 		for _, d := range b.policy.Rules.WriteDirs {
-			if c := closedAncestor(d, uid, gid); c != "" {
+			if c := rootfs.ClosedAncestor(d, uid, gid); c != "" {
 				return nil, fmt.Errorf("local backend: commands run as %d:%d, who cannot pass through %s on the way to %s; "+
 					"without namespaces every folder on the way must be open to that user (chmod o+x), or choose -run-as / -cache-dir", uid, gid, c, d)
 			}
 		}
-		b.policy.Isolation, b.policy.Seccomp, b.policy.Rules.NetHandled = protocol.IsolationSubreaperInit, seccompPolicy{Fallback: true}, true
+		b.policy.Isolation, b.policy.Seccomp, b.policy.Rules.NetHandled = protocol.IsolationSubreaperInit, seccomp.Policy{Fallback: true}, true
 		if err := b.policy.validate(); err != nil {
 			return nil, fmt.Errorf("local backend: %w", err)
 		}
-		b.inits = newReadyPool(initPoolSize, b.spawnInit, (*initProc).discard)
+		b.inits = readypool.New(initPoolSize, b.spawnInit, (*initProc).discard)
 		// Commands run as the server's user with nothing between them but Landlock and seccomp: make the server's
 		// /proc files (environ, mem) root's, so that not even a command of the same user may read them.
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -222,12 +227,13 @@ func totalLimit(v, def int64) int64 {
 
 // cgroupFor makes a controller's limit (limit 0 means def, negative none), with total on the backend's parent
 // cgroup, or says why there is none.
-func cgroupFor(controller, instance string, limit, def, total int64, without string, logger *slog.Logger) (*cgroupLimit, string) {
+func cgroupFor(controller, instance string, limit, def, total int64, without string, logger *slog.Logger) (*cgroup.Limit, string) {
 	if limit < 0 {
 		return nil, "none (turned off)"
 	}
 	limit = cmp.Or(limit, def)
-	c, err := newCgroupLimit(controller, instance, limit, total, logger)
+	c, err := cgroup.New(cgroup.Config{Controller: controller, Instance: instance, PerCommand: limit, Total: total,
+		InstanceDead: instanceDead, Logger: logger})
 	if err != nil {
 		return nil, fmt.Sprintf("none: cannot create a %s cgroup here (%v); %s", controller, err, without)
 	}
@@ -242,11 +248,11 @@ func (b *localBackend) placeInCgroups(pid int) (func(), error) {
 			r()
 		}
 	}
-	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+	for _, c := range []*cgroup.Limit{b.pids, b.mem} {
 		if c == nil {
 			continue
 		}
-		r, err := c.place(pid)
+		r, err := c.Place(pid)
 		if err != nil {
 			release()
 			return nil, err
@@ -256,21 +262,21 @@ func (b *localBackend) placeInCgroups(pid int) (func(), error) {
 	return release, nil
 }
 
-func rlimitsFor(cfg Config) []rlimitV {
-	r := []rlimitV{{"core", 0}, {"nofile", maxOpenFiles}}
+func rlimitsFor(cfg Config) []confine.Rlimit {
+	r := []confine.Rlimit{{Name: "core", Value: 0}, {Name: "nofile", Value: maxOpenFiles}}
 	// A limit of 0 is the default, a negative one none.
 	if cfg.MemoryLimit >= 0 {
-		r = append(r, rlimitV{"data", uint64(cmp.Or(cfg.MemoryLimit, DefaultMemoryLimit))})
+		r = append(r, confine.Rlimit{Name: "data", Value: uint64(cmp.Or(cfg.MemoryLimit, DefaultMemoryLimit))})
 	}
 	if cfg.FileSizeLimit >= 0 {
-		r = append(r, rlimitV{"fsize", uint64(cmp.Or(cfg.FileSizeLimit, DefaultFileSizeLimit))})
+		r = append(r, confine.Rlimit{Name: "fsize", Value: uint64(cmp.Or(cfg.FileSizeLimit, DefaultFileSizeLimit))})
 	}
 	return r
 }
 
 // probe runs `true`; in fallback mode it returns what the child init applied.
-func (b *localBackend) probe() (*appliedConfinement, error) {
-	var applied *appliedConfinement
+func (b *localBackend) probe() (*confine.Applied, error) {
+	var applied *confine.Applied
 	req := backend.Request{Command: "true", Dir: ".", Timeout: 30 * time.Second, Stdout: io.Discard, Stderr: io.Discard}
 	var res backend.Result
 	var err error
@@ -292,18 +298,19 @@ func (b *localBackend) Name() string { return "local" }
 
 func (b *localBackend) Close() error {
 	if b.nsPool != nil {
-		b.nsPool.close()
+		b.nsPool.Close()
 	}
 	if b.ns != nil {
 		b.ns.close()
 	}
 	b.egress.close()
+	b.privateGuards.Close() // the field stays: a command still ending reads it
 	if b.inits != nil {
-		b.inits.close()
+		b.inits.Close()
 	}
-	for _, c := range []*cgroupLimit{b.pids, b.mem} {
+	for _, c := range []*cgroup.Limit{b.pids, b.mem} {
 		if c != nil {
-			c.close()
+			c.Close()
 		}
 	}
 	return os.RemoveAll(b.dirs.Tmp)
@@ -323,12 +330,16 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 	rules.ReadDirs = slices.DeleteFunc(slices.Clone(rules.ReadDirs), func(d string) bool { return strings.HasPrefix(d, "/etc/") })
 	rules.ReadDirs = append(rules.ReadDirs, "/etc")
 	rules.ReadFiles = slices.DeleteFunc(slices.Clone(rules.ReadFiles), func(f string) bool { return strings.HasPrefix(f, "/etc/") })
+	p.PrivateLayers = b.privateLayers()
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	plan := planMounts(p.UID, p.GID, b.dirs.Tmp, rules.ReadDirs, rules.ReadFiles, rules.WriteDirs)
+	plan := rootfs.New(rootfs.Layout{UID: p.UID, GID: p.GID, Tmp: b.dirs.Tmp, ReadDirs: rules.ReadDirs, ReadFiles: rules.ReadFiles,
+		WriteDirs: rules.WriteDirs, Devices: sandboxDevices, EtcHidden: etcHidden})
+	p.LayerKeeps = layerKeeps(&p, plan)
+	plan.Ops = slices.Insert(plan.Ops, len(plan.Ops)-1, layerKeepOps(p.LayerKeeps, plan)...) // before the pivot
 	thread := newForkThread()
-	h, err := startHolder(thread, plan.ops, &p, b.egress != nil)
+	h, err := startHolder(thread, plan.Ops, &p, b.egress != nil)
 	if err != nil {
 		thread.close()
 		return nil, err
@@ -338,24 +349,32 @@ func (b *localBackend) startNamespaces() (*nsSandbox, error) {
 		ns.close()
 		return nil, err
 	}
-	b.rootPaths = plan.paths()
+	b.rootPaths = plan.Paths()
 	rules.ShmDir, rules.DevDir, rules.PtsDir = h.root("/dev/shm"), h.root("/dev"), h.root("/dev/pts")
-	p.Layer = b.probeLayers(h) // a layer per command is the namespace mode's only: the policy stays valid
-	_, abi, _ := landlockConfig(p.Rules)
-	b.applied = &appliedConfinement{
+	p.Layer = b.probeLayers(h, layer.Dirs(p.PrivateLayers)) // a layer per command is the namespace mode's only: the policy stays valid
+	if p.Layer {
+		if b.privateGuards, err = layer.OpenPrivate(layer.Dirs(p.PrivateLayers)); err != nil {
+			ns.close()
+			return nil, fmt.Errorf("the private folders' guards: %w", err)
+		}
+	}
+	abi, _ := landlock.ABI()
+	b.applied = &confine.Applied{
 		PIDNamespace: true, MountNamespace: true, NetworkNamespace: true, PrivateProc: true, PrivateTmp: true,
 		NoNewPrivs: true, Seccomp: true, CapsDropped: true, BoundingDropped: true, Rlimits: map[string]uint64{},
-		Warnings: slices.Concat(plan.warnings, h.warnings), Landlock: p.Landlock,
+		Warnings: slices.Concat(plan.Warnings, h.warnings), Landlock: p.Landlock,
 	}
 	if p.Landlock == protocol.LandlockEnforced {
 		b.applied.LandlockABI, b.applied.LandlockScoped = abi, abi >= 6
 	}
 	fallback := b.policy
 	b.policy, b.ns = p, ns
-	b.nsPool = newReadyPool(nsPoolSize, func() (*nsPrepared, error) { return b.prepareNamespaced(ns) }, (*nsPrepared).discard)
+	b.nsPool = readypool.New(nsPoolSize, func() (*nsPrepared, error) { return b.prepareNamespaced(ns) }, (*nsPrepared).discard)
 	if _, err := b.probe(); err != nil {
-		b.nsPool.close()
+		b.nsPool.Close()
 		b.policy, b.ns, b.nsPool = fallback, nil, nil
+		b.privateGuards.Close()
+		b.privateGuards = nil
 		ns.close()
 		return nil, err
 	}
@@ -387,7 +406,7 @@ func (b *localBackend) watchDisk(ctx context.Context, root int, kill func()) (st
 func (b *localBackend) openDeleted() int64 {
 	var roots []int
 	b.running.Range(func(k, _ any) bool { roots = append(roots, k.(int)); return true })
-	return diskcap.OpenDeleted(roots, childrenOf)
+	return diskcap.OpenDeleted(roots, proctree.Children)
 }
 
 // diskKilled finishes a result for a command the disk cap killed: exit code -1 and a note at the end of stderr.
@@ -432,11 +451,11 @@ func (b *localBackend) Confinement() protocol.Confinement {
 }
 
 // cgroupReport is a cgroup's limit, or why there is none (c nil).
-func cgroupReport(c *cgroupLimit, why string) protocol.CgroupLimit {
+func cgroupReport(c *cgroup.Limit, why string) protocol.CgroupLimit {
 	if c == nil {
 		return protocol.CgroupLimit{Note: why}
 	}
-	return protocol.CgroupLimit{PerCommand: c.limit, Total: c.total}
+	return protocol.CgroupLimit{PerCommand: c.PerCommand(), Total: c.Total()}
 }
 
 func (b *localBackend) mode() protocol.ProcessIsolation {
@@ -484,7 +503,7 @@ func (b *localBackend) appliedRlimits() map[string]uint64 {
 	for _, r := range b.policy.Rlimits {
 		rl[r.Name] = r.Value
 		var own unix.Rlimit
-		if unix.Getrlimit(rlimitByName[r.Name], &own) == nil && own.Max < r.Value {
+		if unix.Getrlimit(confine.RlimitByName[r.Name], &own) == nil && own.Max < r.Value {
 			rl[r.Name] = own.Max
 		}
 	}
@@ -543,7 +562,7 @@ func (b *localBackend) logConfinement() {
 	if b.applied.Landlock != protocol.LandlockEnforced {
 		b.logger.Warn("NO LANDLOCK: commands can read and write anywhere the server's user can", "landlock", b.applied.Landlock)
 	}
-	if b.pids == nil && !slices.ContainsFunc(b.policy.Rlimits, func(r rlimitV) bool { return r.Name == "nproc" }) {
+	if b.pids == nil && !slices.ContainsFunc(b.policy.Rlimits, func(r confine.Rlimit) bool { return r.Name == "nproc" }) {
 		b.logger.Warn("NO PROCESS LIMIT: " + b.pidsNote)
 	}
 	if b.mem == nil {

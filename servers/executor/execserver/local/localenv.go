@@ -158,8 +158,3 @@ func realPath(p string) string {
 	}
 	return r
 }
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}

@@ -17,6 +17,10 @@ import (
 
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/confine"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/landlock"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/layer"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/proctree"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,16 +127,18 @@ type nsSandbox struct {
 
 // ruleset builds a sandbox's Landlock ruleset (about a millisecond: some 40 paths opened and added); its PID 1 adds
 // its own /proc to it and enters it.
-func (s *nsSandbox) ruleset(layer *commandLayer) (int, error) {
+func (s *nsSandbox) ruleset(cl *layer.Layer) (int, error) {
 	rules := s.policy.Rules
-	c, _, _ := landlockConfig(rules)
-	if layer != nil {
+	if cl != nil {
 		// The layer's mounts are new inodes: Landlock skips the mountpoints they cover on its way up a path, so the
 		// holder's /dev/shm no longer grants the command's own. Named through this process's descriptors of them.
-		rules.ShmDir = layer.shmPath()
-		rules.WriteDirs = append(slices.Clone(rules.WriteDirs), layer.overlayPath())
+		rules.ShmDir = cl.ShmPath()
+		rules.WriteDirs = slices.Concat(rules.WriteDirs, []string{cl.OverlayPath()}, cl.PrivatePaths())
 	}
-	fd, _, err := c.NewRulesetFD(landlockRules(rules)...)
+	fd, _, err := landlock.RulesetFD(rules)
+	if err == nil && fd < 0 {
+		err = errors.New("the kernel has no Landlock")
+	}
 	return fd, err
 }
 
@@ -149,9 +155,9 @@ type nsStarted struct {
 	syncW, reportR           *os.File
 }
 
-// start has the holder fork a new sandbox's keeper, with layer's mounts to attach when layer is not nil. The
+// start has the holder fork a new sandbox's keeper, with cl's mounts to attach when cl is not nil. The
 // caller sets limits on the keeper, then calls goAhead.
-func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
+func (s *nsSandbox) start(cl *layer.Layer) (*nsStarted, error) {
 	st := &nsStarted{}
 	var theirs []*os.File // the keeper's ends, closed here once it has them
 	defer func() {
@@ -179,7 +185,7 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	theirs = append(theirs, ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][1])
 	var flags byte
 	if s.policy.Landlock == protocol.LandlockEnforced {
-		fd, err := s.ruleset(layer)
+		fd, err := s.ruleset(cl)
 		if err != nil {
 			return fail(fmt.Errorf("landlock ruleset: %w", err))
 		}
@@ -190,14 +196,14 @@ func (s *nsSandbox) start(layer *commandLayer) (*nsStarted, error) {
 	for i, f := range theirs {
 		fds[i] = int(f.Fd())
 	}
-	if layer != nil {
-		for _, m := range layer.mounts() {
+	if cl != nil {
+		for _, m := range cl.Mounts() {
 			fds = append(fds, int(m.Fd()))
 		}
 		flags |= forkLayer
 	}
 	pid, err := s.holder.forkKeeper(flags, fds)
-	layer.release() // the keeper has its own copies now
+	cl.Release() // the keeper has its own copies now
 	if err != nil {
 		return fail(err)
 	}
@@ -234,27 +240,27 @@ const nsPoolSize = 2
 // stdin for the command's header.
 type nsPrepared struct {
 	*nsStarted
-	release func()        // removes its cgroups
-	gen     int64         // the backend's protectGen when it was made: an older one misses a read-only mount
-	layer   *commandLayer // the command's own layer of the workspace (layer_linux.go); nil without
-	made    time.Time     // when its layer was sized (layerFresh)
+	release func()       // removes its cgroups
+	gen     int64        // the backend's protectGen when it was made: an older one misses a read-only mount
+	layer   *layer.Layer // the command's own layer of the workspace (package layer); nil without
+	made    time.Time    // when its layer was sized (layerFresh)
 }
 
 // prepareNamespaced makes a sandbox of ns for the next command. It takes ns rather than reading b.ns: a spawn
 // under way in the background must not see the backend drop a sandbox that failed its probe.
 func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
 	gen := b.protectGen.Load()
-	layer, err := b.newLayer(ns)
+	cl, err := b.newLayer(ns)
 	if err != nil {
 		return nil, err
 	}
-	st, err := ns.start(layer)
+	st, err := ns.start(cl)
 	if err != nil {
-		layer.close()
+		cl.Close()
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
-	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen, layer: layer, made: time.Now()}
-	if b.pids.atTotal() {
+	p := &nsPrepared{nsStarted: st, release: func() {}, gen: gen, layer: cl, made: time.Now()}
+	if b.pids.AtTotal() {
 		p.discard()
 		return nil, errAtTotal
 	}
@@ -262,10 +268,10 @@ func (b *localBackend) prepareNamespaced(ns *nsSandbox) (*nsPrepared, error) {
 	for _, r := range b.policy.Rlimits {
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
 		var old unix.Rlimit
-		if unix.Prlimit(st.pid, rlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {
+		if unix.Prlimit(st.pid, confine.RlimitByName[r.Name], nil, &old) == nil && old.Max < lim.Max {
 			lim = unix.Rlimit{Cur: old.Max, Max: old.Max} // lower only, never raise
 		}
-		if err := unix.Prlimit(st.pid, rlimitByName[r.Name], &lim, nil); err != nil {
+		if err := unix.Prlimit(st.pid, confine.RlimitByName[r.Name], &lim, nil); err != nil {
 			p.discard()
 			return nil, fmt.Errorf("set rlimit %s: %w", r.Name, err)
 		}
@@ -290,7 +296,7 @@ func (p *nsPrepared) discard() {
 	_ = p.keeper.Kill()
 	_, _ = p.keeper.Wait()
 	p.release()
-	p.layer.close()
+	p.layer.Close()
 }
 
 // errAtTotal: the backend's commands together hold every process the total allows.
@@ -301,7 +307,7 @@ var errAtTotal = errors.New("the executor's commands together hold every process
 func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (*nsPrepared, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		st, err := b.nsPool.take()
+		st, err := b.nsPool.Take()
 		if err == nil && (st.gen != b.protectGen.Load() || st.layer != nil && time.Since(st.made) > layerFresh) {
 			// Made before the holder's latest read-only mount (its namespace lacks it), or its layer sized before a
 			// command's changes were applied or longer ago than layerFresh (the workspace may have grown since).
@@ -313,8 +319,8 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 		}
 		if time.Now().After(deadline) {
 			limit := "the user's process limit (RLIMIT_NPROC)"
-			if b.pids != nil && b.pids.total > 0 {
-				limit = fmt.Sprintf("all %d processes its -total-pids-limit allows", b.pids.total)
+			if b.pids != nil && b.pids.Total() > 0 {
+				limit = fmt.Sprintf("all %d processes its -total-pids-limit allows", b.pids.Total())
 			}
 			return nil, fmt.Errorf("the executor's commands already running hold %s, and none ended within this call's timeout of %v; "+
 				"try again later", limit, timeout)
@@ -330,7 +336,7 @@ func (b *localBackend) takeSandbox(ctx context.Context, timeout time.Duration) (
 // runNamespaced runs req in a sandbox of its own, made ahead (nsPool). Killing the keeper kills PID 1 and with it
 // the namespace.
 func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (res backend.Result, err error) {
-	defer b.nsPool.refill() // the next command's sandbox is made after this one ends
+	defer b.nsPool.Refill() // the next command's sandbox is made after this one ends
 	start := time.Now()
 	st, err := b.takeSandbox(ctx, req.Timeout)
 	if err != nil {
@@ -342,7 +348,7 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	defer st.stdoutR.Close()
 	defer st.stderrR.Close()
 	defer st.release()
-	defer st.layer.close()
+	defer st.layer.Close()
 
 	egr, egrEnv := b.egress.begin() // nil without -net-allow
 	defer func() {
@@ -353,14 +359,16 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
 	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command, egrEnv), req)
 	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.
-	defer onTerminate(req.Terminate, func() { signalTree(st.pid, 0, syscall.SIGTERM) })()
+	// SIGTERM to the whole tree, the shell (PID 1) too, so that a compound command ends rather than going on to its
+	// next part: PID 1 traps it (nsInitScript) and ends with 143, as the fallback's shell does.
+	defer onTerminate(req.Terminate, func() { proctree.Signal(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
 	stopDisk := b.watchDisk(ctx, st.pid, kill)
 	// The command's changes reach the workspace only here, through the guard: while it runs and once it ended,
 	// whatever way it ended (layerrun_linux.go).
 	finishLayer := b.watchLayer(req, st.layer)
-	if st.layer != nil && st.layer.overCap != "" {
-		defer func() { _, _ = req.Stderr.Write([]byte(st.layer.overCap)) }()
+	if st.layer != nil && st.layer.OverCap != "" {
+		defer func() { _, _ = req.Stderr.Write([]byte(st.layer.OverCap)) }()
 	}
 	defer func() { res.WorkspaceRefused = finishLayer() }()
 	ps, killed, timedOut := waitOrKill(ctx, req.Timeout, func() *os.ProcessState { ps, _ := st.keeper.Wait(); return ps }, kill)

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/goalbox/goalbox/pkg/protocol"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/confine"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/landlock"
 )
 
 // TestPolicyValidation: a policy whose parts contradict each other is refused once, at start, with what was wrong;
 // the two policies New builds pass.
 func TestPolicyValidation(t *testing.T) {
 	ns := commandPolicy{Isolation: protocol.IsolationPIDNamespace, Dir: "/ws", UID: 1000, GID: 1000, Layer: true,
-		Landlock: protocol.LandlockEnforced, Rules: sandboxRules{WriteDirs: []string{"/ws"}}, Rlimits: []rlimitV{{"nofile", 10}}}
+		Landlock: protocol.LandlockEnforced, Rules: landlock.Rules{WriteDirs: []string{"/ws"}}, Rlimits: []confine.Rlimit{{Name: "nofile", Value: 10}}}
 	fallback := ns
 	fallback.Isolation, fallback.Layer, fallback.Seccomp.Fallback, fallback.Rules.NetHandled = protocol.IsolationSubreaperInit, false, true, true
 	for name, p := range map[string]commandPolicy{"namespaces": ns, "fallback": fallback} {
@@ -31,11 +33,11 @@ func TestPolicyValidation(t *testing.T) {
 		"seccomp":                func(p *commandPolicy) { p.Seccomp.Fallback = true },
 		"network rules":          func(p *commandPolicy) { p.Rules.NetHandled = true },
 		"no folder to write":     func(p *commandPolicy) { p.Rules.WriteDirs = nil },
-		`unknown rlimit "core2"`: func(p *commandPolicy) { p.Rlimits = append(p.Rlimits, rlimitV{"core2", 0}) },
+		`unknown rlimit "core2"`: func(p *commandPolicy) { p.Rlimits = append(p.Rlimits, confine.Rlimit{Name: "core2", Value: 0}) },
 		"NUL":                    func(p *commandPolicy) { p.Env = []string{"A=\x00"} },
 	} {
 		p := ns
-		p.Rlimits = append([]rlimitV(nil), ns.Rlimits...)
+		p.Rlimits = append([]confine.Rlimit(nil), ns.Rlimits...)
 		change(&p)
 		if err := p.validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("a policy with a bad %s: got %v", want, err)

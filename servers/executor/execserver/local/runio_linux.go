@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
@@ -45,25 +44,6 @@ func onTerminate(ch <-chan struct{}, terminate func()) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// signalTree sends sig to every descendant of process root but root and shell: the whole tree, orphans included,
-// as they all stay below a PID namespace's init or a subreaper. Both modes send it to the command's own shell too
-// (shell 0), so that a compound command ends rather than going on to its next part: the namespace mode's shell,
-// PID 1, traps SIGTERM for that (nsInitScript), and either way it ends with 143. Two passes catch most children
-// forked meanwhile.
-func signalTree(root, shell int, sig syscall.Signal) {
-	for range 2 {
-		pending := childrenOf(root)
-		for len(pending) > 0 {
-			p := pending[len(pending)-1]
-			pending = pending[:len(pending)-1]
-			if p != shell {
-				_ = syscall.Kill(p, sig)
-			}
-			pending = append(pending, childrenOf(p)...)
-		}
-	}
 }
 
 // copyOutput copies the command's stdout and stderr pipes to out and errOut as they come. The returned function

@@ -23,6 +23,8 @@ import (
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/cgroup"
+	"github.com/goalbox/goalbox/servers/executor/execserver/internal/rootfs"
 	"github.com/goalbox/goalbox/servers/executor/execserver/internal/sandboxtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -164,7 +166,7 @@ func runBasics(t *testing.T, cs *mcp.ClientSession, ws string) {
 		t.Fatalf("environment: %+v", out)
 	}
 	for _, p := range lines[:3] {
-		if within(p, ws) || !filepath.IsAbs(p) {
+		if rootfs.Within(p, ws) || !filepath.IsAbs(p) {
 			t.Errorf("private folder %q must be outside the workspace", p)
 		}
 	}
@@ -209,7 +211,7 @@ func languagesWork(t *testing.T, srv *sandboxtest.Server, fallback bool) {
 			continue
 		}
 		if real, err := filepath.EvalSymlinks(path); err == nil && fallback && os.Geteuid() == 0 {
-			if c := closedAncestor(real, DefaultRunAsUID, DefaultRunAsUID); c != "" {
+			if c := rootfs.ClosedAncestor(real, DefaultRunAsUID, DefaultRunAsUID); c != "" {
 				t.Logf("%s (%s) is behind %s, closed to the run-as user, and nothing bridges it without namespaces; skipped", tool, real, c)
 				continue
 			}
@@ -630,7 +632,7 @@ func TestRunPrivateTmp(t *testing.T) {
 }
 
 func TestRunMemoryLimitPerCommand(t *testing.T) {
-	if _, _, err := ownCgroupDir("memory"); err != nil {
+	if _, _, err := cgroup.OwnDir("memory"); err != nil {
 		ciskip.Skipf(t, "no memory cgroup here: %v", err)
 	}
 	b, ws := newLocalTestBackend(t, func(c *Config) { c.MemoryLimit = 300 << 20 })

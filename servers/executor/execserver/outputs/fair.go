@@ -7,8 +7,9 @@ package outputs
 //   - an output is evicted to make room only if it was read to its end (its client has what it needed) or it is
 //     the writing client's own; an unread output of another client is never evicted — it goes when read and then
 //     pushed out, or when no call has used it for the stateless idle timeout;
-//   - when clients can be told apart (several -token, mcpserve.StatelessClient), one client keeps at most half the
-//     store, so another always has room; past its half it evicts its own oldest outputs, read or not;
+//   - when clients can be told apart (several -token, mcpserve.StatelessClient), one client keeps at most its even
+//     share of the store (half with two tokens, a third with three), so every other always has room; past its share
+//     it evicts its own oldest outputs, read or not;
 //   - when nothing may be evicted, the new output is not kept (its result had its head and tail; reading its URI
 //     says why), rather than someone else's.
 //
@@ -33,7 +34,8 @@ func (s *sessionOutputs) clientBytes(client string) int64 {
 // when out itself was not kept (s.mu held).
 func (s *sessionOutputs) makeRoomFairly(out *keptOutput) bool {
 	for {
-		overShare := out.client != "" && s.clientBytes(out.client)+outputBlock > s.budget/2
+		share := s.budget / int64(max(out.clients, 2))
+		overShare := out.client != "" && s.clientBytes(out.client)+outputBlock > share
 		overBudget := s.used+outputBlock > s.budget
 		if !overShare && !overBudget && s.total.reserve(outputBlock) {
 			return true
@@ -48,13 +50,14 @@ func (s *sessionOutputs) makeRoomFairly(out *keptOutput) bool {
 		}
 		switch {
 		case victim != nil && victim.client == out.client && out.client != "" && !victim.read:
-			s.evict(victim, fmt.Sprintf("a newer output of the same client (%s of -token) needed its room: one client keeps at most half of the %d bytes of full "+
-				"outputs that requests without a session share (half the executor's -output-total), and evicts its own oldest first", out.client, s.budget))
+			s.evict(victim, fmt.Sprintf("a newer output of the same client (%s of -token) needed its room: one client keeps at most its share, %d bytes, of the %d "+
+				"bytes of full outputs that requests without a session share (half the executor's -output-total), and evicts its own oldest first", out.client, share, s.budget))
 		case victim != nil:
 			s.evict(victim, fmt.Sprintf("it had been read to its end, and a newer output needed its room: requests without a session share %d bytes of full "+
 				"outputs (half the executor's -output-total), and only outputs read to their end, or the writing client's own, are evicted to make room", s.budget))
 		case overShare:
-			s.evict(out, fmt.Sprintf("it alone outgrew the share of one client (%s of -token): half of the %d bytes of full outputs that requests without a session share", out.client, s.budget))
+			s.evict(out, fmt.Sprintf("it alone outgrew the share of one client (%s of -token): %d bytes of the %d bytes of full outputs that requests without a "+
+				"session share", out.client, share, s.budget))
 			return false
 		case overBudget:
 			s.evict(out, fmt.Sprintf("the %d bytes of full outputs that requests without a session share (half the executor's -output-total) were full of "+

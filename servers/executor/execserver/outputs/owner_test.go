@@ -16,8 +16,8 @@ func read(o *Store, reader Owner, uri string) (string, error) {
 	res, err := o.readResource(reader, &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: uri}})
 	if err != nil {
 		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) || rpc.Code != mcp.CodeResourceNotFound {
-			return "", errors.New("not a not-found error: " + err.Error())
+		if !errors.As(err, &rpc) || rpc.Code != -32602 || string(rpc.Data) != `{"uri":"`+uri+`"}` {
+			return "", errors.New("not an error of MCP's resource not found (-32602, the uri in data): " + err.Error())
 		}
 		return "", err
 	}

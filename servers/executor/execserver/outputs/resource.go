@@ -58,15 +58,11 @@ func (o *Store) readResource(reader Owner, req *mcp.ReadResourceRequest) (*mcp.R
 	uri := req.Params.URI
 	id, offset, length, err := parseOutputURI(uri)
 	if err != nil {
-		return nil, resourceError(jsonrpc.CodeInvalidParams, uri, err)
+		return nil, resourceError(uri, err)
 	}
 	p, err := o.ReadPage(reader, id, offset, length)
 	if err != nil {
-		code := int64(jsonrpc.CodeInvalidParams)
-		if errors.As(err, new(missingOutput)) {
-			code = mcp.CodeResourceNotFound
-		}
-		return nil, resourceError(code, uri, err)
+		return nil, resourceError(uri, err)
 	}
 	c := &mcp.ResourceContents{URI: uri, Meta: mcp.Meta{"offset": p.Offset, "length": len(p.Data), "next_offset": p.NextOffset,
 		"size": p.Size, "complete": p.Complete}}
@@ -89,12 +85,6 @@ type Page struct {
 	Complete   bool  // the stream has ended
 }
 
-// missingOutput is the error of a read whose output is not there (never was, evicted, another session's): a
-// resource read answers it as not found, not as bad parameters.
-type missingOutput struct{ error }
-
-func (m missingOutput) Unwrap() error { return m.error }
-
 // ReadPage reads a page of the output id (an output URI's host and path) for reader: the resource's handler and the
 // executor's read tool both read through it, so both see the same owner rules.
 func (o *Store) ReadPage(reader Owner, id string, offset, length int64) (Page, error) {
@@ -104,7 +94,7 @@ func (o *Store) ReadPage(reader Owner, id string, offset, length int64) (Page, e
 		ow = StatelessOwner
 	} else if stateless {
 		// A session's output asked for without a session: it is that session's only.
-		return Page{}, notFound(errNoStatelessOutput)
+		return Page{}, errNoStatelessOutput
 	}
 	missing := errNoSuchOutput
 	if stateless {
@@ -112,15 +102,12 @@ func (o *Store) ReadPage(reader Owner, id string, offset, length int64) (Page, e
 	}
 	s := o.owned(ow, false)
 	if s == nil {
-		return Page{}, notFound(missing)
+		return Page{}, missing
 	}
 	p, err := s.read(id, offset, length)
-	var gone *outputGone
 	switch {
 	case errors.Is(err, errNoSuchOutput):
-		return Page{}, notFound(missing)
-	case errors.As(err, &gone):
-		return Page{}, notFound(err)
+		return Page{}, missing
 	case err != nil:
 		return Page{}, err
 	}
@@ -133,8 +120,6 @@ func (o *Store) ReadPage(reader Owner, id string, offset, length int64) (Page, e
 	page.NextOffset = offset + int64(len(page.Data))
 	return page, nil
 }
-
-func notFound(err error) error { return missingOutput{err} }
 
 // textPrefix is how many leading bytes of data to send as text: all of it when it is UTF-8, all but a character
 // split at its end (unless the stream ends there), or 0 when it is not text (then it goes as a blob).
@@ -210,8 +195,10 @@ func OutputID(uri string) (string, error) {
 	return u.Host + u.Path, nil
 }
 
-// resourceError is a JSON-RPC error for a read of uri, saying why.
-func resourceError(code int64, uri string, err error) error {
+// resourceError is a JSON-RPC error for a read of uri, saying why. Its code is invalid params (-32602) whether the
+// URI is bad or names no output: MCP answers a resource not found so since SEP-2164 (the go-sdk follows it; -32002
+// was the code before), and the message says which it is.
+func resourceError(uri string, err error) error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &jsonrpc.Error{Code: code, Message: "output " + uri + ": " + err.Error(), Data: data}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "output " + uri + ": " + err.Error(), Data: data}
 }

@@ -73,6 +73,8 @@ type Owner struct {
 	// Client names a stateless request's client when clients can be told apart (mcpserve.StatelessClient: "token
 	// 2"), "" when they cannot; the stateless store shares its room between clients by it (fair.go).
 	Client string
+	// Clients is how many clients there are when Client names one (mcpserve.StatelessClients: the tokens).
+	Clients int
 }
 
 // SessionOwner is the owner of the outputs of the session ss.
@@ -146,6 +148,7 @@ type keptOutput struct {
 	complete bool      // the stream ended
 	used     time.Time // made, written or read last, for the stateless store's expiry
 	client   string    // the stateless client that made it, when clients can be told apart
+	clients  int       // how many clients there are then (Owner.Clients)
 	read     bool      // read to its end once complete: the stateless store may make room with it (fair.go)
 }
 
@@ -280,14 +283,14 @@ func (o *Store) Health() protocol.FullOutputsHealth {
 	return h
 }
 
-// add starts a new, empty output named id, of client (a stateless store's; "" otherwise).
-func (s *sessionOutputs) add(id, client string) *keptOutput {
+// add starts a new, empty output named id, of ow's client (a stateless store's; none otherwise).
+func (s *sessionOutputs) add(id string, ow Owner) *keptOutput {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return nil
 	}
-	out := &keptOutput{id: id, used: time.Now(), client: client}
+	out := &keptOutput{id: id, used: time.Now(), client: ow.Client, clients: ow.Clients}
 	s.live[id] = out
 	s.order = append(s.order, out)
 	return out

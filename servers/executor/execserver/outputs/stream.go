@@ -107,7 +107,7 @@ func (k *Stream) start() bool {
 		if k.owner.Stateless {
 			id = NewHandle() // the URI is the only way to it: 130 bits
 		}
-		k.out = k.session.add(id+"/"+k.name, k.owner.Client)
+		k.out = k.session.add(id+"/"+k.name, k.owner)
 	}
 	if k.out == nil {
 		k.off, k.pending = true, nil

@@ -31,8 +31,10 @@ import (
 )
 
 const (
-	// MaxReadBytes is the most of each stream one Read returns; the client reads on from the offsets it gets.
-	MaxReadBytes             = 256 << 10
+	// MaxReadBytes is the most of each stream one Read returns; the client reads on from the offsets it gets. It is
+	// the run result's default output cap (16 KiB a stream): two streams, about 40 KB of JSON, a page every
+	// coding-agent client passes its model whole (docs/clients.md).
+	MaxReadBytes             = 16 << 10
 	endedProcessesPerSession = 32 // ended processes a session keeps for reading, oldest forgotten first
 )
 

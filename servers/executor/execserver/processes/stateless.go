@@ -41,8 +41,9 @@ const statelessProcessPrefix = "proc-"
 const statelessEnded = 2 * endedProcessesPerSession
 
 // startStateless runs r as a process of the stateless era for ow's client, named by a new handle. When clients can
-// be told apart (ow.Client, one per token of several), each runs at most Settings.Max at once, a session's cap, so
-// that no client takes the stateless era's whole StatelessMax; with one token they share it.
+// be told apart (ow.Client, one per token of several), each runs at most Settings.Max at once, a session's cap, and
+// at most its even share of StatelessMax (ow.Clients tokens), so that however many the others start, each client
+// can always start its share; with one token they share it.
 func (t *Table) startStateless(ow outputs.Owner, r backend.Request, openStdin bool) (*Process, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -58,10 +59,15 @@ func (t *Table) startStateless(ow outputs.Owner, r backend.Request, openStdin bo
 			}
 		}
 	}
-	if ow.Client != "" && mine >= t.settings.Max {
+	limit, why := t.settings.Max, "the executor's -max-processes, a session's cap"
+	if share := t.settings.StatelessMax / max(ow.Clients, 1); ow.Client != "" && share < limit {
+		limit, why = max(share, 1), fmt.Sprintf("its share of the executor's -stateless-processes, %d shared evenly between the %d tokens of its -token",
+			t.settings.StatelessMax, ow.Clients)
+	}
+	if ow.Client != "" && mine >= limit {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("this client (%s of the executor's -token) already runs %d processes without a session, the most one client may "+
-			"(the executor's -max-processes, a session's cap); stop one with %s first", ow.Client, mine, protocol.ToolStopProcess)
+			"(%s); stop one with %s first", ow.Client, mine, why, protocol.ToolStopProcess)
 	}
 	if running >= t.settings.StatelessMax {
 		t.mu.Unlock()

@@ -1,6 +1,7 @@
 package wsguard
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"strconv"
@@ -29,18 +30,29 @@ func isOpaque(f *os.File) bool {
 	return err == nil && n == 1 && v[0] == 'y'
 }
 
-// otherLayerMarks reports whether the entry rel of the layer holds a mark that makes its content come from
-// elsewhere (a redirect or a metacopy): the layers are made with both off, so one is never expected.
-func otherLayerMarks(layer *os.Root, rel string) bool {
-	f, err := layer.OpenFile(rel, unix.O_PATH|unix.O_NOFOLLOW, 0)
-	if err != nil {
+// otherLayerMarks reports whether the entry name of the layer's open folder dir holds a mark that makes its content
+// come from elsewhere (a redirect or a metacopy): the layers are made with both off, so one is never expected. One
+// llistxattr through the folder's /proc/self/fd link, the entry itself not followed.
+func otherLayerMarks(dir *os.File, name string) bool {
+	p := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + name
+	var buf [256]byte
+	n, err := unix.Llistxattr(p, buf[:])
+	list := buf[:max(n, 0)]
+	if err == unix.ERANGE {
+		size, err := unix.Llistxattr(p, nil)
+		if err != nil {
+			return false
+		}
+		list = make([]byte, size)
+		if n, err = unix.Llistxattr(p, list); err != nil {
+			return false
+		}
+		list = list[:n]
+	} else if err != nil {
 		return false
 	}
-	defer f.Close()
-	// An O_PATH descriptor cannot read attributes itself; its /proc/self/fd link can.
-	p := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	for _, name := range []string{xattrRedirect, xattrMetacopy} {
-		if _, err := unix.Getxattr(p, name, nil); err == nil {
+	for _, attr := range bytes.Split(list, []byte{0}) {
+		if s := string(attr); s == xattrRedirect || s == xattrMetacopy {
 			return true
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/goalbox/goalbox/pkg/pathguard"
 	"github.com/goalbox/goalbox/pkg/protocol"
@@ -79,6 +80,10 @@ type Session struct {
 	// present are the paths the layer held at the last apply (whiteouts aside): one gone since was made and
 	// removed again by the command after that apply put it in the workspace, so this apply removes it there too.
 	present map[string]bool
+	// unchanged are the regular files the last apply found identical in the layer and the workspace, with both
+	// files' stat stamps then: a file whose two stamps are the same now is skipped without reading either (see
+	// stamp), which is what keeps the apply of a running `npm install` every ApplyEvery from rereading all of it.
+	unchanged map[string][2]stamp
 }
 
 // Session starts applying one command's layer.
@@ -94,7 +99,8 @@ func (s *Session) Apply(upper string) []protocol.WorkspaceRefusal {
 		return []protocol.WorkspaceRefusal{{Path: ".", Reason: "the command's changes could not be read, and none was applied: " + err.Error()}}
 	}
 	defer r.Close()
-	a := &apply{g: s.w.g, raw: s.w.raw, layer: r, present: map[string]bool{}}
+	a := &apply{g: s.w.g, raw: s.w.raw, layer: r, present: map[string]bool{},
+		wasUnchanged: s.unchanged, unchanged: map[string][2]stamp{}, start: time.Now()}
 	a.folder(".")
 	// Deepest first, so a folder's entries go before it.
 	gone := slices.SortedFunc(maps.Keys(s.present), func(x, y string) int { return strings.Compare(y, x) })
@@ -105,7 +111,7 @@ func (s *Session) Apply(upper string) []protocol.WorkspaceRefusal {
 			}
 		}
 	}
-	s.present = a.present
+	s.present, s.unchanged = a.present, a.unchanged
 	if a.more > 0 {
 		a.refused = append(a.refused, protocol.WorkspaceRefusal{Reason: fmt.Sprintf("%d more changes were refused", a.more)})
 	}
@@ -118,8 +124,11 @@ type apply struct {
 	layer   *os.Root
 	present map[string]bool
 	unread  []string // folders of the layer that could not be read: what was applied of them before stays
-	refused []protocol.WorkspaceRefusal
-	more    int
+	// wasUnchanged is the session's unchanged of the apply before, unchanged this one's; start is when it began.
+	wasUnchanged, unchanged map[string][2]stamp
+	start                   time.Time
+	refused                 []protocol.WorkspaceRefusal
+	more                    int
 }
 
 func (a *apply) refuse(rel string, err error) {
@@ -143,12 +152,12 @@ func (a *apply) refuse(rel string, err error) {
 func (a *apply) folder(rel string) {
 	f, err := a.layer.Open(rel)
 	if err == nil {
-		var entries []fs.DirEntry
-		entries, err = f.ReadDir(-1)
+		var names []string
+		names, err = f.Readdirnames(-1)
 		opaque := isOpaque(f)
 		f.Close()
 		if err == nil {
-			a.entries(rel, entries, opaque)
+			a.entries(rel, names, opaque)
 			return
 		}
 	}
@@ -166,12 +175,8 @@ func (a *apply) underUnread(p string) bool {
 	return false
 }
 
-// entries applies the entries of the layer's folder rel.
-func (a *apply) entries(rel string, entries []fs.DirEntry, opaque bool) {
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
+// entries applies the entries names of the layer's folder rel, from the pair of folders opened once for them (here).
+func (a *apply) entries(rel string, names []string, opaque bool) {
 	slices.Sort(names)
 	if opaque && rel != "." {
 		if _, ws, err := a.g.ReadDir(rel); err == nil {
@@ -182,23 +187,26 @@ func (a *apply) entries(rel string, entries []fs.DirEntry, opaque bool) {
 			}
 		}
 	}
+	h := &here{a: a, rel: rel}
+	defer h.close()
 	for _, name := range names {
-		a.entry(path.Join(rel, name))
+		a.entry(h, name)
 	}
 }
 
-// entry applies one entry of the layer.
-func (a *apply) entry(rel string) {
-	fi, err := a.layer.Lstat(rel)
+// entry applies the entry name of the layer's folder h.
+func (a *apply) entry(h *here, name string) {
+	rel := path.Join(h.rel, name)
+	fi, err := h.layerLstat(name)
 	if err != nil {
 		a.refuse(rel, err)
 		return
 	}
-	if otherLayerMarks(a.layer, rel) {
+	if h.otherLayerMarks(name) {
 		a.refuse(rel, errors.New("the layer holds an overlay redirect or metacopy, which the guard does not follow"))
 		return
 	}
-	_, old, err := a.g.Lstat(rel)
+	old, err := h.wsLstat(name)
 	if err != nil {
 		old = nil // nothing there (or nothing readable: what follows refuses then)
 	}
@@ -212,6 +220,7 @@ func (a *apply) entry(rel string) {
 			a.remove(rel)
 		}
 	case m.IsDir():
+		h.close() // the subfolder opens its own pair: the descriptors an apply holds stay few whatever the depth
 		if old != nil && !old.IsDir() {
 			if !a.remove(rel) {
 				return
@@ -229,18 +238,40 @@ func (a *apply) entry(rel string) {
 			a.refuse(rel, errors.New("a set-user-ID or set-group-ID file is never applied to the workspace"))
 			return
 		}
-		if old != nil && old.Mode().IsRegular() && old.Mode().Perm() == m.Perm() && old.Size() == fi.Size() && a.same(rel) {
-			return
+		both, settled := [2]stamp{stampOf(fi), stampOf(old)}, false
+		if old != nil && old.Mode().IsRegular() {
+			settled = both[0].settled(a.start) && both[1].settled(a.start)
+			if settled && a.wasUnchanged[rel] == both {
+				a.unchanged[rel] = both
+				return
+			}
 		}
-		if old != nil && !old.Mode().IsRegular() && !a.remove(rel) {
-			return
-		}
-		src, err := a.layer.Open(rel)
+		src, err := h.openLayerFile(name)
 		if err != nil {
 			a.refuse(rel, err)
 			return
 		}
 		defer src.Close()
+		if old != nil && old.Mode().IsRegular() && old.Mode().Perm() == m.Perm() && old.Size() == fi.Size() && a.same(rel, src, fi.Size()) {
+			if settled {
+				a.unchanged[rel] = both
+			}
+			return
+		}
+		if old != nil && !old.Mode().IsRegular() {
+			if !a.remove(rel) {
+				return
+			}
+			old = nil
+		}
+		if ws := h.wsFolder(); ws != nil {
+			if _, err := ws.WriteFrom(name, old, src, fi.Size(), m.Perm()); !errors.Is(err, pathguard.ErrNotFast) {
+				if err != nil {
+					a.refuse(rel, err)
+				}
+				return
+			}
+		}
 		if _, _, err := a.g.WriteFrom(rel, src, fi.Size(), m.Perm()); err != nil && !a.harmless(rel, m, err, func() error {
 			if _, err := src.Seek(0, io.SeekStart); err != nil {
 				return err
@@ -251,7 +282,7 @@ func (a *apply) entry(rel string) {
 			a.refuse(rel, err)
 		}
 	case m&fs.ModeSymlink != 0:
-		link, err := a.layer.Readlink(rel)
+		link, err := h.layerReadlink(name)
 		if err != nil {
 			a.refuse(rel, err)
 			return
@@ -296,20 +327,18 @@ func (a *apply) remove(rel string) bool {
 	return true
 }
 
-// same reports whether the workspace's file rel has the layer's bytes (the caller compared sizes): a file the
-// command only opened for writing, or rewrote unchanged, is left alone.
-func (a *apply) same(rel string) bool {
-	lf, err := a.layer.Open(rel)
-	if err != nil {
-		return false
-	}
-	defer lf.Close()
+// same reports whether the workspace's file rel has the bytes of the layer's file lf, size bytes by the layer's
+// stat, which it reads from its start and leaves at its start (the caller compared sizes): a file the command only
+// opened for writing, or rewrote unchanged, is left alone.
+func (a *apply) same(rel string, lf *os.File, size int64) bool {
+	defer lf.Seek(0, io.SeekStart)
 	_, wf, _, err := a.g.OpenFile(rel)
 	if err != nil {
 		return false
 	}
 	defer wf.Close()
-	b1, b2 := make([]byte, 64<<10), make([]byte, 64<<10)
+	n := min(max(size, 0), 64<<10) + 1 // a buffer the file's size: clearing two of 64 KiB for each small file was most of a compare's CPU
+	b1, b2 := make([]byte, n), make([]byte, n)
 	for {
 		n1, err1 := io.ReadFull(lf, b1)
 		n2, err2 := io.ReadFull(wf, b2)

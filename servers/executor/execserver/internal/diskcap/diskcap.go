@@ -16,6 +16,11 @@ import (
 // DefaultMax is the default disk cap: 16 GiB for a backend's counted folders together.
 const DefaultMax = 16 << 30
 
+// DefaultMaxInodes is the default inode cap: files, folders and links of a backend's counted folders together.
+// Each is some hundred bytes of kernel memory on the host (100,000 empty files made by one command cost 100,681
+// inodes of the host's root filesystem before the cap).
+const DefaultMaxInodes = 1_000_000
+
 // CheckEvery is how often a running command's disk use is measured.
 const CheckEvery = 500 * time.Millisecond
 

@@ -1,5 +1,7 @@
-// Package netns opens listeners inside another network namespace: the docker backend's egress proxy listens in its
-// network holder's, and the egress tests' upstreams listen in namespaces of their own.
+// Package netns opens listeners inside another network namespace, two ways: Listen enters it (the docker backend's
+// egress proxy listens in its network holder's this way, as root on the host), and a member process makes one and
+// hands it over (OfferHandoff, SendListener: the local backend's holder, for a server that may not enter it). The
+// egress tests' upstreams listen in namespaces of their own.
 package netns
 
 import (

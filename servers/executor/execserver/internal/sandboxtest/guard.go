@@ -90,10 +90,19 @@ func fsmonitorConfig(path, marker string) string {
 // RunSwappedGit is finding 1: a copy of .git with an fsmonitor in its config renamed into place, and the same shape
 // for a folder holding .vscode. Guarded: nothing planted, the person's .git and sub/.vscode where they were, the
 // result naming the refused paths. Off: the host's git runs the plant.
-func RunSwappedGit(t *testing.T, newBackend GuardBackend) {
+func RunSwappedGit(t *testing.T, newBackend GuardBackend) { runSwappedGit(t, newBackend, false) }
+
+// RunSwappedGitUnprotectedControl is RunSwappedGit whose control also protects nothing: for a backend whose guard
+// off still stops the attack by other means (docker's read-only binds of the protected paths, with the server's
+// sweep), so that the control shows the attack itself plants what the host's git runs.
+func RunSwappedGitUnprotectedControl(t *testing.T, newBackend GuardBackend) {
+	runSwappedGit(t, newBackend, true)
+}
+
+func runSwappedGit(t *testing.T, newBackend GuardBackend, controlUnprotected bool) {
 	for _, off := range []bool{false, true} {
 		t.Run(offName[off], func(t *testing.T) {
-			srv, ws, markers := guardServer(t, newBackend, GuardOptions{Off: off}, false)
+			srv, ws, markers := guardServer(t, newBackend, GuardOptions{Off: off}, off && controlUnprotected)
 			marker := filepath.Join(markers, "swap")
 			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: "cp -a .git .git2 && " + fsmonitorConfig(".git2/config", marker) +
 				" && mv .git .git-old && mv .git2 .git && echo x > control-swap"})
@@ -373,8 +382,9 @@ func RunLayerVisibility(t *testing.T, newBackend GuardBackend) {
 // RunUnkeptProtectedFile: where commands write the workspace (the fallback, the namespace mode without a layer),
 // the sweep puts back a changed protected file from the copy its scan kept, and it keeps at most 16 MiB of them, in
 // walk order. A project whose protected files hold more (an IDE's folder, a submodule's git dir) left every later
-// one without a copy, and a command's rewrite of it stayed. Guarded: the rewrite does not land, and the result
-// names the path. Control: with nothing protected the rewrite lands.
+// one without a copy, and a command's rewrite of it stayed, and its deletion was only logged. Guarded: the rewrite
+// does not land, and the result names the path; the deletion is refused (a layer) or, where it cannot be undone
+// (the sweep), named in protected_undone with a note that it is lost. Control: with nothing protected both land.
 func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
 	for _, unprotected := range []bool{false, true} {
 		t.Run(map[bool]string{false: "guarded", true: "unprotected_control"}[unprotected], func(t *testing.T) {
@@ -401,6 +411,10 @@ func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
 			if err := os.WriteFile(filepath.Join(ws, ".vscode/tasks.json"), []byte(mine), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// launch.json sorts before tasks.json and is not kept either: the command deletes it.
+			if err := os.WriteFile(filepath.Join(ws, ".vscode/launch.json"), []byte(mine), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			giveToOwner(t, ws)
 			cfg := execserver.Config{}
 			if unprotected {
@@ -409,7 +423,7 @@ func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
 			srv := StartServer(t, b, ws, cfg, nil)
 			marker := filepath.Join(markers, "unkept")
 			out := MustRun(t, srv.Session, protocol.RunCommandInput{Command: fmt.Sprintf(
-				`printf '{"version":"2.0.0","tasks":[{"label":"x","command":"touch %s","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json && echo x > control-unkept`, marker)})
+				`printf '{"version":"2.0.0","tasks":[{"label":"x","command":"touch %s","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json && rm .vscode/launch.json && echo x > control-unkept`, marker)})
 			if _, err := os.Stat(filepath.Join(ws, "control-unkept")); err != nil {
 				t.Fatalf("the attack did not run to its end: %+v", out)
 			}
@@ -422,6 +436,19 @@ func RunUnkeptProtectedFile(t *testing.T, newBackend GuardBackend) {
 				t.Errorf("a rewritten .vscode/tasks.json the sweep kept no copy of landed (undone %v, refused %v)", out.ProtectedUndone, out.WorkspaceRefused)
 			case !unprotected && !refusedPath(out.WorkspaceRefused, ".vscode/tasks.json") && !slices.Contains(out.ProtectedUndone, ".vscode/tasks.json"):
 				t.Errorf("the result does not name .vscode/tasks.json: undone %v, refused %v", out.ProtectedUndone, out.WorkspaceRefused)
+			}
+			// The deletion: the layer refuses it (the file stays); the sweep cannot put back what it kept no copy
+			// of, and says so in the result rather than only in its log.
+			_, err := os.Stat(filepath.Join(ws, ".vscode/launch.json"))
+			deleted := err != nil
+			named := refusedPath(out.WorkspaceRefused, ".vscode/launch.json") || slices.Contains(out.ProtectedUndone, ".vscode/launch.json")
+			switch {
+			case unprotected && (!deleted || named):
+				t.Errorf("positive control: with nothing protected the deletion lands unnamed: deleted %v, named %v", deleted, named)
+			case !unprotected && !named:
+				t.Errorf("the result does not name the deleted .vscode/launch.json (deleted %v): undone %v, refused %v", deleted, out.ProtectedUndone, out.WorkspaceRefused)
+			case !unprotected && deleted && !strings.Contains(out.Stderr, "could NOT be put back"):
+				t.Errorf("the deleted .vscode/launch.json is gone and the note does not say it was lost: %q", Clip(out.Stderr))
 			}
 		})
 	}

@@ -1,34 +1,18 @@
-package local
-
-// The seccomp filters of the local backend, written as typed classic BPF (golang.org/x/net/bpf) with named jump
-// targets, so a reviewer reads rules, not jump offsets.
-//
-// Every command, in both modes, gets the common rules:
-//
-//   - only the native system call ABI: a foreign architecture (32-bit entry points) and, on x86-64, the x32 ABI
-//     (system call numbers with __X32_SYSCALL_BIT set, which the architecture check alone lets through) fail
-//     with EPERM;
-//   - no kernel keyrings: keyctl, add_key and request_key fail with ENOSYS (as in Docker's default profile), so a
-//     command can neither read a host key nor leave one behind;
-//   - no setuid or setgid files: chmod, fchmod, fchmodat, fchmodat2, mknod(at), and open/openat/creat that create
-//     a file, fail with EPERM when the mode has S_ISUID or S_ISGID; openat2 (its mode sits behind a pointer the
-//     filter cannot read) and io_uring (which opens files and sockets without these calls) fail with ENOSYS, and
-//     every caller falls back to openat or plain system calls.
-//
-// The fallback mode (no namespaces) adds what namespaces give the other mode: no Internet or UNIX sockets (a
-// socketpair still works), no signals to the server or the command's init, no ptrace or cross-process memory access.
+package seccomp
 
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// seccompPolicy selects the rules of a filter.
-type seccompPolicy struct {
+// Policy selects the rules of a filter. The server decides it once (in the local backend's command policy) and
+// sends it as JSON to the helpers that install it.
+type Policy struct {
 	// Fallback adds the fallback mode's rules; InitPid, ServerPid and ServerPgid are the processes a command must
 	// not signal.
 	Fallback                       bool
@@ -41,12 +25,6 @@ type modeArg struct{ nr, mode, flags int }
 
 // x32SyscallBit marks a system call of the x32 ABI on x86-64.
 const x32SyscallBit = 0x40000000
-
-// setidBits are the mode bits no command may set.
-const setidBits = unix.S_ISUID | unix.S_ISGID
-
-// oTmpfileBit is __O_TMPFILE: O_TMPFILE is this bit with O_DIRECTORY, and it creates a file as O_CREAT does.
-const oTmpfileBit = 0o20000000
 
 // Offsets into struct seccomp_data; an argument's low 32 bits come first on little-endian machines (x86-64 and
 // arm64, the only ones with a filter).
@@ -65,8 +43,8 @@ var (
 	retENOSYS = uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.ENOSYS)
 )
 
-// buildSeccomp assembles the filter for policy p on this machine's architecture.
-func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
+// Build assembles the filter for policy p on this machine's architecture.
+func Build(p Policy) ([]bpf.RawInstruction, error) {
 	var arch uint32
 	switch runtime.GOARCH {
 	case "amd64":
@@ -83,15 +61,20 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 	if runtime.GOARCH == "amd64" {
 		f.jumpIf(bpf.JumpGreaterOrEqual, x32SyscallBit, "eperm")
 	}
-	for _, nr := range []uint32{unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_OPENAT2,
-		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER} {
+	for _, nr := range []uint32{unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY} {
 		f.jumpIf(bpf.JumpEqual, nr, "enosys")
 	}
-	modes := []modeArg{
-		{unix.SYS_FCHMOD, 1, -1}, {unix.SYS_FCHMODAT, 2, -1}, {unix.SYS_FCHMODAT2, 2, -1},
-		{unix.SYS_MKNODAT, 2, -1}, {unix.SYS_OPENAT, 3, 2},
+	for _, name := range NoSys {
+		if nr, ok := syscallNumber(name); ok {
+			f.jumpIf(bpf.JumpEqual, uint32(nr), "enosys")
+		}
 	}
-	modes = append(modes, legacyModeSyscalls()...)
+	var modes []modeArg
+	for _, m := range ModeCalls {
+		if nr, ok := syscallNumber(m.Name); ok {
+			modes = append(modes, modeArg{nr, m.Mode, m.Flags})
+		}
+	}
 	for _, m := range modes {
 		f.jumpIf(bpf.JumpEqual, uint32(m.nr), labelFor(m.nr))
 	}
@@ -114,10 +97,10 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 			// Only a call that creates a file uses its mode argument; otherwise the argument is whatever was in
 			// the register and must not decide anything.
 			f.load(argOff(m.flags))
-			f.jumpIf(bpf.JumpBitsNotSet, unix.O_CREAT|oTmpfileBit, "allow")
+			f.jumpIf(bpf.JumpBitsNotSet, unix.O_CREAT|OTmpfileBit, "allow")
 		}
 		f.load(argOff(m.mode))
-		f.jumpIf(bpf.JumpBitsSet, setidBits, "eperm")
+		f.jumpIf(bpf.JumpBitsSet, SetidBits, "eperm")
 		f.ret(retAllow)
 	}
 	f.label("socket")
@@ -161,24 +144,11 @@ func buildSeccomp(p seccompPolicy) ([]bpf.RawInstruction, error) {
 	return f.assemble()
 }
 
-func labelFor(nr int) string { return "mode-" + itoa(nr) }
+func labelFor(nr int) string { return "mode-" + strconv.Itoa(nr) }
 
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for ; n > 0; n /= 10 {
-		i--
-		b[i] = byte('0' + n%10)
-	}
-	return string(b[i:])
-}
-
-// seccompProg converts an assembled filter to the kernel's struct sock_fprog. The returned slice must stay alive
+// Prog converts an assembled filter to the kernel's struct sock_fprog. The returned slice must stay alive
 // as long as the program is in use.
-func seccompProg(raw []bpf.RawInstruction) (*unix.SockFprog, []unix.SockFilter) {
+func Prog(raw []bpf.RawInstruction) (*unix.SockFprog, []unix.SockFilter) {
 	ins := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		ins[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
@@ -186,14 +156,14 @@ func seccompProg(raw []bpf.RawInstruction) (*unix.SockFprog, []unix.SockFilter) 
 	return &unix.SockFprog{Len: uint16(len(ins)), Filter: &ins[0]}, ins
 }
 
-// installSeccomp installs policy's filter on the calling thread (inherited by everything forked from it). The
+// Install installs policy's filter on the calling thread (inherited by everything forked from it). The
 // thread must have no_new_privs set.
-func installSeccomp(p seccompPolicy) error {
-	raw, err := buildSeccomp(p)
+func Install(p Policy) error {
+	raw, err := Build(p)
 	if err != nil {
 		return err
 	}
-	fprog, ins := seccompProg(raw)
+	fprog, ins := Prog(raw)
 	err = unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(fprog)), 0, 0)
 	runtime.KeepAlive(ins)
 	return err

@@ -1,12 +1,15 @@
-package local
-
-import "sync"
-
-// readyPool keeps sandboxes started ahead of need. Starting one is the slow part of a command in both modes (a
+// Package readypool keeps sandboxes started ahead of need. Starting one is the slow part of a command in both modes (a
 // re-exec of the server binary in the fallback; namespaces, a procfs, Landlock and seccomp in the namespace mode),
 // while a started sandbox that waits for its command costs nothing. So size of them are kept ready, and each one
 // taken is replaced in the background. Every sandbox serves exactly one command: nothing is reused.
-type readyPool[T any] struct {
+//
+// The local backend keeps its namespace mode's prepared sandboxes and its fallback's child inits in one.
+package readypool
+
+import "sync"
+
+// Pool holds up to size sandboxes of type T, ready for a command.
+type Pool[T any] struct {
 	size    int
 	spawn   func() (T, error)
 	discard func(T) // ends a sandbox that never got a command
@@ -15,19 +18,20 @@ type readyPool[T any] struct {
 	ready   []T
 	filling int // spawns under way in the background
 	closed  bool
-	// changed is closed and replaced whenever ready grows or the pool closes (for waitReady).
+	// changed is closed and replaced whenever ready grows or the pool closes (for WaitReady).
 	changed chan struct{}
 }
 
-func newReadyPool[T any](size int, spawn func() (T, error), discard func(T)) *readyPool[T] {
-	p := &readyPool[T]{size: size, spawn: spawn, discard: discard, changed: make(chan struct{})}
-	p.refill()
+// New starts filling a pool of size sandboxes made by spawn; discard ends one that never got a command.
+func New[T any](size int, spawn func() (T, error), discard func(T)) *Pool[T] {
+	p := &Pool[T]{size: size, spawn: spawn, discard: discard, changed: make(chan struct{})}
+	p.Refill()
 	return p
 }
 
-// take returns a ready sandbox, or starts one now when none is. Its replacement is started by refill, which the
+// Take returns a ready sandbox, or starts one now when none is. Its replacement is started by Refill, which the
 // caller calls when the command has ended: made while the command runs, it would take CPU from it.
-func (p *readyPool[T]) take() (T, error) {
+func (p *Pool[T]) Take() (T, error) {
 	p.mu.Lock()
 	n := len(p.ready)
 	var s T
@@ -42,8 +46,8 @@ func (p *readyPool[T]) take() (T, error) {
 	return p.spawn()
 }
 
-// refill starts as many background spawns as the pool is short.
-func (p *readyPool[T]) refill() {
+// Refill starts as many background spawns as the pool is short.
+func (p *Pool[T]) Refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ; !p.closed && len(p.ready)+p.filling < p.size; p.filling++ {
@@ -51,7 +55,7 @@ func (p *readyPool[T]) refill() {
 	}
 }
 
-func (p *readyPool[T]) fillOne() {
+func (p *Pool[T]) fillOne() {
 	s, err := p.spawn()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -68,9 +72,9 @@ func (p *readyPool[T]) fillOne() {
 	p.changed = make(chan struct{})
 }
 
-// waitReady waits until the pool is full or closed (benchmarks use it to measure a command that finds its sandbox
+// WaitReady waits until the pool is full or closed (benchmarks use it to measure a command that finds its sandbox
 // ready, as an agent's commands, seconds apart, do).
-func (p *readyPool[T]) waitReady() {
+func (p *Pool[T]) WaitReady() {
 	for {
 		p.mu.Lock()
 		full, ch := p.closed || len(p.ready) >= p.size, p.changed
@@ -82,8 +86,8 @@ func (p *readyPool[T]) waitReady() {
 	}
 }
 
-// close ends every ready sandbox; spawns still under way end theirs when they finish.
-func (p *readyPool[T]) close() {
+// Close ends every ready sandbox; spawns still under way end theirs when they finish.
+func (p *Pool[T]) Close() {
 	p.mu.Lock()
 	ready := p.ready
 	p.ready, p.closed = nil, true

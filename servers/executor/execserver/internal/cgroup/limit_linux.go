@@ -1,12 +1,8 @@
-package local
-
-// Limits per command from cgroup controllers, where the server may create cgroups (root on a host; usually not in
-// a container): a process limit (pids) and a memory limit (memory) over all of a command's processes together.
-// RLIMIT_NPROC cannot do the first: the kernel does not apply it to root, and it counts every process of the user,
-// the server's own included. RLIMIT_DATA, which is set too, binds each process alone.
+package cgroup
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,35 +15,11 @@ import (
 	"time"
 )
 
-// DefaultTotalPidsLimit is how many processes and threads all of one executor's commands may have together.
-const DefaultTotalPidsLimit = 4096
+// Prefix starts the name of a backend's parent cgroup; the instance label follows.
+const Prefix = "goalbox-exec-"
 
-// defaultTotalMemory is the memory all of one executor's commands may use together: half of the machine's.
-func defaultTotalMemory() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				return kb << 10 / 2
-			}
-		}
-	}
-	return 0
-}
-
-// DefaultPidsLimit is how many processes and threads one command may have at once: plenty for make -j, go test
-// and jest workers, far below what a fork bomb wants.
-const DefaultPidsLimit = 1024
-
-// cgroupPrefix starts the name of a backend's parent cgroup; the instance label follows.
-const cgroupPrefix = "goalbox-exec-"
-
-// cgroupLimit is one controller's limit for each command of a backend.
-type cgroupLimit struct {
+// Limit is one controller's limit for each command of a backend.
+type Limit struct {
 	dir   string // this backend's parent cgroup
 	file  string // the limit file: pids.max, memory.max (v2) or memory.limit_in_bytes (v1)
 	limit int64
@@ -55,42 +27,91 @@ type cgroupLimit struct {
 	seq   atomic.Int64
 }
 
-// newCgroupLimit makes a parent cgroup for this backend's commands under the server's own cgroup of controller
-// ("pids" or "memory").
-//
-// total, when positive, is written to the parent itself: a limit for all of the backend's commands together, so
-// that N concurrent bombs, each within its own limit, still cannot take the machine.
-func newCgroupLimit(controller, instance string, limit, total int64, logger *slog.Logger) (*cgroupLimit, error) {
-	base, v2, err := ownCgroupDir(controller)
+// Config is one controller's limits for a backend's commands.
+type Config struct {
+	// Controller is "pids" or "memory".
+	Controller string
+	// Instance names the backend: its parent cgroup is Prefix+Instance.
+	Instance string
+	// PerCommand is the limit of each command's own cgroup.
+	PerCommand int64
+	// Total, when positive, is written to the parent itself: a limit for all of the backend's commands together,
+	// so that N concurrent bombs, each within its own limit, still cannot take the machine.
+	Total int64
+	// InstanceDead says whether the backend that named a parent cgroup Prefix+label is gone; New removes those
+	// parents (a server killed with SIGKILL cannot remove its own). nil: none is removed.
+	InstanceDead func(label string) bool
+	Logger       *slog.Logger
+}
+
+// New makes a parent cgroup for a backend's commands under the server's own cgroup of cfg.Controller, or says why
+// it cannot (no such controller, not enabled for the server's cgroup, no permission).
+func New(cfg Config) (*Limit, error) {
+	base, v2, err := OwnDir(cfg.Controller)
 	if err != nil {
 		return nil, err
 	}
-	file := controller + ".max"
-	if controller == "memory" && !v2 {
+	file := cfg.Controller + ".max"
+	if cfg.Controller == "memory" && !v2 {
 		file = "memory.limit_in_bytes"
 	}
-	removeStaleCgroups(base, logger)
-	dir := filepath.Join(base, cgroupPrefix+instance)
+	if cfg.InstanceDead != nil {
+		removeStale(base, cfg.InstanceDead, cmp.Or(cfg.Logger, slog.Default()))
+	}
+	dir := filepath.Join(base, Prefix+cfg.Instance)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("the %s controller is not enabled for the server's cgroup", controller)
+		return nil, fmt.Errorf("the %s controller is not enabled for the server's cgroup", cfg.Controller)
 	}
-	if total > 0 {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(total, 10)), 0); err != nil {
+	if cfg.Total > 0 {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(cfg.Total, 10)), 0); err != nil {
 			_ = os.Remove(dir)
-			return nil, fmt.Errorf("the total %s limit: %w", controller, err)
+			return nil, fmt.Errorf("the total %s limit: %w", cfg.Controller, err)
 		}
 	}
-	c := &cgroupLimit{dir: dir, file: file, limit: limit, total: total}
-	return c, nil
+	return &Limit{dir: dir, file: file, limit: cfg.PerCommand, total: cfg.Total}, nil
 }
 
-// ownCgroupDir finds the folder of the server's own cgroup for controller: in cgroup v1's hierarchy of that
+// Dir is the backend's parent cgroup, where the kernel counts all of its commands together.
+func (c *Limit) Dir() string { return c.dir }
+
+// PerCommand is each command's limit.
+func (c *Limit) PerCommand() int64 { return c.limit }
+
+// Total is the limit of all commands together (0: none).
+func (c *Limit) Total() int64 { return c.total }
+
+// removeStale removes the parent cgroups (and their empty children) under base whose backend is gone. Their
+// commands died with that server (parent-death signals), so the cgroups are empty.
+func removeStale(base string, dead func(label string) bool, logger *slog.Logger) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		label, ok := strings.CutPrefix(e.Name(), Prefix)
+		if !ok || !e.IsDir() || !dead(label) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		kids, _ := os.ReadDir(dir)
+		for _, k := range kids {
+			if k.IsDir() {
+				_ = os.Remove(filepath.Join(dir, k.Name()))
+			}
+		}
+		if err := os.Remove(dir); err == nil {
+			logger.Info("removed the cgroup of a dead executor", "cgroup", dir)
+		}
+	}
+}
+
+// OwnDir finds the folder of the server's own cgroup for controller: in cgroup v1's hierarchy of that
 // controller, or in cgroup v2's unified hierarchy.
-func ownCgroupDir(controller string) (dir string, v2 bool, err error) {
+func OwnDir(controller string) (dir string, v2 bool, err error) {
 	var v1Mount, v2Mount string
 	mi, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -133,7 +154,7 @@ func ownCgroupDir(controller string) (dir string, v2 bool, err error) {
 func hasOpt(opts, name string) bool { return slices.Contains(strings.Split(opts, ","), name) }
 
 // prepare makes a fresh per-command cgroup with the limit written.
-func (c *cgroupLimit) prepare() (string, error) {
+func (c *Limit) prepare() (string, error) {
 	dir := filepath.Join(c.dir, strconv.FormatInt(c.seq.Add(1), 10))
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
@@ -155,9 +176,9 @@ func (c *cgroupLimit) prepare() (string, error) {
 	return dir, nil
 }
 
-// place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
+// Place puts pid (before it runs the command) into a fresh cgroup with the limit and returns a function that
 // removes the cgroup once its processes are gone.
-func (c *cgroupLimit) place(pid int) (func(), error) {
+func (c *Limit) Place(pid int) (func(), error) {
 	dir, err := c.prepare()
 	if err != nil {
 		return nil, err
@@ -180,8 +201,8 @@ func removeCgroup(dir string) {
 	}
 }
 
-// close removes the backend's parent cgroup (once the commands' cgroups are gone).
-func (c *cgroupLimit) close() {
+// Close removes the backend's parent cgroup (once the commands' cgroups are gone).
+func (c *Limit) Close() {
 	go func() {
 		for i := 0; i < 250; i++ {
 			if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
@@ -192,10 +213,10 @@ func (c *cgroupLimit) close() {
 	}()
 }
 
-// atTotal says whether the backend's commands together hold as many processes as the total allows (pids only).
+// AtTotal says whether the backend's commands together hold as many processes as the total allows (pids only).
 // The kernel does not count moving a process into a cgroup against pids.max, so a sandbox made now would go over
 // the total by its keeper; it waits instead.
-func (c *cgroupLimit) atTotal() bool {
+func (c *Limit) AtTotal() bool {
 	if c == nil || c.total <= 0 {
 		return false
 	}
