@@ -92,21 +92,31 @@ func TestPidsPerSandboxOnNode(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			held, last := 0, 0
+			// Held means at least 900 and no longer growing: the kernel has refused a fork (or the bomb made all it
+			// would). Running the other Pod's command while the count still grows would race the bomb for the uid's
+			// last free slots, and the control could then run `true` in a slot the bomb had not reached yet.
+			held, last, steady := 0, 0, 0
 			for start := time.Now(); time.Since(start) < 3*time.Minute; time.Sleep(2 * time.Second) {
 				// The bomb's processes on this node, found by their command line (a command's processes are not in
 				// the container's view, and the executor may place them in cgroups of its own).
-				if last = bombProcesses(); last >= 900 {
-					held = last
+				n := bombProcesses()
+				if n >= 900 && n == last {
+					steady++
+				} else {
+					steady = 0
+				}
+				last = n
+				if steady >= 2 {
+					held = n
 					break
 				}
 			}
 			if held == 0 {
 				select {
 				case <-done:
-					t.Fatalf("%s's command never held 900 processes (last count %d); it ended: %s", a, last, bombAnswer)
+					t.Fatalf("%s's command never held a steady 900 processes (last count %d); it ended: %s", a, last, bombAnswer)
 				default:
-					t.Fatalf("%s's command never held 900 processes (last count %d)", a, last)
+					t.Fatalf("%s's command never held a steady 900 processes (last count %d)", a, last)
 				}
 			}
 
