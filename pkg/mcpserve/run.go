@@ -78,13 +78,17 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 		return ServeStdio(ctx, srv, in, out, cfg)
 	}
 
-	r, err := Start(srv, cfg, health, logger)
+	r, err := listen(srv, cfg, health, logger)
 	if err != nil {
 		return err
 	}
 	tokenFile := ""
 	switch r.tokenState {
 	case tokenGenerated:
+		// Written before the first request is answered: whoever waits for the health endpoint finds the file.
+		if writingTokenFile != nil {
+			writingTokenFile(r.Addr)
+		}
 		file, remove, err := writeTokenFile(cfg.TokenFile, name, r.Addr, r.Token)
 		if err != nil {
 			r.Close()
@@ -99,6 +103,7 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 	}
 	logger.Info("serving", "server", name, "url", r.URL, "health", "http://"+r.Addr+protocol.HealthPath, "token", r.tokenState.String(), "token_file", tokenFile,
 		"max_sessions", cfg.MaxSessions, "session_idle_timeout", cfg.SessionIdleTimeout.String(), "max_connections", cfg.MaxConnections)
+	r.serve()
 	select {
 	case err := <-r.errc:
 		return err
@@ -110,6 +115,9 @@ func Run[H any](ctx context.Context, srv *mcp.Server, name string, cfg Config, h
 	_ = r.shutdown(sctx)
 	return nil
 }
+
+// writingTokenFile, when set (by a test), runs just before Run writes a generated token's file.
+var writingTokenFile func(addr string)
 
 // ServeStdio serves one client on in and out (newline-delimited JSON-RPC) until in ends or ctx does; then the calls
 // still running are cancelled. Run uses it with stdin and stdout for -stdio.
@@ -176,6 +184,18 @@ type Running struct {
 // for the health endpoint, a type of package protocol that encodes as a JSON object (NoHealth for none); the
 // endpoint adds the serving state to it.
 func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Logger) (*Running, error) {
+	r, err := listen(srv, cfg, health, logger)
+	if err != nil {
+		return nil, err
+	}
+	r.serve()
+	return r, nil
+}
+
+// listen is Start up to the first request: the port is open and the token settled, but nothing is answered yet
+// (connections wait in the backlog), so Run can write the token file before a client that saw the health endpoint
+// answer goes looking for it.
+func listen[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Logger) (*Running, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -184,21 +204,29 @@ func Start[H any](srv *mcp.Server, cfg Config, health func() H, logger *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	return startOn(inner, srv, cfg, asHealthObject(health), logger), nil
+	return prepare(inner, srv, cfg, asHealthObject(health), logger), nil
 }
 
 // startOn is Start on a listener already open (tests give one of in-memory pipes, for testing/synctest); cfg has
 // its defaults.
 func startOn(inner net.Listener, srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *Running {
+	r := prepare(inner, srv, cfg, health, logger)
+	r.serve()
+	return r
+}
+
+// prepare builds the server on inner without serving it yet.
+func prepare(inner net.Listener, srv *mcp.Server, cfg Config, health healthObject, logger *slog.Logger) *Running {
 	token, state := settleToken(cfg.Token)
 	s := newServing(srv, cfg, token, health, logger)
 	ln := newConnLimiter(inner, cfg.MaxConnections, logger)
 	s.ln.Store(ln)
 	hs := newHTTPServer(s, cfg, logger)
-	r := &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), Token: token, tokenState: state, hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
-	go func() { r.errc <- hs.Serve(ln) }()
-	return r
+	return &Running{URL: "http://" + inner.Addr().String() + protocol.EndpointPath, Addr: inner.Addr().String(), Token: token, tokenState: state, hs: hs, s: s, ln: ln, errc: make(chan error, 1)}
 }
+
+// serve answers requests from here on, in the background.
+func (r *Running) serve() { go func() { r.errc <- r.hs.Serve(r.ln) }() }
 
 // Close stops a server started by Start: running calls are cancelled at once and responses get a moment to be
 // written.

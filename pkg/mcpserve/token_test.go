@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/ciskip"
+	"github.com/goalbox/goalbox/pkg/protocol"
 )
 
 // TestTokenByDefault: a server started with no token requires one it generated (Start keeps it in memory), a fresh
@@ -262,5 +263,31 @@ func TestTokenFileNames(t *testing.T) {
 	}
 	if !bytes.Equal([]byte(a), []byte(filepath.Base(a))) {
 		t.Error("a name must not hold a separator")
+	}
+}
+
+// TestTheTokenFileIsThereOnceTheServerAnswers: a script that waits for the health endpoint and then reads the token
+// file must find it, so nothing is answered until the file is written. While Run is about to write it (the hook),
+// a health request waits unanswered; the control is the same request once the file is there.
+func TestTheTokenFileIsThereOnceTheServerAnswers(t *testing.T) {
+	addr := freeAddr(t)
+	file := filepath.Join(t.TempDir(), "echo.token")
+	health := func(timeout time.Duration) error {
+		resp, err := (&http.Client{Timeout: timeout}).Get("http://" + addr + protocol.HealthPath)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	answeredEarly := make(chan error, 1)
+	writingTokenFile = func(string) { answeredEarly <- health(500 * time.Millisecond) }
+	defer func() { writingTokenFile = nil }()
+	runInBackground(t, Config{Addr: addr, Workspace: t.TempDir(), TokenFile: file})
+	if err := <-answeredEarly; err == nil {
+		t.Fatal("the health endpoint answered before the token file was written")
+	}
+	waitFor(t, "the health endpoint", func() bool { return health(time.Second) == nil })
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the health endpoint answers but the token file is not there: %v", err)
 	}
 }
