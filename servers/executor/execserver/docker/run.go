@@ -15,7 +15,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
 	"github.com/goalbox/goalbox/servers/executor/execserver/egress"
-	"github.com/goalbox/goalbox/servers/executor/execserver/internal/diskcap"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 )
@@ -57,6 +56,13 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	// container is gone (the deferred release below runs first), and every sweepEvery while it runs.
 	sw := &runSweep{}
 	defer b.sweep(sw, orDiscard(req.Stderr))
+	// The disk cap's watch is armed before the container starts (diskcap.Meter.Arm). A layer is bounded by its
+	// tmpfs at the write: no poll then.
+	diskLimit := b.cfg.MaxWorkspaceBytes
+	if b.layered {
+		diskLimit = -1
+	}
+	disk := b.disk.Arm(diskLimit, b.diskDirs())
 	p, err := b.launch(api, ctx, spec, prot)
 	if errors.Is(err, errCancelledBeforeStart) {
 		return backend.Result{ExitCode: -1}, nil
@@ -92,13 +98,8 @@ func (b *dockerBackend) run(ctx context.Context, req backend.Request, net *egres
 	if req.StdinStream != nil {
 		e.feedStdin(req.StdinStream)
 	}
-	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes. A
-	// layer is bounded by its tmpfs at the write: no poll then.
-	diskLimit := b.cfg.MaxWorkspaceBytes
-	if p.layer != nil {
-		diskLimit = -1
-	}
-	stopDisk := sync.OnceValues(diskcap.Watch(ctx, diskLimit, b.diskDirs(), b.disk, e.kill))
+	// Once, and on every way out (a writer's panic raised again by wait included), before the container goes.
+	stopDisk := sync.OnceValues(disk.Watch(ctx, nil, e.kill))
 	defer stopDisk()
 	res, err = e.wait(ctx, req.Timeout, req.Terminate)
 	if killed, used := stopDisk(); killed {

@@ -65,6 +65,7 @@ func (b *localBackend) runWithInit(ctx context.Context, req backend.Request, app
 	finishOutput := copyOutput(ip.Stdout, ip.Stderr, req.Stdout, req.Stderr)
 	feedStdin(ip.Stdin, "", req)
 	reports := childinit.Reports(ip.Reports)
+	disk := b.armDisk() // the configuration starts the command
 	b.sendConfig(ip, req)
 	defer onTerminate(req.Terminate, func() { _, _ = ip.Ctl.Write([]byte{childinit.Terminate}) })()
 	// Closing the control pipe tells the init to kill everything; it gets childinit.KillGrace to do so.
@@ -72,7 +73,7 @@ func (b *localBackend) runWithInit(ctx context.Context, req backend.Request, app
 		ip.Ctl.Close()
 		time.AfterFunc(childinit.KillGrace, func() { _ = ip.Cmd.Process.Kill() })
 	}
-	stopDisk := b.watchDisk(ctx, ip.Cmd.Process.Pid, killTree)
+	stopDisk := b.watchDisk(ctx, disk, ip.Cmd.Process.Pid, killTree)
 	waitErr, killed, timedOut := waitOrKill(ctx, req.Timeout, ip.Cmd.Wait, killTree)
 	diskKill, diskUsed := stopDisk()
 	ip.Ctl.Close()

@@ -391,11 +391,14 @@ func (b *localBackend) diskDirs() []string {
 	return []string{b.workspace, b.dirs.Home, b.dirs.Tmp, b.dirs.Cache}
 }
 
-// watchDisk watches the disk cap for one command: its folders, and the deleted-but-open files of every command of
-// this backend running now (their space is this workspace's too, and no folder shows it).
-func (b *localBackend) watchDisk(ctx context.Context, root int, kill func()) (stop func() (bool, int64)) {
+// armDisk arms the disk cap's watch of a command about to start (diskcap.Meter.Arm): before it can write.
+func (b *localBackend) armDisk() diskcap.Armed { return b.disk.Arm(b.maxDisk, b.diskDirs()) }
+
+// watchDisk watches the disk cap for one command, armed before it started: its folders, and the deleted-but-open
+// files of every command of this backend running now (their space is this workspace's too, and no folder shows it).
+func (b *localBackend) watchDisk(ctx context.Context, armed diskcap.Armed, root int, kill func()) (stop func() (bool, int64)) {
 	b.running.Store(root, struct{}{})
-	stopWatch := diskcap.WatchWith(ctx, b.maxDisk, b.diskDirs(), b.openDeleted, b.disk, kill)
+	stopWatch := armed.Watch(ctx, b.openDeleted, kill)
 	return func() (bool, int64) {
 		b.running.Delete(root)
 		return stopWatch()

@@ -357,13 +357,14 @@ func (b *localBackend) runNamespaced(ctx context.Context, req backend.Request) (
 		res.NetworkDenied, res.Network = u.Denied, u.Hosts
 	}()
 	finishOutput := copyOutput(st.stdoutR, st.stderrR, req.Stdout, req.Stderr)
+	disk := b.armDisk() // the header on stdin starts the command
 	feedStdin(st.stdinW, nsHeader(filepath.Join(b.workspace, filepath.FromSlash(req.Dir)), req.Command, egrEnv), req)
 	// PID 1 (the shell) ignores SIGTERM, as a namespace's init without a handler does; everything below it gets it.
 	// SIGTERM to the whole tree, the shell (PID 1) too, so that a compound command ends rather than going on to its
 	// next part: PID 1 traps it (nsInitScript) and ends with 143, as the fallback's shell does.
 	defer onTerminate(req.Terminate, func() { proctree.Signal(st.pid, 0, syscall.SIGTERM) })()
 	kill := func() { _ = st.keeper.Kill() }
-	stopDisk := b.watchDisk(ctx, st.pid, kill)
+	stopDisk := b.watchDisk(ctx, disk, st.pid, kill)
 	// The command's changes reach the workspace only here, through the guard: while it runs and once it ended,
 	// whatever way it ended (layerrun_linux.go).
 	finishLayer := b.watchLayer(req, st.layer)

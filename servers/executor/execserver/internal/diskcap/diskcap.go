@@ -82,19 +82,36 @@ func NewMeter() *Meter {
 	return m
 }
 
-// Watch calls kill, once, when the usage of dirs passes limit and is more than when the command started (so a
-// command that cleans up a workspace already over the cap may run), and returns a function that stops watching and
-// says whether it killed (with the usage it saw). The usage at the start is the last one this meter measured (it
-// may be older than the files the filesystem server wrote since), so a command shorter than CheckEvery costs no
-// walk at all. A limit of 0 or less watches nothing.
-func Watch(ctx context.Context, limit int64, dirs []string, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
-	return WatchWith(ctx, limit, dirs, nil, meter, kill)
+// Arm begins the watch of one command, before the command starts: it takes the usage to compare against, the last
+// one this meter measured (it may be older than the files the filesystem server wrote since), so a command shorter
+// than CheckEvery costs no walk at all, or the first time, measured now. Measured after the command started, it
+// would count what the command wrote in its first moments as the workspace's own, and a command that fills the disk
+// at once (fallocate) would never pass it. A limit of 0 or less arms nothing and walks nothing.
+func (m *Meter) Arm(limit int64, dirs []string) Armed {
+	if limit <= 0 {
+		return Armed{}
+	}
+	base := m.last.Load()
+	if base < 0 {
+		base = Usage(dirs...)
+		m.last.Store(base)
+	}
+	return Armed{meter: m, limit: limit, base: base, dirs: dirs}
 }
 
-// WatchWith is Watch counting extra bytes too at each check: what the backend's commands hold that no folder
-// shows (files deleted while open, OpenDeleted).
-func WatchWith(ctx context.Context, limit int64, dirs []string, extra func() int64, meter *Meter, kill func()) (stop func() (killed bool, used int64)) {
-	if limit <= 0 {
+// Armed is one command's watch, armed before it started (Meter.Arm).
+type Armed struct {
+	meter       *Meter
+	limit, base int64
+	dirs        []string
+}
+
+// Watch calls kill, once, when the usage of the armed folders, plus extra (when not nil: what the backend's
+// commands hold that no folder shows, files deleted while open), passes the limit and is more than when the command
+// was armed (so a command that cleans up a workspace already over the cap may run). It returns a function that
+// stops watching and says whether it killed (with the usage it saw).
+func (a Armed) Watch(ctx context.Context, extra func() int64, kill func()) (stop func() (killed bool, used int64)) {
+	if a.meter == nil {
 		return func() (bool, int64) { return false, 0 }
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -104,13 +121,6 @@ func WatchWith(ctx context.Context, limit int64, dirs []string, extra func() int
 	}
 	done := make(chan verdict, 1)
 	go func() {
-		// The usage when the command started: the last one measured (by this backend's earlier commands), or,
-		// the first time, measured now.
-		base := meter.last.Load()
-		if base < 0 {
-			base = Usage(dirs...)
-			meter.last.Store(base)
-		}
 		t := time.NewTicker(CheckEvery)
 		defer t.Stop()
 		for {
@@ -119,12 +129,12 @@ func WatchWith(ctx context.Context, limit int64, dirs []string, extra func() int
 				done <- verdict{}
 				return
 			case <-t.C:
-				used := Usage(dirs...)
-				meter.last.Store(used)
+				used := Usage(a.dirs...)
+				a.meter.last.Store(used)
 				if extra != nil {
 					used += extra()
 				}
-				if used > limit && used > base {
+				if used > a.limit && used > a.base {
 					kill()
 					done <- verdict{true, used}
 					return
