@@ -20,8 +20,7 @@ import (
 // process must still run and its session still answer; the flood is refused past -max-sessions with a 503 that
 // says why (positive control: the cap is reached and refuses).
 func TestMainSessionFloodSparesRunningProcess(t *testing.T) {
-	addr := freeAddr(t)
-	startMain(t, addr, nil, "-workspace", t.TempDir(), "-addr", addr, "-cache-dir", t.TempDir(),
+	addr, _ := startMain(t, nil, "-workspace", t.TempDir(), "-cache-dir", t.TempDir(),
 		"-max-sessions", "8", "-max-sessions-per-client", "8", "-session-keep-active", "1s")
 	url := "http://" + addr + protocol.EndpointPath
 	ctx := context.Background()
