@@ -128,8 +128,9 @@ func TestNewRemovesADeadInstanceWhileItsCommandsDie(t *testing.T) {
 		close(gone)
 	})
 	t.Cleanup(func() { <-gone; removeCgroup(cmdDir) }) // before the removals above, when New left the cgroup
-	newOrSkip(t, Config{Instance: "test-" + tag + "-dying", PerCommand: 7,
+	c := newOrSkip(t, Config{Instance: "test-" + tag + "-dying", PerCommand: 7,
 		InstanceDead: func(label string) bool { return label == "dying-"+tag }})
+	t.Cleanup(func() { removeCgroup(c.Dir()) }) // Close removes it in the background: the last test's would be left
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("the dead instance's cgroup is still there once its command was gone (%v)", err)
 	}
