@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -94,12 +93,12 @@ func startCompose(t *testing.T, overrides []string, env ...string) *composeStack
 		files = append(files, "-f", o)
 	}
 	s := &composeStack{project: "goalbox-e2e-" + randomHex(t, 4), token: randomHex(t, 16)}
-	fsPort, execPort := freePort(t), freePort(t)
 	env = append(append(os.Environ(),
 		"COMPOSE_BAKE=false", // build with the engine's BuildKit; buildx is not installed by setup-docker.sh
 		"GOALBOX_TOKEN="+s.token,
-		fmt.Sprintf("GOALBOX_FS_PORT=%d", fsPort),
-		fmt.Sprintf("GOALBOX_EXEC_PORT=%d", execPort),
+		// Ports the Engine picks when it publishes them, read back once the stack is up: a port found free before
+		// the build (minutes) could be taken by then by whatever runs beside.
+		"GOALBOX_FS_PORT=0", "GOALBOX_EXEC_PORT=0",
 	), env...)
 	// Compose commands end a minute before the test binary's deadline, so that a slow image build fails the test
 	// and the cleanup below still takes the stack down (a test binary that times out runs no cleanup).
@@ -146,8 +145,16 @@ func startCompose(t *testing.T, overrides []string, env ...string) *composeStack
 		}
 		s.containerByName[svc] = strings.TrimSpace(out)
 	}
-	s.fsURL = fmt.Sprintf("http://127.0.0.1:%d%s", fsPort, protocol.EndpointPath)
-	s.execURL = fmt.Sprintf("http://127.0.0.1:%d%s", execPort, protocol.EndpointPath)
+	published := func(service, port string) string {
+		out, err := s.compose("port", service, port)
+		addr := strings.TrimSpace(out)
+		if err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
+			t.Fatalf("compose port %s %s: %v %q", service, port, err, out)
+		}
+		return addr
+	}
+	s.fsURL = "http://" + published("filesystem", "7101") + protocol.EndpointPath
+	s.execURL = "http://" + published("executor", "7102") + protocol.EndpointPath
 	return s
 }
 

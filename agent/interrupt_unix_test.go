@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,20 +71,46 @@ func TestASecondInterruptExitsAtOnce(t *testing.T) {
 
 func TestInterruptStopsTheRunningCommandAndExits130(t *testing.T) {
 	t.Parallel()
-	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("sleep 3 && touch late.txt")}})
+	// The command sleeps far longer than the run takes to wind down; its length, at random, names it on the host.
+	marker := fmt.Sprintf("30.%06d", rand.IntN(1000000))
+	model := looptest.New(t, looptest.Step{Calls: []looptest.Call{command("sleep " + marker + " && touch late.txt")}})
 	model.Repeat = &looptest.Step{Content: "done"}
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(time.Second, cancel) // as the first Ctrl-C does
-	start := time.Now()
+	// The first Ctrl-C comes once the command runs, whatever the servers and the sandbox took to start.
+	seen, ended := make(chan time.Time, 1), make(chan struct{})
+	go func() {
+		defer cancel()
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if len(hostPIDs("sleep\x00"+marker)) > 0 {
+				seen <- time.Now()
+				return
+			}
+			select {
+			case <-ended:
+				close(seen)
+				return
+			default:
+			}
+		}
+		close(seen)
+	}()
+	begun := time.Now()
 	code := run(ctx, []string{"-goal", "x", "-workspace", ws, "-runs-dir", filepath.Join(dir, "runs")},
 		map[string]string{"OPENAI_BASE_URL": model.BaseURL}, strings.NewReader(""), io.Discard, io.Discard)
-	if code != exitInterrupted || time.Since(start) > 3*time.Second {
-		t.Errorf("exit %d after %v; want %d before the command would have ended", code, time.Since(start), exitInterrupted)
+	returned := time.Now()
+	close(ended)
+	started, ok := <-seen
+	if !ok {
+		t.Fatalf("the command never ran (exit %d)", code)
 	}
-	time.Sleep(3 * time.Second)
+	if code != exitInterrupted || returned.Sub(started) > 20*time.Second {
+		t.Errorf("exit %d %v after the command started; want %d before the command would have ended", code, returned.Sub(started), exitInterrupted)
+	}
+	waitPIDs(t, marker, false)
+	t.Logf("the command ran %v after the run began; the run returned %v after the interrupt", started.Sub(begun), returned.Sub(started))
 	if _, err := os.Stat(filepath.Join(ws, "late.txt")); err == nil {
 		t.Error("the command went on after the interrupt")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +35,6 @@ func TestComposeOverride(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fsPort, execPort := freePort(t), freePort(t)
 	token := rand.Text()
 	// Cleanups run last first: this one, registered before compose down's, ends the context after it.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -49,8 +47,9 @@ func TestComposeOverride(t *testing.T) {
 			"COMPOSE_BAKE=false",   // build with the engine's BuildKit; buildx is not installed by setup-docker.sh
 			"GOALBOX_TOKEN="+token, // one token for both servers, which the client sends
 			"GOALBOX_WORKSPACE_DIR="+ws,
-			fmt.Sprintf("GOALBOX_FS_PORT=%d", fsPort),
-			fmt.Sprintf("GOALBOX_EXEC_PORT=%d", execPort))
+			// Ports the Engine picks when it publishes them, read back below: a port found free before the build
+			// (minutes) could be taken by then by whatever runs beside.
+			"GOALBOX_FS_PORT=0", "GOALBOX_EXEC_PORT=0")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -66,25 +65,23 @@ func TestComposeOverride(t *testing.T) {
 	if out, err := compose("up", "-d", "--build", "--wait", "--wait-timeout", "120"); err != nil {
 		t.Fatalf("compose up with the override: %v\n%s", err, out)
 	}
+	published := func(service, port string) string {
+		out, err := compose("port", service, port)
+		addr := strings.TrimSpace(out)
+		if err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
+			t.Fatalf("compose port %s %s: %v %q", service, port, err, out)
+		}
+		return addr
+	}
+	fsAddr, execAddr := published("filesystem", "7101"), published("executor", "7102")
 
 	out, err := exec.CommandContext(ctx, "go", "run", "./client",
-		"-fs", fmt.Sprintf("http://127.0.0.1:%d/mcp", fsPort), "-fs-token", token,
-		"-exec", fmt.Sprintf("http://127.0.0.1:%d/mcp", execPort), "-exec-token", token).CombinedOutput()
+		"-fs", "http://"+fsAddr+"/mcp", "-fs-token", token,
+		"-exec", "http://"+execAddr+"/mcp", "-exec-token", token).CombinedOutput()
 	if err != nil || string(out) != "exit 0\n19 hello.txt\nhello from goalbox\n" {
 		t.Fatalf("go run ./client against the containers: %v\n%s", err, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello from goalbox\n" {
 		t.Errorf("hello.txt in the host folder: %q, %v", b, err)
 	}
-}
-
-// freePort asks the kernel for a loopback port that is free now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

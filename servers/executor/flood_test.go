@@ -19,10 +19,13 @@ import (
 // a background process and goes idle past -session-keep-active; another client opens many sessions at once. The
 // process must still run and its session still answer; the flood is refused past -max-sessions with a 503 that
 // says why (positive control: the cap is reached and refuses).
+//
+// The keep-active time bounds the flood too: a flood session idle that long may be closed for a later one, and the
+// count of 7 would no longer hold. 5 s, not 1 s: 64 requests on a loaded machine can take more than a second.
 func TestMainSessionFloodSparesRunningProcess(t *testing.T) {
-	addr := freeAddr(t)
-	startMain(t, addr, nil, "-workspace", t.TempDir(), "-addr", addr, "-cache-dir", t.TempDir(),
-		"-max-sessions", "8", "-max-sessions-per-client", "8", "-session-keep-active", "1s")
+	const keep = 5 * time.Second
+	addr, _ := startMain(t, nil, "-workspace", t.TempDir(), "-cache-dir", t.TempDir(),
+		"-max-sessions", "8", "-max-sessions-per-client", "8", "-session-keep-active", keep.String())
 	url := "http://" + addr + protocol.EndpointPath
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "victim"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true},
@@ -38,13 +41,14 @@ func TestMainSessionFloodSparesRunningProcess(t *testing.T) {
 	var started protocol.StartProcessOutput
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &started)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(keep + 500*time.Millisecond) // the victim's session idle past the keep-active time
 
 	var mu sync.Mutex
 	statuses := map[int]int{}
 	var refusal string
 	var wg sync.WaitGroup
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	flood := time.Now()
 	for range 64 {
 		wg.Go(func() {
 			req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`))
@@ -65,6 +69,7 @@ func TestMainSessionFloodSparesRunningProcess(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("the flood took %v", time.Since(flood).Round(time.Millisecond))
 	if statuses[200] != 7 || statuses[http.StatusServiceUnavailable] != 57 || !strings.Contains(refusal, "never closed to make room") {
 		t.Errorf("the flood got %v (%s); want 7 sessions and 57 refusals with 503 saying why", statuses, refusal)
 	}

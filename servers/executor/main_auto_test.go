@@ -55,13 +55,12 @@ type autoHealth struct {
 // returns its health report and an MCP session, or its exit code and output when it exits first.
 func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHealth, cs *mcp.ClientSession, code int, out string) {
 	t.Helper()
-	addr := freeAddr(t)
 	logs, err := os.CreateTemp(t.TempDir(), "executor-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logs.Close()
-	cmd := executor(t, env, append([]string{"-workspace", ws, "-addr", addr, "-cache-dir", filepath.Join(openDir(t), "cache")}, args...)...)
+	cmd := executor(t, env, append([]string{"-workspace", ws, "-addr", anyPort, "-cache-dir", filepath.Join(openDir(t), "cache")}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -78,6 +77,7 @@ func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHea
 		}
 	})
 	readLogs := func() string { b, _ := os.ReadFile(logs.Name()); return string(b) }
+	var addr string
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		select {
 		case err := <-done:
@@ -89,11 +89,13 @@ func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHea
 			return h, nil, 0, readLogs()
 		default:
 		}
-		if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if err == nil {
-				break
+		if addr = servingAddr(readLogs()); addr != "" {
+			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&h)
+				resp.Body.Close()
+				if err == nil {
+					break
+				}
 			}
 		}
 		if time.Now().After(deadline) {

@@ -46,30 +46,32 @@ func TestMainDockerRestartRemovesLeftovers(t *testing.T) {
 	}
 	start := func() *mainProc {
 		t.Helper()
-		addr := freeAddr(t)
 		// A file, not a pipe: Wait then does not wait for a copy of the log.
 		logs, err := os.CreateTemp(t.TempDir(), "executor-*.log")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer logs.Close()
-		cmd := executor(t, nil, "-backend", "docker", "-image", image, "-workspace", ws, "-addr", addr, "-cache-dir", cache)
+		cmd := executor(t, nil, "-backend", "docker", "-image", image, "-workspace", ws, "-addr", anyPort, "-cache-dir", cache)
 		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		p := &mainProc{cmd: cmd, done: make(chan struct{}), addr: addr}
+		p := &mainProc{cmd: cmd, done: make(chan struct{})}
 		go func() { p.err = cmd.Wait(); close(p.done) }()
 		t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
 		var health struct {
 			Confinement protocol.Confinement `json:"confinement"`
 		}
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
-				err = json.NewDecoder(resp.Body).Decode(&health)
-				resp.Body.Close()
-				if err == nil {
-					break
+			b, _ := os.ReadFile(logs.Name())
+			if p.addr = servingAddr(string(b)); p.addr != "" {
+				if resp, err := http.Get("http://" + p.addr + protocol.HealthPath); err == nil {
+					err = json.NewDecoder(resp.Body).Decode(&health)
+					resp.Body.Close()
+					if err == nil {
+						break
+					}
 				}
 			}
 			if time.Now().After(deadline) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,28 +89,31 @@ func errorsAs(err error, ee **exec.ExitError) bool {
 // TestMainServesAndShutsDown runs the executor as its own process, configured from the environment, with a secret
 // in that environment: a command cannot see it, health reports the confinement, SIGTERM shuts down cleanly.
 func TestMainServesAndShutsDown(t *testing.T) {
-	addr := freeAddr(t)
 	ws := t.TempDir()
 	cmd := executor(t, []string{
-		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + addr, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
+		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + anyPort, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
 		"GOALBOX_EXEC_DENY=^rm\n^curl", "OPENAI_API_KEY=sk-test-never-leaks", "GOALBOX_EXEC_ADVERTISED_ROOT=/sandbox",
 	})
-	var logs strings.Builder
-	cmd.Stderr = &logs
+	logs := &syncLines{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 
 	var health map[string]any
+	var addr string
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + protocol.HealthPath)
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&health)
-			resp.Body.Close()
-			if err == nil {
-				break
+		var err error
+		if addr = servingAddr(logs.String()); addr != "" {
+			var resp *http.Response
+			if resp, err = http.Get("http://" + addr + protocol.HealthPath); err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&health)
+				resp.Body.Close()
+				if err == nil {
+					break
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -171,15 +174,16 @@ func TestMainServesAndShutsDown(t *testing.T) {
 func TestMainServerCrashKillsCommands(t *testing.T) {
 	for _, mode := range []string{"namespaces", "no-namespaces"} {
 		t.Run(mode, func(t *testing.T) {
-			addr := freeAddr(t)
 			// Commands run as an unprivileged user, who must pass through the test's folder in the fallback.
 			ws, cache := t.TempDir(), t.TempDir()
 			_ = os.Chmod(filepath.Dir(ws), 0o711)
-			args := []string{"-workspace", ws, "-addr", addr, "-cache-dir", cache}
+			args := []string{"-workspace", ws, "-addr", anyPort, "-cache-dir", cache}
 			if mode == "no-namespaces" {
 				args = append(args, "-no-namespaces")
 			}
 			cmd := executor(t, nil, args...)
+			logs := &syncLines{}
+			cmd.Stderr = logs
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -188,19 +192,22 @@ func TestMainServerCrashKillsCommands(t *testing.T) {
 			var err error
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				cs, err = mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(),
-					&mcp.StreamableClientTransport{Endpoint: "http://" + addr + protocol.EndpointPath, MaxRetries: -1}, nil)
-				if err == nil {
-					break
+				if addr := servingAddr(logs.String()); addr != "" {
+					cs, err = mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(),
+						&mcp.StreamableClientTransport{Endpoint: "http://" + addr + protocol.EndpointPath, MaxRetries: -1}, nil)
+					if err == nil {
+						break
+					}
 				}
 				if time.Now().After(deadline) {
-					t.Fatal(err)
+					t.Fatalf("the executor did not serve: %v\n%s", err, logs.String())
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
 			marker := fmt.Sprintf("7%d", time.Now().UnixNano()%1e9)
 			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: protocol.ToolRunCommand, Arguments: protocol.RunCommandInput{
 				Command: fmt.Sprintf("sleep %[1]s.1 & setsid sleep %[1]s.2 & sleep %[1]s.3", marker)}})
+			deadline = time.Now().Add(20 * time.Second) // the command's own, not what the start left of the server's
 			for len(markedProcesses(marker)) < 3 {
 				if time.Now().After(deadline) {
 					t.Fatalf("the command did not start: %v", markedProcesses(marker))
@@ -250,19 +257,22 @@ func TestMainRestartCleansUp(t *testing.T) {
 	ws, cache := t.TempDir(), t.TempDir()
 	_ = os.Chmod(filepath.Dir(ws), 0o711)
 	start := func() *exec.Cmd {
-		addr := freeAddr(t)
-		cmd := executor(t, nil, "-workspace", ws, "-addr", addr, "-cache-dir", cache)
+		cmd := executor(t, nil, "-workspace", ws, "-addr", anyPort, "-cache-dir", cache)
+		logs := &syncLines{}
+		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
-				resp.Body.Close()
-				break
+			if addr := servingAddr(logs.String()); addr != "" {
+				if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
+					resp.Body.Close()
+					break
+				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("the executor did not start")
+				t.Fatalf("the executor did not start:\n%s", logs.String())
 			}
 		}
 		return cmd
@@ -296,13 +306,25 @@ func TestMainRestartCleansUp(t *testing.T) {
 	t.Logf("removed after the restart: %v", left)
 }
 
-// freeAddr is a loopback address with a port free a moment ago, for an executor to listen on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// anyPort is what the tests give the executor to listen on: a loopback port of the kernel's choosing, taken at the
+// listen itself; servingAddr then reads which. A port found free beforehand (listen, close, hand it over) could be
+// taken before the executor listened on it, by a test of another package running beside, whose server would then
+// answer the health check meant for this one.
+const anyPort = "127.0.0.1:0"
+
+// servingAddr is the address the executor's "serving" log line names ("" until it is logged, which is before it
+// answers a request).
+func servingAddr(logs string) string {
+	for _, line := range strings.Split(logs, "\n") {
+		var l struct {
+			Msg string `json:"msg"`
+			URL string `json:"url"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
+			if u, err := url.Parse(l.URL); err == nil && u.Host != "" {
+				return u.Host
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ""
 }

@@ -22,11 +22,11 @@ import (
 // TestOutsiderProbe is the outsider's side of TestMainTokenByDefault (mcptest.Outsider.Probe); skipped otherwise.
 func TestOutsiderProbe(t *testing.T) { mcptest.OutsiderProbe(t) }
 
-// startMain starts the executor's main with env and waits for its health endpoint; it returns the process's
-// stderr as it comes.
-func startMain(t *testing.T, addr string, env []string, args ...string) *syncLines {
+// startMain starts the executor's main with env and args on a port of its choosing (anyPort) and waits for its
+// health endpoint; it returns the address it serves on and the process's stderr as it comes.
+func startMain(t *testing.T, env []string, args ...string) (string, *syncLines) {
 	t.Helper()
-	cmd := executor(t, env, args...)
+	cmd := executor(t, env, append(args, "-addr", anyPort)...)
 	logs := &syncLines{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -34,9 +34,11 @@ func startMain(t *testing.T, addr string, env []string, args ...string) *syncLin
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
-			resp.Body.Close()
-			return logs
+		if addr := servingAddr(logs.String()); addr != "" {
+			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
+				resp.Body.Close()
+				return addr, logs
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the executor did not start:\n%s", logs.String())
@@ -51,7 +53,6 @@ func startMain(t *testing.T, addr string, env []string, args ...string) *syncLin
 // workspace as clients see it, never by its host path.
 func TestMainTokenByDefault(t *testing.T) {
 	out := mcptest.NewOutsider(t)
-	addr := freeAddr(t)
 	// The workspace through a symlink: neither the path given nor the real one may show.
 	real := filepath.Join(t.TempDir(), "real-ws-7c1e")
 	if err := os.Mkdir(real, 0o755); err != nil {
@@ -61,7 +62,7 @@ func TestMainTokenByDefault(t *testing.T) {
 	if err := os.Symlink(real, ws); err != nil {
 		t.Fatal(err)
 	}
-	logs := startMain(t, addr, []string{"GOALBOX_EXEC_TOKEN="}, "-workspace", ws, "-addr", addr, "-cache-dir", t.TempDir())
+	addr, logs := startMain(t, []string{"GOALBOX_EXEC_TOKEN="}, "-workspace", ws, "-cache-dir", t.TempDir())
 	file, err := mcpserve.DefaultTokenFile(execserver.Name, addr)
 	if err != nil || !strings.HasPrefix(file, "/run/goalbox/") {
 		t.Fatalf("root's token file %q %v: want it under /run/goalbox", file, err)
@@ -142,8 +143,7 @@ func checkHealth(t *testing.T, addr, given, real string) {
 
 // TestMainTokenNone: -token none serves without a token, with a warning on stderr that says who gets in.
 func TestMainTokenNone(t *testing.T) {
-	addr := freeAddr(t)
-	logs := startMain(t, addr, nil, "-workspace", t.TempDir(), "-addr", addr, "-cache-dir", t.TempDir(), "-token", "none")
+	addr, logs := startMain(t, nil, "-workspace", t.TempDir(), "-cache-dir", t.TempDir(), "-token", "none")
 	resp, err := http.Post("http://"+addr+protocol.EndpointPath, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,29 +53,26 @@ func TestBinary(t *testing.T) {
 	}
 
 	// Serve: the workspace and limits come from the environment, a flag overrides one of them.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ws := t.TempDir()
 	cmd := exec.Command(bin, "-max-read-lines", "7", "-protect", "*.pem", "-protect", "secrets,.ssh")
-	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+addr, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
+	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+anyPort, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
 		"GOALBOX_FS_MAX_WRITE_BYTES=4096", "GOALBOX_FS_ADVERTISED_ROOT=/src", "GOALBOX_FS_UNPROTECT=.vscode,.idea")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncLines{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 	var health map[string]any
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&health)
-			resp.Body.Close()
-			break
+		var err error
+		if addr := servingAddr(stderr.String()); addr != "" {
+			var resp *http.Response
+			if resp, err = http.Get("http://" + addr + "/healthz"); err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&health)
+				resp.Body.Close()
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server did not come up: %v\n%s", err, stderr.String())

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,9 +41,11 @@ func TestMain(m *testing.M) {
 // TestOutsiderProbe is the outsider's side of TestMainTokenByDefault (mcptest.Outsider.Probe); skipped otherwise.
 func TestOutsiderProbe(t *testing.T) { mcptest.OutsiderProbe(t) }
 
-func startMain(t *testing.T, addr string, args ...string) *syncLines {
+// startMain starts the server's main with args on a port of its choosing (anyPort) and waits for its health
+// endpoint; it returns the address it serves on and the process's stderr as it comes.
+func startMain(t *testing.T, args ...string) (string, *syncLines) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "-addr", addr}, args...)...)
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "-addr", anyPort}, args...)...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	logs := &syncLines{}
 	cmd.Stderr = logs
@@ -52,9 +54,11 @@ func startMain(t *testing.T, addr string, args ...string) *syncLines {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
-			resp.Body.Close()
-			return logs
+		if addr := servingAddr(logs.String()); addr != "" {
+			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
+				resp.Body.Close()
+				return addr, logs
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server did not start:\n%s", logs.String())
@@ -68,7 +72,6 @@ func startMain(t *testing.T, addr string, args ...string) *syncLines {
 // control). /healthz answers only the Host names /mcp accepts and shows no host path of the workspace.
 func TestMainTokenByDefault(t *testing.T) {
 	out := mcptest.NewOutsider(t)
-	addr := freeAddr(t)
 	real := filepath.Join(t.TempDir(), "real-ws-5b2f")
 	if err := os.Mkdir(real, 0o755); err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func TestMainTokenByDefault(t *testing.T) {
 	if err := os.Symlink(real, ws); err != nil {
 		t.Fatal(err)
 	}
-	logs := startMain(t, addr, "-workspace", ws)
+	addr, logs := startMain(t, "-workspace", ws)
 	file, err := mcpserve.DefaultTokenFile(fsserver.Name, addr)
 	if err != nil || !strings.HasPrefix(file, "/run/goalbox/") {
 		t.Fatalf("root's token file %q %v: want it under /run/goalbox", file, err)
@@ -140,8 +143,7 @@ func TestMainTokenByDefault(t *testing.T) {
 
 // TestMainTokenNone: -token none serves without a token and warns.
 func TestMainTokenNone(t *testing.T) {
-	addr := freeAddr(t)
-	logs := startMain(t, addr, "-workspace", t.TempDir(), "-token", "none")
+	addr, logs := startMain(t, "-workspace", t.TempDir(), "-token", "none")
 	resp, err := http.Post("http://"+addr+protocol.EndpointPath, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -157,14 +159,27 @@ func TestMainTokenNone(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// anyPort is what the tests give the server to listen on: a loopback port of the kernel's choosing, taken at the
+// listen itself; servingAddr then reads which. A port found free beforehand (listen, close, hand it over) could be
+// taken before the server listened on it, by a test of another package running beside, whose server would then
+// answer the health check meant for this one.
+const anyPort = "127.0.0.1:0"
+
+// servingAddr is the address the server's "serving" log line names ("" until it is logged, which is before it
+// answers a request).
+func servingAddr(logs string) string {
+	for _, line := range strings.Split(logs, "\n") {
+		var l struct {
+			Msg string `json:"msg"`
+			URL string `json:"url"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
+			if u, err := url.Parse(l.URL); err == nil && u.Host != "" {
+				return u.Host
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ""
 }
 
 type syncLines struct {

@@ -5,8 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -128,37 +128,55 @@ func (s *session) officialServer() []string {
 
 func randomWord() string { return fmt.Sprintf("%x", time.Now().UnixNano()) }
 
-// startServer starts a server on a free loopback port with the token in its environment and returns its /mcp URL.
+// startServer starts a server on a loopback port of its choosing with the token in its environment and returns its
+// /mcp URL once its health endpoint answers. The port is the one its "serving" log line names: a port found free
+// beforehand could be taken, by a test of another package running beside, before the server listened on it (and its
+// server would then answer the health check). The server has a minute, and is given up on at once if it exits: a
+// server starts in well under a second, but not always on a loaded machine (100 tries 50 ms apart were too few).
 func (s *session) startServer(bin, tokenVar, token string) string {
 	s.t.Helper()
-	addr := freeAddr(s.t)
-	cmd := exec.Command(bin, "-addr", addr, "-workspace", s.ws)
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-workspace", s.ws)
 	cmd.Env = append(os.Environ(), tokenVar+"="+token)
-	logf, _ := os.Create(filepath.Join(s.home, filepath.Base(bin)+".log"))
+	logPath := filepath.Join(s.home, filepath.Base(bin)+".log")
+	logf, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
-	url := "http://" + addr + "/mcp"
-	for range 100 {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			return url
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.t.Cleanup(func() { cmd.Process.Kill(); <-exited; logf.Close() })
+	readLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if url := servingURL(readLog()); url != "" {
+			if resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz"); err == nil {
+				resp.Body.Close()
+				return url
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-exited:
+			s.t.Fatalf("%s exited before it served:\n%s", bin, readLog())
+		default:
+		}
 	}
-	s.t.Fatalf("%s did not answer on %s", bin, addr)
+	s.t.Fatalf("%s did not serve within a minute:\n%s", bin, readLog())
 	return ""
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// servingURL is the MCP endpoint the server's "serving" log line names ("" until it is logged, which is before it
+// answers a request).
+func servingURL(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		var l struct {
+			Msg string `json:"msg"`
+			URL string `json:"url"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" && strings.HasPrefix(l.URL, "http://") {
+			return l.URL
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ""
 }
 
 // clientLimit is how long one client's session may take. A session takes 10 s to 4 minutes here (opencode, a Bun

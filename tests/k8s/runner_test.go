@@ -200,9 +200,15 @@ func gradeOnPods(t *testing.T, ctl nodeCtl, pods []sandboxPod) {
 	defer cancel()
 	go func() {
 		defer close(deleted)
+		// One exec that looks inside the Pod every 50 ms and returns at the first file of the run's exercise, then the
+		// delete. A kubectl exec per look (a kubectl process, the API server, the kubelet, the runtime) takes up to
+		// seconds on a loaded node, time enough for the Pod to grade a Python exercise whole: the Pod was then
+		// deleted with nothing left to cut, and the run ended without a drain.
 		for ctx.Err() == nil {
-			out, err := ctl.run(nil, "-n", "goalbox", "exec", victim.name, "-c", "executor", "--", "ls", "-A", "/workspace")
-			if err == nil && strings.TrimSpace(out) != "" {
+			look := exec.CommandContext(ctx, filepath.Join(ctl.bin, "kubectl"), "--kubeconfig", ctl.kc, "-n", "goalbox", "exec", victim.name,
+				"-c", "executor", "--", "timeout", "900", "sh", "-c", `until [ -n "$(ls -A /workspace)" ]; do sleep 0.05; done`)
+			look.Dir = repo
+			if err := look.Run(); err == nil && ctx.Err() == nil {
 				out, err := ctl.run(nil, "-n", "goalbox", "delete", "pod", victim.name, "--wait=false")
 				deleted <- fmt.Sprintf("deleted with an exercise in its workspace: %v %s", err, strings.TrimSpace(out))
 				return

@@ -149,10 +149,15 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return true
 }
 
+// treeRunning reports whether both sleeps of the tree run (sh's command line holds the marker too, after "sleep ").
+func treeRunning(marker string) func() bool {
+	return func() bool { return len(hostPIDs("sleep\x00"+marker)) == 2 }
+}
+
 // requireRunning waits for both sleeps of the tree to be running.
 func requireRunning(t *testing.T, marker string) {
 	t.Helper()
-	if !waitFor(10*time.Second, func() bool { return len(hostPIDs(marker)) >= 2 }) {
+	if !waitFor(time.Minute, treeRunning(marker)) {
 		t.Fatalf("the command's processes never appeared (found %v)", hostPIDs(marker))
 	}
 }
@@ -221,24 +226,33 @@ func TestCommandsEndWithTheirCaller(t *testing.T) {
 	t.Run("session expired", func(t *testing.T) {
 		// A session with a call in flight is in use, so it cannot expire under sandbox_run_command; what expiry
 		// ends is work the session owns beyond its calls (a background process). bg_run starts a command on the
-		// real backend under the session's context, as such a tool does, and returns at once.
+		// real backend under the session's context, as such a tool does, and returns once the command's tree
+		// runs: the session's idle time starts at the answer, and a tool that answered before the sandbox had
+		// started (it takes more than the 0.5 s idle timeout on a loaded machine) let the session expire before
+		// there was a tree to kill.
 		s := startCallerServer(t, mcpserve.Config{SessionIdleTimeout: 500 * time.Millisecond})
+		cmd, marker := sleepTree()
 		mcp.AddTool(s.ex.Server(), &mcp.Tool{Name: "bg_run"}, func(ctx context.Context, req *mcp.CallToolRequest, in protocol.RunCommandInput) (*mcp.CallToolResult, struct{}, error) {
 			r := backend.Request{Command: in.Command, Dir: ".", Timeout: time.Duration(in.TimeoutSeconds) * time.Second, Stdout: io.Discard, Stderr: io.Discard}
 			go s.b.Run(mcpserve.SessionContext(ctx), r)
+			if !waitFor(time.Minute, treeRunning(marker)) {
+				return nil, struct{}{}, fmt.Errorf("the command's processes never appeared (found %v)", hostPIDs(marker))
+			}
 			return nil, struct{}{}, nil
 		})
 		sid := s.initialize(t)
-		cmd, marker := sleepTree()
 		args, _ := json.Marshal(protocol.RunCommandInput{Command: cmd, TimeoutSeconds: 900})
 		resp, err := s.post(context.Background(), sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bg_run","arguments":%s}}`, args))
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		lastRequest := time.Now()
-		requireRunning(t, marker)
+		if resp.StatusCode != 200 || strings.Contains(string(body), `"isError":true`) {
+			t.Fatalf("bg_run: %d %s", resp.StatusCode, body)
+		}
+		// No requireRunning here: bg_run saw the tree run, and the session may expire while this looks.
 		// The session is idle from its last request on (no request may be sent now: it would be a use); it expires
 		// 0.5 s later, and the reaper looks every eighth of a second, all within the second allowed.
 		requireGone(t, marker, lastRequest.Add(500*time.Millisecond), "session expired")

@@ -4,6 +4,7 @@ package local
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,26 +66,37 @@ func TestLocalTotalLimits(t *testing.T) {
 		if _, err := os.Stat(usage); err != nil {
 			usage = filepath.Join(lb.mem.Dir(), "memory.peak") // cgroup v2
 		}
+		// The commands start together, but two sandboxes are made ahead and the third on demand, seconds later on
+		// a loaded machine: each holds its 400 MiB until the same moment, 8 s from now (the realtime clock is the
+		// host's), not for 3 s of its own, so that three that hold them hold them at once. Each says from when to
+		// when, which the check below holds them to.
+		until := time.Now().Add(8 * time.Second).UnixNano()
 		var wg sync.WaitGroup
 		outs := make([]protocol.RunCommandOutput, 3)
 		for i := range outs {
 			wg.Go(func() {
-				outs[i] = sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: `python3 -c "
+				outs[i] = sandboxtest.MustRun(t, srv.Session, protocol.RunCommandInput{Command: fmt.Sprintf(`python3 -c "
 import time
 b = bytearray(400 << 20)
 for i in range(0, len(b), 4096): b[i] = 1
-print('HELD'); time.sleep(3)"`, TimeoutSeconds: 30})
+print('HELD', time.time_ns(), flush=True); time.sleep(max(1, (%d - time.time_ns()) / 1e9)); print('UNTIL', time.time_ns())"`, until), TimeoutSeconds: 60})
 			})
 		}
 		wg.Wait()
-		held := 0
+		held, lastFrom, firstUntil := 0, int64(0), int64(math.MaxInt64)
 		for _, o := range outs {
-			if strings.Contains(o.Stdout, "HELD") && o.ExitCode == 0 {
+			var from, until int64
+			if n, _ := fmt.Sscanf(o.Stdout, "HELD %d\nUNTIL %d\n", &from, &until); n == 2 && o.ExitCode == 0 {
 				held++
+				lastFrom, firstUntil = max(lastFrom, from), min(firstUntil, until)
 			}
 		}
-		if held == 3 {
+		switch {
+		case held == 3 && lastFrom < firstUntil:
 			t.Errorf("three commands each held 400 MiB together under a 700 MiB total")
+		case held == 3:
+			t.Errorf("the three commands each held 400 MiB, but one after another (the last began %v after the first ended): the attack did not run at once, the total was not tested",
+				time.Duration(lastFrom-firstUntil))
 		}
 		if b, err := os.ReadFile(usage); err == nil {
 			peak, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)

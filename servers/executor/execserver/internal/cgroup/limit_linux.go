@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -84,8 +85,10 @@ func (c *Limit) PerCommand() int64 { return c.limit }
 // Total is the limit of all commands together (0: none).
 func (c *Limit) Total() int64 { return c.total }
 
-// removeStale removes the parent cgroups (and their empty children) under base whose backend is gone. Their
-// commands died with that server (parent-death signals), so the cgroups are empty.
+// removeStale removes the parent cgroups (and their children) under base whose backend is gone. Their commands die
+// with that server (parent-death signals), but a server started just after the kill finds some still dying, and a
+// cgroup can be removed only once its last process is reaped: each child is tried again for a while, as a command's
+// own cgroup is at its end (removeCgroup), and all are gone, or past hope, when New returns.
 func removeStale(base string, dead func(label string) bool, logger *slog.Logger) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
@@ -98,11 +101,13 @@ func removeStale(base string, dead func(label string) bool, logger *slog.Logger)
 		}
 		dir := filepath.Join(base, e.Name())
 		kids, _ := os.ReadDir(dir)
+		var wg sync.WaitGroup
 		for _, k := range kids {
 			if k.IsDir() {
-				_ = os.Remove(filepath.Join(dir, k.Name()))
+				wg.Go(func() { removeCgroup(filepath.Join(dir, k.Name())) })
 			}
 		}
+		wg.Wait()
 		if err := os.Remove(dir); err == nil {
 			logger.Info("removed the cgroup of a dead executor", "cgroup", dir)
 		}

@@ -94,3 +94,44 @@ func readFile(t *testing.T, path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestNewRemovesADeadInstanceWhileItsCommandsDie: a server started just after the last one was killed finds that
+// one's commands still dying (their parent-death signals are on the way), and a cgroup with a process in it cannot be
+// removed yet; New still removes the dead instance's cgroups, once the process is gone. A removal tried once, at the
+// start, left them for good (TestMainRestartCleansUp, about once in four runs here).
+func TestNewRemovesADeadInstanceWhileItsCommandsDie(t *testing.T) {
+	base, _, err := OwnDir("pids")
+	if err != nil {
+		ciskip.Skipf(t, "no pids cgroup here: %v", err)
+	}
+	tag := strconv.Itoa(os.Getpid())
+	dead := filepath.Join(base, Prefix+"dying-"+tag)
+	cmdDir := filepath.Join(dead, "5")
+	if err := os.MkdirAll(cmdDir, 0o755); err != nil {
+		ciskip.Skipf(t, "cannot make cgroups here: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(cmdDir); os.Remove(dead) })
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cmdDir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	// The command dies, and is reaped, a moment after the new server looks.
+	gone := make(chan struct{})
+	time.AfterFunc(300*time.Millisecond, func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		close(gone)
+	})
+	t.Cleanup(func() { <-gone; removeCgroup(cmdDir) }) // before the removals above, when New left the cgroup
+	c := newOrSkip(t, Config{Instance: "test-" + tag + "-dying", PerCommand: 7,
+		InstanceDead: func(label string) bool { return label == "dying-"+tag }})
+	t.Cleanup(func() { removeCgroup(c.Dir()) }) // Close removes it in the background: the last test's would be left
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead instance's cgroup is still there once its command was gone (%v)", err)
+	}
+}
