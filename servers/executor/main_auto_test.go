@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/ciskip"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/assemble"
 	"github.com/goalbox/goalbox/servers/executor/execserver/backend"
@@ -60,7 +61,7 @@ func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHea
 		t.Fatal(err)
 	}
 	defer logs.Close()
-	cmd := executor(t, env, append([]string{"-workspace", ws, "-addr", anyPort, "-cache-dir", filepath.Join(openDir(t), "cache")}, args...)...)
+	cmd := executor(t, env, append([]string{"-workspace", ws, "-addr", mcptest.AnyPort, "-cache-dir", filepath.Join(openDir(t), "cache")}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func startAuto(t *testing.T, ws string, env []string, args ...string) (h autoHea
 			return h, nil, 0, readLogs()
 		default:
 		}
-		if addr = servingAddr(readLogs()); addr != "" {
+		if addr = mcptest.ServingAddr(readLogs()); addr != "" {
 			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&h)
 				resp.Body.Close()

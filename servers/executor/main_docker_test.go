@@ -13,6 +13,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/goalbox/goalbox/servers/executor/execserver/docker/dockertest"
 	"github.com/moby/moby/client"
@@ -52,7 +53,7 @@ func TestMainDockerRestartRemovesLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer logs.Close()
-		cmd := executor(t, nil, "-backend", "docker", "-image", image, "-workspace", ws, "-addr", anyPort, "-cache-dir", cache)
+		cmd := executor(t, nil, "-backend", "docker", "-image", image, "-workspace", ws, "-addr", mcptest.AnyPort, "-cache-dir", cache)
 		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -65,7 +66,7 @@ func TestMainDockerRestartRemovesLeftovers(t *testing.T) {
 		}
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			b, _ := os.ReadFile(logs.Name())
-			if p.addr = servingAddr(string(b)); p.addr != "" {
+			if p.addr = mcptest.ServingAddr(string(b)); p.addr != "" {
 				if resp, err := http.Get("http://" + p.addr + protocol.HealthPath); err == nil {
 					err = json.NewDecoder(resp.Body).Decode(&health)
 					resp.Body.Close()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/goalbox/goalbox/pkg/mcpserve"
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -91,7 +91,7 @@ func errorsAs(err error, ee **exec.ExitError) bool {
 func TestMainServesAndShutsDown(t *testing.T) {
 	ws := t.TempDir()
 	cmd := executor(t, []string{
-		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + anyPort, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
+		"GOALBOX_EXEC_WORKSPACE=" + ws, "GOALBOX_EXEC_ADDR=" + mcptest.AnyPort, "GOALBOX_EXEC_CACHE_DIR=" + t.TempDir(),
 		"GOALBOX_EXEC_DENY=^rm\n^curl", "OPENAI_API_KEY=sk-test-never-leaks", "GOALBOX_EXEC_ADVERTISED_ROOT=/sandbox",
 	})
 	logs := &syncLines{}
@@ -106,7 +106,7 @@ func TestMainServesAndShutsDown(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var err error
-		if addr = servingAddr(logs.String()); addr != "" {
+		if addr = mcptest.ServingAddr(logs.String()); addr != "" {
 			var resp *http.Response
 			if resp, err = http.Get("http://" + addr + protocol.HealthPath); err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&health)
@@ -177,7 +177,7 @@ func TestMainServerCrashKillsCommands(t *testing.T) {
 			// Commands run as an unprivileged user, who must pass through the test's folder in the fallback.
 			ws, cache := t.TempDir(), t.TempDir()
 			_ = os.Chmod(filepath.Dir(ws), 0o711)
-			args := []string{"-workspace", ws, "-addr", anyPort, "-cache-dir", cache}
+			args := []string{"-workspace", ws, "-addr", mcptest.AnyPort, "-cache-dir", cache}
 			if mode == "no-namespaces" {
 				args = append(args, "-no-namespaces")
 			}
@@ -192,7 +192,7 @@ func TestMainServerCrashKillsCommands(t *testing.T) {
 			var err error
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				if addr := servingAddr(logs.String()); addr != "" {
+				if addr := mcptest.ServingAddr(logs.String()); addr != "" {
 					cs, err = mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(),
 						&mcp.StreamableClientTransport{Endpoint: "http://" + addr + protocol.EndpointPath, MaxRetries: -1}, nil)
 					if err == nil {
@@ -257,7 +257,7 @@ func TestMainRestartCleansUp(t *testing.T) {
 	ws, cache := t.TempDir(), t.TempDir()
 	_ = os.Chmod(filepath.Dir(ws), 0o711)
 	start := func() *exec.Cmd {
-		cmd := executor(t, nil, "-workspace", ws, "-addr", anyPort, "-cache-dir", cache)
+		cmd := executor(t, nil, "-workspace", ws, "-addr", mcptest.AnyPort, "-cache-dir", cache)
 		logs := &syncLines{}
 		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
@@ -265,7 +265,7 @@ func TestMainRestartCleansUp(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if addr := servingAddr(logs.String()); addr != "" {
+			if addr := mcptest.ServingAddr(logs.String()); addr != "" {
 				if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
 					resp.Body.Close()
 					break
@@ -304,27 +304,4 @@ func TestMainRestartCleansUp(t *testing.T) {
 		t.Errorf("the live executor's own temp folder is gone")
 	}
 	t.Logf("removed after the restart: %v", left)
-}
-
-// anyPort is what the tests give the executor to listen on: a loopback port of the kernel's choosing, taken at the
-// listen itself; servingAddr then reads which. A port found free beforehand (listen, close, hand it over) could be
-// taken before the executor listened on it, by a test of another package running beside, whose server would then
-// answer the health check meant for this one.
-const anyPort = "127.0.0.1:0"
-
-// servingAddr is the address the executor's "serving" log line names ("" until it is logged, which is before it
-// answers a request).
-func servingAddr(logs string) string {
-	for _, line := range strings.Split(logs, "\n") {
-		var l struct {
-			Msg string `json:"msg"`
-			URL string `json:"url"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
-			if u, err := url.Parse(l.URL); err == nil && u.Host != "" {
-				return u.Host
-			}
-		}
-	}
-	return ""
 }

@@ -22,11 +22,11 @@ import (
 // TestOutsiderProbe is the outsider's side of TestMainTokenByDefault (mcptest.Outsider.Probe); skipped otherwise.
 func TestOutsiderProbe(t *testing.T) { mcptest.OutsiderProbe(t) }
 
-// startMain starts the executor's main with env and args on a port of its choosing (anyPort) and waits for its
+// startMain starts the executor's main with env and args on a port of its choosing (mcptest.AnyPort) and waits for its
 // health endpoint; it returns the address it serves on and the process's stderr as it comes.
 func startMain(t *testing.T, env []string, args ...string) (string, *syncLines) {
 	t.Helper()
-	cmd := executor(t, env, append(args, "-addr", anyPort)...)
+	cmd := executor(t, env, append(args, "-addr", mcptest.AnyPort)...)
 	logs := &syncLines{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -34,7 +34,7 @@ func startMain(t *testing.T, env []string, args ...string) (string, *syncLines) 
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if addr := servingAddr(logs.String()); addr != "" {
+		if addr := mcptest.ServingAddr(logs.String()); addr != "" {
 			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
 				resp.Body.Close()
 				return addr, logs

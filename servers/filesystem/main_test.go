@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goalbox/goalbox/pkg/mcpserve/mcptest"
 	"github.com/goalbox/goalbox/pkg/pathguard"
 )
 
@@ -55,7 +56,7 @@ func TestBinary(t *testing.T) {
 	// Serve: the workspace and limits come from the environment, a flag overrides one of them.
 	ws := t.TempDir()
 	cmd := exec.Command(bin, "-max-read-lines", "7", "-protect", "*.pem", "-protect", "secrets,.ssh")
-	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+anyPort, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
+	cmd.Env = append(os.Environ(), "GOALBOX_FS_ADDR="+mcptest.AnyPort, "GOALBOX_FS_WORKSPACE="+ws, "GOALBOX_FS_MAX_READ_LINES=5",
 		"GOALBOX_FS_MAX_WRITE_BYTES=4096", "GOALBOX_FS_ADVERTISED_ROOT=/src", "GOALBOX_FS_UNPROTECT=.vscode,.idea")
 	stderr := &syncLines{}
 	cmd.Stderr = stderr
@@ -66,7 +67,7 @@ func TestBinary(t *testing.T) {
 	var health map[string]any
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		var err error
-		if addr := servingAddr(stderr.String()); addr != "" {
+		if addr := mcptest.ServingAddr(stderr.String()); addr != "" {
 			var resp *http.Response
 			if resp, err = http.Get("http://" + addr + "/healthz"); err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&health)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,11 +40,11 @@ func TestMain(m *testing.M) {
 // TestOutsiderProbe is the outsider's side of TestMainTokenByDefault (mcptest.Outsider.Probe); skipped otherwise.
 func TestOutsiderProbe(t *testing.T) { mcptest.OutsiderProbe(t) }
 
-// startMain starts the server's main with args on a port of its choosing (anyPort) and waits for its health
+// startMain starts the server's main with args on a port of its choosing (mcptest.AnyPort) and waits for its health
 // endpoint; it returns the address it serves on and the process's stderr as it comes.
 func startMain(t *testing.T, args ...string) (string, *syncLines) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "-addr", anyPort}, args...)...)
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "-addr", mcptest.AnyPort}, args...)...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	logs := &syncLines{}
 	cmd.Stderr = logs
@@ -54,7 +53,7 @@ func startMain(t *testing.T, args ...string) (string, *syncLines) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if addr := servingAddr(logs.String()); addr != "" {
+		if addr := mcptest.ServingAddr(logs.String()); addr != "" {
 			if resp, err := http.Get("http://" + addr + protocol.HealthPath); err == nil {
 				resp.Body.Close()
 				return addr, logs
@@ -157,29 +156,6 @@ func TestMainTokenNone(t *testing.T) {
 			t.Fatalf("-token none without the warning:\n%s", logs.String())
 		}
 	}
-}
-
-// anyPort is what the tests give the server to listen on: a loopback port of the kernel's choosing, taken at the
-// listen itself; servingAddr then reads which. A port found free beforehand (listen, close, hand it over) could be
-// taken before the server listened on it, by a test of another package running beside, whose server would then
-// answer the health check meant for this one.
-const anyPort = "127.0.0.1:0"
-
-// servingAddr is the address the server's "serving" log line names ("" until it is logged, which is before it
-// answers a request).
-func servingAddr(logs string) string {
-	for _, line := range strings.Split(logs, "\n") {
-		var l struct {
-			Msg string `json:"msg"`
-			URL string `json:"url"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
-			if u, err := url.Parse(l.URL); err == nil && u.Host != "" {
-				return u.Host
-			}
-		}
-	}
-	return ""
 }
 
 type syncLines struct {
